@@ -1,0 +1,60 @@
+// The backend interface: how a delegate's processed blob becomes something that runs.
+//
+//   class MyBackend final : public Backend { ... };
+//   static MyBackend backend;
+//   EMBER_TRY(register_backend("MyBackend", &backend));  // explicit, before loading methods
+//
+// Lifecycle, for every DelegateCall target of a method: is_available() and init() at method
+// load, execute() for each call, destroy() when the Method is destroyed. A backend that keeps
+// pointers into its processed blob after init leaves it alone and the runtime keeps it alive until
+// destroy(); a backend that copies what it needs calls `processed->free()` during init so the
+// model is not held twice.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "runtime/core/evalue.h"
+#include "runtime/executor/memory.h"
+#include "runtime/executor/named_data_map.h"
+
+namespace ember {
+
+struct CompileSpec {
+  std::string_view key;
+  std::span<const uint8_t> value;
+};
+
+struct BackendInitContext {
+  MemoryAllocator* allocator;        // the method allocator: lives as long as the Method
+  std::string_view method_name;
+  const NamedDataMap* named_data;    // the caller's .ptd map, or the program's; may be null
+};
+
+struct BackendExecuteContext {
+  MemoryAllocator* temp;  // scratch, may be null
+};
+
+// Opaque per-delegate state a backend returns from init.
+struct DelegateHandle;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual bool is_available() const = 0;
+  virtual Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                                       std::span<const CompileSpec> compile_specs) const = 0;
+  // `args`: the delegate's inputs then its outputs, as the DelegateCall lists them.
+  virtual Error execute(BackendExecuteContext& context, DelegateHandle* handle,
+                        std::span<EValue*> args) const = 0;
+  virtual void destroy(DelegateHandle* handle) const = 0;
+};
+
+// Registers `backend` under `name` (both must outlive every method that uses them). InvalidArgument
+// for a name already registered; OutOfResources when the table (64 entries) is full.
+Error register_backend(const char* name, const Backend* backend);
+
+// The backend registered under `name`, or null.
+const Backend* find_backend(std::string_view name);
+
+}  // namespace ember

@@ -1,0 +1,77 @@
+// The memory a method runs in, all of it provided by the caller.
+//
+//   alignas(16) uint8_t method_pool[4096], arena[48], scratch[1024];
+//   MemoryAllocator method_alloc(method_pool, sizeof method_pool), temp(scratch, sizeof scratch);
+//   std::span<uint8_t> arenas[] = {{arena, sizeof arena}};
+//   HierarchicalAllocator planned(arenas);
+//   MemoryManager memory{&method_alloc, &planned, &temp};
+//
+// The method allocator holds everything a loaded method keeps (value table, tensors, instruction
+// tables); planned arenas hold activations at the offsets the compiler chose; the temp allocator
+// is scratch for kernels and is reset after every kernel call. Nothing here frees memory: the
+// caller releases the backing buffers after the Method is destroyed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "runtime/core/result.h"
+
+namespace ember {
+
+// A bump allocator over a caller buffer. Subclasses may grow (Module's heap allocator does).
+class MemoryAllocator {
+ public:
+  MemoryAllocator(void* base, size_t size) : base_(static_cast<uint8_t*>(base)), size_(size) {}
+  virtual ~MemoryAllocator() = default;
+
+  // Returns `size` bytes aligned to `alignment` (a power of two), or null when out of memory.
+  virtual void* allocate(size_t size, size_t alignment = alignof(std::max_align_t));
+  // Releases everything allocated so far.
+  virtual void reset() { used_ = 0; }
+
+  size_t used() const { return used_; }
+  size_t capacity() const { return size_; }
+
+  // `count` default-constructed Ts, or null.
+  template <typename T>
+  T* allocate_array(size_t count) {
+    size_t bytes = 0;
+    if (__builtin_mul_overflow(count, sizeof(T), &bytes)) return nullptr;
+    void* p = allocate(bytes == 0 ? 1 : bytes, alignof(T));
+    if (p == nullptr) return nullptr;
+    T* out = static_cast<T*>(p);
+    for (size_t i = 0; i < count; ++i) new (&out[i]) T();
+    return out;
+  }
+
+ protected:
+  uint8_t* base_;
+  size_t size_;
+  size_t used_ = 0;
+};
+
+// The planned arenas, numbered from memory id 1 as in the program file.
+class HierarchicalAllocator {
+ public:
+  explicit HierarchicalAllocator(std::span<const std::span<uint8_t>> arenas) : arenas_(arenas) {}
+
+  size_t num_arenas() const { return arenas_.size(); }
+  std::span<uint8_t> arena(size_t index) const { return arenas_[index]; }
+
+  // The address of `nbytes` at `offset` in arena `memory_id` (1-based). InvalidProgram when the
+  // id is 0 or unknown or the range leaves the arena.
+  Result<void*> address(uint32_t memory_id, uint64_t offset, size_t nbytes) const;
+
+ private:
+  std::span<const std::span<uint8_t>> arenas_;
+};
+
+struct MemoryManager {
+  MemoryAllocator* method_allocator = nullptr;
+  HierarchicalAllocator* planned_memory = nullptr;  // may be null for a method with no arenas
+  MemoryAllocator* temp_allocator = nullptr;        // may be null when no kernel needs scratch
+};
+
+}  // namespace ember

@@ -1,0 +1,109 @@
+// Method: one loaded execution plan, ready to run.
+//
+//   Result<Method> m = program->load_method("forward", &memory);
+//   EMBER_TRY(m->set_input(input_tensor, 0));
+//   EMBER_TRY(m->execute());
+//   Result<EValue> out = m->get_output(0);
+//
+// Everything from the file is validated at load (value table, tensor metadata and storage,
+// operator names and argument kinds, delegate ids, instruction operands), so execute only runs.
+// A Method uses the memory of the MemoryManager it was loaded with, which must outlive it, and
+// performs no heap allocation. One Method must not run on two threads at once; distinct Methods
+// (even of the same Program) may.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "runtime/core/evalue.h"
+#include "runtime/executor/backend.h"
+#include "runtime/executor/kernel_registry.h"
+#include "runtime/executor/memory.h"
+#include "runtime/executor/method_meta.h"
+
+namespace executorch_flatbuffer {
+struct ExecutionPlan;
+struct Tensor;
+}  // namespace executorch_flatbuffer
+
+namespace ember {
+
+class Program;
+class NamedDataMap;
+
+class Method {
+ public:
+  Method(Method&& other) noexcept;
+  Method& operator=(Method&&) = delete;
+  Method(const Method&) = delete;
+  Method& operator=(const Method&) = delete;
+  ~Method();
+
+  std::string_view name() const;
+  MethodMeta method_meta() const { return MethodMeta(plan_); }
+  size_t num_inputs() const { return num_inputs_; }
+  size_t num_outputs() const { return num_outputs_; }
+
+  // Binds input `index`. A tensor must have the declared dtype, rank and dim order, and each
+  // dimension must equal the declared size (static) or not exceed it (dynamic); its data is copied
+  // into planned memory, or shared when the input is not planned (the caller then keeps it alive
+  // until execute returns). A non-tensor input must equal the value the program was exported with.
+  // InvalidArgument naming the input and what differs.
+  Error set_input(const EValue& value, size_t index);
+  Error set_input(const Tensor& tensor, size_t index);
+
+  // Gives output `index` a caller buffer, for outputs the program did not plan. The buffer must
+  // hold the output's upper-bound byte size (contract C23): InvalidArgument otherwise, naming both
+  // sizes. InvalidState for a planned output.
+  Error set_output_data_ptr(void* buffer, size_t size, size_t index);
+
+  // The current value of input/output `index` (tensors at their current sizes).
+  Result<EValue> get_input(size_t index) const;
+  Result<EValue> get_output(size_t index) const;
+
+  // Runs the instructions. InvalidState when an input is unset or an output has no buffer;
+  // otherwise the error of the failing kernel or delegate, with the instruction and operator named.
+  Error execute();
+
+ private:
+  friend class Program;
+  struct Instruction;
+  struct Delegate;
+
+  Method(const Program* program, const executorch_flatbuffer::ExecutionPlan* plan,
+         MemoryManager* memory)
+      : program_(program), plan_(plan), memory_(memory) {}
+  Error init(const NamedDataMap* external_data);
+  Error parse_values(const NamedDataMap* external_data);
+  Error parse_tensor(const executorch_flatbuffer::Tensor* t, size_t value_index,
+                     const NamedDataMap* external_data, Tensor* out);
+  Error init_delegates(const NamedDataMap* external_data);
+  Error init_instructions();
+  Error check_io();
+  template <typename T>
+  Result<T*> allocate(size_t count, const char* what);
+  void release();
+
+  const Program* program_;
+  const executorch_flatbuffer::ExecutionPlan* plan_;
+  MemoryManager* memory_;
+
+  EValue* values_ = nullptr;
+  size_t num_values_ = 0;
+  uint8_t* value_flags_ = nullptr;  // per value: constant, external, ...
+  int32_t* input_index_ = nullptr;
+  int32_t* output_index_ = nullptr;
+  bool* input_set_ = nullptr;
+  size_t num_inputs_ = 0;
+  size_t num_outputs_ = 0;
+  Instruction* instructions_ = nullptr;
+  size_t num_instructions_ = 0;
+  Delegate* delegates_ = nullptr;
+  size_t num_delegates_ = 0;
+  FreeableBuffer* external_buffers_ = nullptr;
+  size_t num_external_buffers_ = 0;
+  size_t next_external_ = 0;
+  bool initialized_ = false;
+};
+
+}  // namespace ember

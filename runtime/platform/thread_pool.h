@@ -1,0 +1,60 @@
+// A fixed-size pool that splits loops over threads; kernels use it for large work.
+//
+//   ThreadPool& pool = ThreadPool::global();
+//   pool.set_num_threads(2);
+//   pool.parallel_for(n, /*grain=*/1024, [&](int64_t begin, int64_t end) { ... });
+//
+// The calling thread takes part in the work. set_num_threads(1) runs everything inline. Calls to
+// parallel_for from several threads at once are serialised; a nested call runs inline.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ember {
+
+class ThreadPool {
+ public:
+  using RangeFn = std::function<void(int64_t begin, int64_t end)>;
+
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // The process-wide pool kernels use. Starts with one thread per core, at most 8.
+  static ThreadPool& global();
+
+  int num_threads() const { return num_threads_; }
+  // Resizes the pool (clamped to 1..256). Not to be called while a parallel_for runs.
+  void set_num_threads(int num_threads);
+
+  // Calls fn on disjoint ranges covering [0, n), each at least `grain` long (except the last).
+  void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
+
+ private:
+  void start(int num_threads);
+  void stop();
+  void worker(int index);
+
+  int num_threads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex call_mutex_;  // one parallel_for at a time
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable work_done_;
+  const RangeFn* fn_ = nullptr;
+  int64_t n_ = 0;
+  int64_t chunk_ = 0;
+  int64_t num_chunks_ = 0;
+  int64_t next_chunk_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace ember
