@@ -28,7 +28,14 @@ class [[nodiscard]] Result {
   }
   Result(const Result&) = delete;
   Result& operator=(const Result&) = delete;
-  Result& operator=(Result&&) = delete;
+  Result& operator=(Result&& other) noexcept {
+    if (this != &other) {
+      if (ok()) value_.~T();
+      error_ = other.error_;
+      if (ok()) new (&value_) T(std::move(other.value_));
+    }
+    return *this;
+  }
   ~Result() {
     if (ok()) value_.~T();
   }

@@ -1,0 +1,186 @@
+// Bad input never crashes: every truncation and every single-byte overwrite of each fixture, and
+// of a .ptd the writer makes, ends in an Error or a run. CI runs this under ASan and UBSan, so an
+// out-of-bounds read or undefined behaviour fails the test even when the result looks fine.
+#include "compiler/emit/pte_writer.h"
+#include "runtime/executor/flat_tensor_data_map.h"
+#include "tests/runtime/test_util.h"
+
+namespace ember::testing {
+namespace {
+
+struct Outcome {
+  bool loaded = false;
+  bool ran = false;
+};
+
+// Loads, loads every method, binds zero inputs of the declared shapes and executes.
+Outcome load_and_run(const std::vector<uint8_t>& file) {
+  Outcome outcome;
+  AlignedBytes bytes(file);
+  BufferDataLoader loader(bytes.data.get(), bytes.size);
+  Result<Program> program = Program::load(&loader);
+  if (!program.ok()) {
+    EXPECT_NE(std::string(last_error_message()), "") << "an error without a message";
+    return outcome;
+  }
+  outcome.loaded = true;
+  for (size_t m = 0; m < program->num_methods(); ++m) {
+    Result<std::string_view> name = program->get_method_name(m);
+    if (!name.ok()) continue;
+    Result<MethodMeta> meta = program->method_meta(*name);
+    if (!meta.ok()) continue;
+    // Arenas as the (possibly corrupted) file asks, but capped: a corrupt size is refused.
+    bool sane = true;
+    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+      Result<int64_t> size = meta->memory_planned_buffer_size(i);
+      sane = sane && size.ok() && *size >= 0 && *size < (1 << 20);
+    }
+    if (!sane) continue;
+    MethodMemory memory(*meta);
+    Result<Method> method = program->load_method(*name, &memory.manager);
+    if (!method.ok()) continue;
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<Tensor> inputs;
+    inputs.reserve(meta->num_inputs());
+    bool bound = true;
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      Result<TensorInfo> info = meta->input_tensor_info(i);
+      if (!info.ok() || info->nbytes > (1 << 20)) {
+        bound = false;
+        break;
+      }
+      storage.emplace_back(info->nbytes + 16, 0);
+      Result<Tensor> t = Tensor::make(info->dtype, info->sizes, info->dim_order, storage.back().data());
+      if (!t.ok()) {
+        bound = false;
+        break;
+      }
+      inputs.push_back(*t);
+      if (method->set_input(inputs.back(), i) != Error::Ok) bound = false;
+    }
+    std::vector<std::vector<uint8_t>> outputs;
+    for (size_t i = 0; i < meta->num_outputs(); ++i) {
+      Result<TensorInfo> info = meta->output_tensor_info(i);
+      if (!info.ok() || info->memory_planned || info->nbytes > (1 << 20)) continue;
+      outputs.emplace_back(info->nbytes + 16, 0);
+      (void)method->set_output_data_ptr(outputs.back().data(), info->nbytes, i);
+    }
+    if (bound && method->execute() == Error::Ok) outcome.ran = true;
+  }
+  return outcome;
+}
+
+class Corruption : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Corruption, EveryTruncationIsRefused) {
+  EMBER_REQUIRE_FIXTURES();
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  const std::vector<uint8_t> file = read_bytes(fixture_dir() + "/" + GetParam());
+  ASSERT_FALSE(file.empty());
+  ASSERT_TRUE(load_and_run(file).ran) << "the intact file must run";
+  for (size_t length = 0; length < file.size(); ++length) {
+    const std::vector<uint8_t> cut(file.begin(), file.begin() + static_cast<long>(length));
+    EXPECT_FALSE(load_and_run(cut).loaded) << "a file cut to " << length << " bytes loaded";
+  }
+}
+
+TEST_P(Corruption, EveryByteOverwrittenLoadsOrFailsCleanly) {
+  EMBER_REQUIRE_FIXTURES();
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  const std::vector<uint8_t> file = read_bytes(fixture_dir() + "/" + GetParam());
+  size_t refused = 0, ran = 0;
+  for (size_t at = 0; at < file.size(); ++at) {
+    for (uint8_t value : {uint8_t(file[at] ^ 0xff), uint8_t(0x00), uint8_t(0x7f), uint8_t(0x80)}) {
+      if (value == file[at]) continue;
+      std::vector<uint8_t> bad = file;
+      bad[at] = value;
+      const Outcome o = load_and_run(bad);
+      refused += o.loaded ? 0 : 1;
+      ran += o.ran ? 1 : 0;
+    }
+  }
+  // Both outcomes occur: corrupted tables are refused, while a changed constant still runs.
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(ran, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Corruption,
+                         ::testing::Values("add.pte", "module_linear_no_constant_segment.pte",
+                                           "add_one_with_header.pte"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           return n;
+                         });
+
+// A .ptd with two tensors (the second shares the first's bytes), then every corruption of it.
+std::vector<uint8_t> sample_ptd() {
+  std::vector<uint8_t> weight(4 * 6), bias(4 * 3);
+  for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<uint8_t>(i);
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<uint8_t>(100 + i);
+  return emit::write_ptd({{"linear.weight", ScalarType::Float, {2, 3}, {}, weight},
+                          {"linear.bias", ScalarType::Float, {3}, {}, bias},
+                          {"tied.weight", ScalarType::Float, {2, 3}, {}, weight}});
+}
+
+bool read_ptd(const std::vector<uint8_t>& file) {
+  AlignedBytes bytes(file);
+  BufferDataLoader loader(bytes.data.get(), bytes.size);
+  Result<FlatTensorDataMap> map = FlatTensorDataMap::load(&loader);
+  if (!map.ok()) return false;
+  for (size_t k = 0; k < map->num_keys(); ++k) {
+    Result<std::string_view> key = map->key(k);
+    if (!key.ok()) continue;
+    Result<TensorLayout> layout = map->get_tensor_layout(*key);
+    Result<FreeableBuffer> data = map->get_data(*key);
+    if (layout.ok() && data.ok() && data->size() >= layout->nbytes) {
+      std::vector<uint8_t> copy(layout->nbytes);
+      EXPECT_EQ(map->load_data_into(*key, copy.data(), copy.size()), Error::Ok);
+      volatile uint8_t sink = 0;
+      for (size_t i = 0; i < data->size(); ++i) sink = static_cast<uint8_t>(sink ^ data->bytes()[i]);
+    }
+  }
+  return true;
+}
+
+TEST(PtdCorruption, IntactFileReadsBack) {
+  const std::vector<uint8_t> file = sample_ptd();
+  AlignedBytes bytes(file);
+  BufferDataLoader loader(bytes.data.get(), bytes.size);
+  Result<FlatTensorDataMap> map = FlatTensorDataMap::load(&loader);
+  ASSERT_TRUE(map.ok()) << last_error_message();
+  ASSERT_EQ(map->num_keys(), 3u);
+  Result<TensorLayout> layout = map->get_tensor_layout("linear.weight");
+  ASSERT_TRUE(layout.ok());
+  EXPECT_EQ(layout->dtype, ScalarType::Float);
+  EXPECT_EQ(std::vector<int32_t>(layout->sizes.begin(), layout->sizes.end()), (std::vector<int32_t>{2, 3}));
+  Result<FreeableBuffer> bias = map->get_data("linear.bias");
+  ASSERT_TRUE(bias.ok());
+  ASSERT_EQ(bias->size(), 12u);
+  EXPECT_EQ(bias->bytes()[0], 100);
+  EXPECT_EQ(map->get_data("linear.missing").error(), Error::NotFound);
+  EXPECT_NE(std::string(last_error_message()).find("'linear.missing' is missing from named data"),
+            std::string::npos);
+}
+
+TEST(PtdCorruption, EveryTruncationAndOverwriteFailsCleanly) {
+  const std::vector<uint8_t> file = sample_ptd();
+  ASSERT_TRUE(read_ptd(file));
+  for (size_t length = 0; length < file.size(); ++length) {
+    EXPECT_FALSE(read_ptd({file.begin(), file.begin() + static_cast<long>(length)}))
+        << "a .ptd cut to " << length << " bytes loaded";
+  }
+  size_t refused = 0;
+  for (size_t at = 0; at < file.size(); ++at) {
+    for (uint8_t value : {uint8_t(file[at] ^ 0xff), uint8_t(0x00), uint8_t(0x80)}) {
+      if (value == file[at]) continue;
+      std::vector<uint8_t> bad = file;
+      bad[at] = value;
+      refused += read_ptd(bad) ? 0 : 1;
+    }
+  }
+  EXPECT_GT(refused, 0u);
+}
+
+}  // namespace
+}  // namespace ember::testing

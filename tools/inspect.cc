@@ -1,0 +1,232 @@
+#include "tools/inspect.h"
+
+#include <cinttypes>
+#include <map>
+#include <sstream>
+
+#include "ember/schema/program_generated.h"
+#include "runtime/executor/method_meta.h"
+
+namespace ember::tools {
+namespace fb = executorch_flatbuffer;
+
+namespace {
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+const char* dynamism_name(ShapeDynamism d) {
+  return d == ShapeDynamism::Static ? "static" : d == ShapeDynamism::DynamicBound ? "dynamic_bound" : "dynamic_unbound";
+}
+
+struct IoInfo {
+  std::string tag;
+  bool is_tensor = false;
+  TensorInfo tensor{};
+};
+
+struct MethodReport {
+  std::string name;
+  std::vector<IoInfo> inputs, outputs;
+  std::vector<std::pair<std::string, int>> operator_calls;
+  std::vector<std::pair<std::string, std::string>> delegates;  // id, where
+  int64_t num_constants = 0, constant_bytes = 0, num_external = 0, external_bytes = 0;
+  std::vector<int64_t> arenas;
+  size_t num_instructions = 0;
+};
+
+Result<IoInfo> io_info(const MethodMeta& meta, size_t i, bool input) {
+  Result<Tag> tag = input ? meta.input_tag(i) : meta.output_tag(i);
+  if (!tag.ok()) return tag.error();
+  IoInfo info;
+  info.tag = to_string(*tag);
+  if (*tag == Tag::Tensor) {
+    Result<TensorInfo> t = input ? meta.input_tensor_info(i) : meta.output_tensor_info(i);
+    if (!t.ok()) return t.error();
+    info.is_tensor = true;
+    info.tensor = *t;
+  }
+  return info;
+}
+
+std::string shape_text(std::span<const int32_t> sizes) {
+  std::string s = "[";
+  for (size_t i = 0; i < sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(sizes[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+Result<std::string> inspect_program(const Program& program, bool json) {
+  const fb::Program* root = program.flatbuffer();
+  std::vector<MethodReport> reports;
+  for (size_t m = 0; m < program.num_methods(); ++m) {
+    Result<std::string_view> name = program.get_method_name(m);
+    if (!name.ok()) return name.error();
+    Result<MethodMeta> meta = program.method_meta(*name);
+    if (!meta.ok()) return meta.error();
+    MethodReport r;
+    r.name = std::string(*name);
+    for (size_t i = 0; i < meta->num_inputs(); ++i) {
+      Result<IoInfo> info = io_info(*meta, i, true);
+      if (!info.ok()) return info.error();
+      r.inputs.push_back(*info);
+    }
+    for (size_t i = 0; i < meta->num_outputs(); ++i) {
+      Result<IoInfo> info = io_info(*meta, i, false);
+      if (!info.ok()) return info.error();
+      r.outputs.push_back(*info);
+    }
+    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+      Result<int64_t> size = meta->memory_planned_buffer_size(i);
+      if (!size.ok()) return size.error();
+      r.arenas.push_back(*size);
+    }
+    r.num_instructions = meta->num_instructions();
+    const fb::ExecutionPlan* plan = *program.plan(*name);
+    std::map<std::string, int> counts;
+    std::vector<std::string> order;
+    if (plan->chains() != nullptr) {
+      for (const fb::Chain* chain : *plan->chains()) {
+        if (chain->instructions() == nullptr) continue;
+        for (const fb::Instruction* ins : *chain->instructions()) {
+          const fb::KernelCall* call = ins->instr_args_as_KernelCall();
+          if (call == nullptr || plan->operators() == nullptr || call->op_index() < 0 ||
+              static_cast<uint32_t>(call->op_index()) >= plan->operators()->size()) {
+            continue;
+          }
+          const fb::Operator* op = plan->operators()->Get(static_cast<uint32_t>(call->op_index()));
+          std::string op_name = op->name() ? op->name()->str() : "?";
+          if (op->overload() && op->overload()->size() > 0) op_name += "." + op->overload()->str();
+          if (counts[op_name]++ == 0) order.push_back(op_name);
+        }
+      }
+    }
+    for (const std::string& op : order) r.operator_calls.emplace_back(op, counts[op]);
+    if (plan->delegates() != nullptr) {
+      for (const fb::BackendDelegate* d : *plan->delegates()) {
+        const auto* ref = d->processed();
+        std::string where = ref == nullptr ? "?" : ref->location() == fb::DataLocation::INLINE
+                                                       ? "inline " + std::to_string(ref->index())
+                                                       : "segment " + std::to_string(ref->index());
+        r.delegates.emplace_back(d->id() ? d->id()->str() : "?", where);
+      }
+    }
+    if (plan->values() != nullptr) {
+      for (const fb::EValue* v : *plan->values()) {
+        const fb::Tensor* t = v->val_as_Tensor();
+        if (t == nullptr || t->sizes() == nullptr) continue;
+        Result<size_t> nbytes = checked_nbytes(static_cast<ScalarType>(t->scalar_type()),
+                                               {t->sizes()->data(), t->sizes()->size()});
+        const int64_t bytes = nbytes.ok() ? static_cast<int64_t>(*nbytes) : 0;
+        const fb::ExtraTensorInfo* extra = t->extra_tensor_info();
+        if (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL) {
+          ++r.num_external;
+          r.external_bytes += bytes;
+        } else if (t->data_buffer_idx() > 0 && t->allocation_info() == nullptr) {
+          ++r.num_constants;
+          r.constant_bytes += bytes;
+        }
+      }
+    }
+    reports.push_back(std::move(r));
+  }
+
+  const fb::SubsegmentOffsets* cs = root->constant_segment();
+  const bool deprecated_constants = cs == nullptr || cs->offsets() == nullptr || cs->offsets()->size() == 0;
+  const char* constant_location = deprecated_constants ? "inline constant_buffer (deprecated)" : "constant segment";
+  std::ostringstream out;
+  const ExtendedHeader& h = program.header();
+  if (json) {
+    out << "{\"file_size\": " << program.file_size() << ", \"extended_header\": "
+        << (h.present ? "true" : "false") << ", \"segments\": "
+        << (root->segments() ? root->segments()->size() : 0) << ", \"methods\": [";
+    for (size_t m = 0; m < reports.size(); ++m) {
+      const MethodReport& r = reports[m];
+      out << (m ? ", " : "") << "{\"name\": " << json_string(r.name);
+      for (int pass = 0; pass < 2; ++pass) {
+        const auto& list = pass == 0 ? r.inputs : r.outputs;
+        out << ", \"" << (pass == 0 ? "inputs" : "outputs") << "\": [";
+        for (size_t i = 0; i < list.size(); ++i) {
+          const IoInfo& io = list[i];
+          out << (i ? ", " : "") << "{\"kind\": " << json_string(io.tag);
+          if (io.is_tensor) {
+            out << ", \"dtype\": " << json_string(to_string(io.tensor.dtype)) << ", \"shape\": [";
+            for (size_t d = 0; d < io.tensor.sizes.size(); ++d) out << (d ? ", " : "") << io.tensor.sizes[d];
+            out << "], \"dynamism\": " << json_string(dynamism_name(io.tensor.dynamism))
+                << ", \"memory_planned\": " << (io.tensor.memory_planned ? "true" : "false");
+          }
+          out << "}";
+        }
+        out << "]";
+      }
+      out << ", \"operators\": [";
+      for (size_t i = 0; i < r.operator_calls.size(); ++i) {
+        out << (i ? ", " : "") << "{\"name\": " << json_string(r.operator_calls[i].first)
+            << ", \"calls\": " << r.operator_calls[i].second << "}";
+      }
+      out << "], \"delegates\": [";
+      for (size_t i = 0; i < r.delegates.size(); ++i) {
+        out << (i ? ", " : "") << "{\"backend\": " << json_string(r.delegates[i].first)
+            << ", \"processed\": " << json_string(r.delegates[i].second) << "}";
+      }
+      out << "], \"constants\": {\"count\": " << r.num_constants << ", \"bytes\": " << r.constant_bytes
+          << ", \"location\": " << json_string(constant_location) << ", \"external_count\": "
+          << r.num_external << ", \"external_bytes\": " << r.external_bytes
+          << "}, \"planned_arenas\": [";
+      for (size_t i = 0; i < r.arenas.size(); ++i) {
+        out << (i ? ", " : "") << "{\"memory_id\": " << i + 1 << ", \"bytes\": " << r.arenas[i] << "}";
+      }
+      out << "], \"instructions\": " << r.num_instructions << "}";
+    }
+    out << "]}\n";
+    return out.str();
+  }
+  out << "file: " << program.file_size() << " bytes, "
+      << (h.present ? "extended header, segment base " + std::to_string(h.segment_base_offset)
+                    : std::string("no extended header"))
+      << ", " << (root->segments() ? root->segments()->size() : 0) << " segment(s)\n";
+  for (const MethodReport& r : reports) {
+    out << "method '" << r.name << "': " << r.num_instructions << " instruction(s)\n";
+    for (int pass = 0; pass < 2; ++pass) {
+      const auto& list = pass == 0 ? r.inputs : r.outputs;
+      out << "  " << (pass == 0 ? "inputs" : "outputs") << ":" << (list.empty() ? " none" : "") << "\n";
+      for (size_t i = 0; i < list.size(); ++i) {
+        const IoInfo& io = list[i];
+        out << "    " << i << ": " << io.tag;
+        if (io.is_tensor) {
+          out << " " << to_string(io.tensor.dtype) << " " << shape_text(io.tensor.sizes) << " "
+              << dynamism_name(io.tensor.dynamism)
+              << (io.tensor.memory_planned ? ", planned" : ", caller-provided");
+        }
+        out << "\n";
+      }
+    }
+    out << "  operators:" << (r.operator_calls.empty() ? " none" : "") << "\n";
+    for (const auto& [op, n] : r.operator_calls) out << "    " << op << " x" << n << "\n";
+    out << "  delegates:" << (r.delegates.empty() ? " none" : "") << "\n";
+    for (const auto& [id, where] : r.delegates) out << "    " << id << " (" << where << ")\n";
+    out << "  constants: " << r.num_constants << " (" << r.constant_bytes << " bytes, "
+        << constant_location << ")";
+    if (r.num_external > 0) out << "; external: " << r.num_external << " (" << r.external_bytes << " bytes, .ptd)";
+    out << "\n  planned memory:";
+    if (r.arenas.empty()) out << " none";
+    for (size_t i = 0; i < r.arenas.size(); ++i) out << (i ? "," : "") << " arena " << i + 1 << ": " << r.arenas[i] << " bytes";
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace ember::tools

@@ -1,0 +1,121 @@
+// The `ember` command: inspect and run programs.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "runtime/executor/module.h"
+#include "tools/inspect.h"
+#include "tools/run.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage:\n"
+    "  ember inspect MODEL.pte [--json]\n"
+    "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
+    "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
+    "\n"
+    "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and planned\n"
+    "         memory of a .pte program\n"
+    "run      runs a method with inputs from .npy files (random ones of the declared shape when none\n"
+    "         are given), prints each output, writes DIR/output_N.npy, and with --repeat N prints\n"
+    "         the median latency\n";
+
+int usage_error(const char* message) {
+  std::fprintf(stderr, "error: %s\n\n%s", message, kUsage);
+  return 2;
+}
+
+bool parse_int(const char* s, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < 0 || v > 1000000000) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+int inspect_main(int argc, char** argv) {
+  std::string model;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else if (argv[i][0] == '-') {
+      return usage_error((std::string("unknown option ") + argv[i]).c_str());
+    } else if (model.empty()) {
+      model = argv[i];
+    } else {
+      return usage_error("inspect takes one program");
+    }
+  }
+  if (model.empty()) return usage_error("inspect needs a program file");
+  ember::ModuleOptions options;
+  options.load_mode = ember::LoadMode::File;
+  ember::Module module(model, options);
+  if (ember::Error e = module.load(); e != ember::Error::Ok) {
+    std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(), ember::to_string(e));
+    return 1;
+  }
+  ember::Result<std::string> report = ember::tools::inspect_program(*module.program(), json);
+  if (!report.ok()) {
+    std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(),
+                 ember::to_string(report.error()));
+    return 1;
+  }
+  std::fputs(report->c_str(), stdout);
+  return 0;
+}
+
+int run_main(int argc, char** argv) {
+  ember::tools::RunOptions o;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&](const char* name) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)name;
+      return argv[++i];
+    };
+    const bool takes_value = arg == "--method" || arg == "--ptd" || arg == "--input" ||
+                             arg == "--output-dir" || arg == "--repeat" || arg == "--threads" ||
+                             arg == "--seed" || arg == "--load-mode";
+    if (takes_value) {
+      const char* v = value(arg.c_str());
+      if (v == nullptr) return usage_error((arg + " needs a value").c_str());
+      int n = 0;
+      if (arg == "--method") o.method = v;
+      if (arg == "--ptd") o.ptd = v;
+      if (arg == "--input") o.inputs.emplace_back(v);
+      if (arg == "--output-dir") o.output_dir = v;
+      if (arg == "--load-mode") o.load_mode = v;
+      if (arg == "--repeat" || arg == "--threads" || arg == "--seed") {
+        if (!parse_int(v, &n)) return usage_error((arg + " needs a non-negative integer").c_str());
+        if (arg == "--repeat") o.repeat = n;
+        if (arg == "--threads") o.threads = n;
+        if (arg == "--seed") o.seed = static_cast<unsigned>(n);
+      }
+    } else if (arg[0] == '-') {
+      return usage_error(("unknown option " + arg).c_str());
+    } else if (o.model.empty()) {
+      o.model = arg;
+    } else {
+      return usage_error("run takes one program; pass inputs with --input");
+    }
+  }
+  if (o.model.empty()) return usage_error("run needs a program file");
+  return ember::tools::run_command(o);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage_error("no command given");
+  const std::string command = argv[1];
+  if (command == "inspect") return inspect_main(argc - 2, argv + 2);
+  if (command == "run") return run_main(argc - 2, argv + 2);
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  return usage_error(("unknown command " + command).c_str());
+}

@@ -1,0 +1,158 @@
+#include "tools/run.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <random>
+
+#include "runtime/executor/module.h"
+#include "runtime/platform/clock.h"
+#include "tools/npy.h"
+
+namespace ember::tools {
+namespace {
+
+int report(Error e) {
+  std::fprintf(stderr, "error: %s (%s)\n", last_error_message(), to_string(e));
+  return 1;
+}
+
+Result<LoadMode> parse_load_mode(const std::string& s) {
+  if (s == "file") return LoadMode::File;
+  if (s == "mmap") return LoadMode::Mmap;
+  if (s == "mlock") return LoadMode::MmapUseMlock;
+  if (s == "mlock-ignore") return LoadMode::MmapUseMlockIgnoreErrors;
+  return fail(Error::InvalidArgument, "--load-mode must be file, mmap, mlock or mlock-ignore, not '%s'",
+              s.c_str());
+}
+
+// Random values of the declared shape: floats in [-1, 1), integers in [0, 10), bools.
+void fill_random(Tensor& t, std::mt19937& rng) {
+  std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> small(0, 9);
+  EMBER_SWITCH_ALL_TYPES(t.dtype(), T, (void)0, {
+    T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        p[i] = small(rng) % 2 == 1;
+      } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
+                           std::is_same_v<T, BFloat16>) {
+        p[i] = T(real(rng));
+      } else {
+        p[i] = static_cast<T>(small(rng));
+      }
+    }
+  });
+}
+
+void print_values(const Tensor& t) {
+  const int64_t n = std::min<int64_t>(t.numel(), 8);
+  std::printf("[");
+  EMBER_SWITCH_ALL_TYPES(t.dtype(), T, (void)0, {
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        std::printf("%s%s", i ? ", " : "", p[i] ? "True" : "False");
+      } else if constexpr (std::is_integral_v<T>) {
+        std::printf("%s%" PRId64, i ? ", " : "", static_cast<int64_t>(p[i]));
+      } else {
+        std::printf("%s%.6g", i ? ", " : "", static_cast<double>(static_cast<float>(p[i])));
+      }
+    }
+  });
+  std::printf("%s]", t.numel() > n ? ", ..." : "");
+}
+
+}  // namespace
+
+int run_command(const RunOptions& o) {
+  Result<LoadMode> mode = parse_load_mode(o.load_mode);
+  if (!mode.ok()) return report(mode.error());
+  ModuleOptions options;
+  options.load_mode = *mode;
+  options.data_path = o.ptd;
+  options.num_threads = o.threads;
+  Module module(o.model, options);
+  if (Error e = module.load(); e != Error::Ok) return report(e);
+  Result<MethodMeta> meta = module.method_meta(o.method);
+  if (!meta.ok()) return report(meta.error());
+  if (!o.inputs.empty() && o.inputs.size() != meta->num_inputs()) {
+    return report(fail(Error::InvalidArgument, "method '%s' takes %zu inputs; %zu --input files were given",
+                       o.method.c_str(), meta->num_inputs(), o.inputs.size()));
+  }
+
+  std::vector<NpyArray> arrays(meta->num_inputs());
+  std::vector<OwnedTensor> owned;
+  std::vector<Tensor> views(meta->num_inputs());
+  std::vector<EValue> inputs;
+  std::mt19937 rng(o.seed);
+  for (size_t i = 0; i < meta->num_inputs(); ++i) {
+    Result<Tag> tag = meta->input_tag(i);
+    if (!tag.ok()) return report(tag.error());
+    if (*tag != Tag::Tensor) {
+      return report(fail(Error::NotSupported, "input %zu is a %s; `ember run` binds tensor inputs only",
+                         i, to_string(*tag)));
+    }
+    if (!o.inputs.empty()) {
+      Result<NpyArray> a = read_npy(o.inputs[i]);
+      if (!a.ok()) return report(a.error());
+      arrays[i] = std::move(*a);
+      Result<Tensor> t = Tensor::make(arrays[i].dtype, arrays[i].shape, {}, arrays[i].data.data());
+      if (!t.ok()) return report(t.error());
+      views[i] = *t;
+      inputs.push_back(EValue::from_tensor(&views[i]));
+    } else {
+      Result<TensorInfo> info = meta->input_tensor_info(i);
+      if (!info.ok()) return report(info.error());
+      Result<OwnedTensor> t = OwnedTensor::zeros(
+          info->dtype, {info->sizes.begin(), info->sizes.end()}, {info->dim_order.begin(), info->dim_order.end()});
+      if (!t.ok()) return report(t.error());
+      fill_random(t->tensor(), rng);
+      owned.push_back(std::move(*t));
+    }
+  }
+  for (OwnedTensor& t : owned) inputs.push_back(t.evalue());
+
+  Result<std::vector<EValue>> outputs = module.execute(o.method, inputs);
+  if (!outputs.ok()) return report(outputs.error());
+  std::vector<double> times_ms;
+  for (int r = 0; r < o.repeat; ++r) {
+    const uint64_t t0 = now_ns();
+    outputs = module.execute(o.method, inputs);
+    const uint64_t t1 = now_ns();
+    if (!outputs.ok()) return report(outputs.error());
+    times_ms.push_back(static_cast<double>(t1 - t0) / 1e6);
+  }
+
+  if (!o.output_dir.empty()) ::mkdir(o.output_dir.c_str(), 0755);
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    const EValue& v = (*outputs)[i];
+    std::printf("output %zu: ", i);
+    if (!v.is_tensor()) {
+      std::printf("%s\n", to_string(v.tag()));
+      continue;
+    }
+    const Tensor& t = v.to_tensor();
+    std::printf("%s [", to_string(t.dtype()));
+    for (int d = 0; d < t.dim(); ++d) std::printf("%s%d", d ? ", " : "", t.size(d));
+    std::printf("] ");
+    print_values(t);
+    std::printf("\n");
+    if (!o.output_dir.empty()) {
+      const std::string path = o.output_dir + "/output_" + std::to_string(i) + ".npy";
+      if (Error e = write_npy(path, t); e != Error::Ok) return report(e);
+    }
+  }
+  if (!times_ms.empty()) {
+    std::vector<double> sorted = times_ms;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    std::printf("latency: median %.4f ms, min %.4f ms over %zu runs\n", median, sorted[0], n);
+  }
+  return 0;
+}
+
+}  // namespace ember::tools

@@ -1,0 +1,27 @@
+// `ember run`: load a program, bind inputs (from .npy files or random), execute, write outputs.
+//
+//   RunOptions o; o.model = "add.pte"; o.inputs = {"a.npy", "b.npy"}; o.repeat = 20;
+//   int status = run_command(o);   // prints outputs and latency; 0 on success
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace ember::tools {
+
+struct RunOptions {
+  std::string model;
+  std::string method = "forward";
+  std::string ptd;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int repeat = 0;
+  int threads = 0;
+  unsigned seed = 0;
+  std::string load_mode = "mmap";  // file | mmap | mlock | mlock-ignore
+};
+
+// Returns the process exit status; prints one line "error: ..." on failure.
+int run_command(const RunOptions& options);
+
+}  // namespace ember::tools
