@@ -108,6 +108,8 @@ struct MethodSpec {
   std::vector<InstructionSpec> instructions;
   std::vector<DelegateSpec> delegates;
   std::vector<int64_t> arena_sizes;  // bytes of memory ids 1..N
+  // Pytree encodings of the inputs and outputs (ContainerMetadata); written when not empty.
+  std::string input_spec, output_spec;
 
   int32_t add(ValueSpec v) {
     values.push_back(std::move(v));

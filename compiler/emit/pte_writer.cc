@@ -279,8 +279,13 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
     std::vector<int64_t> arenas{0};
     arenas.insert(arenas.end(), method.arena_sizes.begin(), method.arena_sizes.end());
     const std::vector<flatbuffers::Offset<fb::Chain>> chains{chain};
+    flatbuffers::Offset<fb::ContainerMetadata> containers;
+    if (!method.input_spec.empty() || !method.output_spec.empty()) {
+      containers = fb::CreateContainerMetadata(fbb, fbb.CreateString(method.input_spec),
+                                               fbb.CreateString(method.output_spec));
+    }
     plans.push_back(fb::CreateExecutionPlan(
-        fbb, fbb.CreateString(method.name), 0, fbb.CreateVector(values),
+        fbb, fbb.CreateString(method.name), containers, fbb.CreateVector(values),
         fbb.CreateVector(method.inputs), fbb.CreateVector(method.outputs), fbb.CreateVector(chains),
         fbb.CreateVector(operators), fbb.CreateVector(delegates), fbb.CreateVector(arenas)));
   }

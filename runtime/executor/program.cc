@@ -16,6 +16,29 @@ namespace {
 // hostile file cannot make verification slow.
 constexpr flatbuffers::uoffset_t kMaxDepth = 64;
 constexpr flatbuffers::uoffset_t kMaxTables = 10'000'000;
+
+// The FlatBuffers verifier checks the alignment of table fields but not of vector elements, so a
+// crafted file can place a vector of 8-byte scalars at an address that is only 4-aligned.
+template <typename T>
+bool elements_aligned(const flatbuffers::Vector<T>* v) {
+  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
+// Every vector of 8-byte scalars in a plan: arena sizes, int lists, double lists.
+Error check_plan_alignment(const fb::ExecutionPlan* plan, flatbuffers::uoffset_t index) {
+  EMBER_CHECK(elements_aligned(plan->non_const_buffer_sizes()), Error::InvalidProgram,
+              "execution plan %u: non_const_buffer_sizes is misaligned", index);
+  if (plan->values() == nullptr) return Error::Ok;
+  for (flatbuffers::uoffset_t i = 0; i < plan->values()->size(); ++i) {
+    const fb::EValue* v = plan->values()->Get(i);
+    const fb::IntList* il = v->val_as_IntList();
+    const fb::DoubleList* dl = v->val_as_DoubleList();
+    EMBER_CHECK((il == nullptr || elements_aligned(il->items())) &&
+                    (dl == nullptr || elements_aligned(dl->items())),
+                Error::InvalidProgram, "execution plan %u: value %u has misaligned items", index, i);
+  }
+  return Error::Ok;
+}
 }  // namespace
 
 Program::HeaderStatus Program::check_header(const void* data, size_t size) {
@@ -94,6 +117,7 @@ Result<Program> Program::load(const DataLoader* loader) {
   for (flatbuffers::uoffset_t i = 0; i < root->execution_plan()->size(); ++i) {
     EMBER_CHECK(root->execution_plan()->Get(i)->name() != nullptr, Error::InvalidProgram,
                 "execution plan %u has no name", i);
+    EMBER_TRY(check_plan_alignment(root->execution_plan()->Get(i), i));
   }
 
   // Segments: every one must lie inside the file, relative to the segment base.
@@ -112,6 +136,8 @@ Result<Program> Program::load(const DataLoader* loader) {
 
   // Constants: the constant segment (current writers) or the deprecated inline buffers.
   const fb::SubsegmentOffsets* cs = root->constant_segment();
+  EMBER_CHECK(cs == nullptr || elements_aligned(cs->offsets()), Error::InvalidProgram,
+              "constant_segment offsets are misaligned");
   if (cs != nullptr && cs->offsets() != nullptr && cs->offsets()->size() > 0) {
     program.constants_in_segment_ = true;
     if (cs->offsets()->size() > 1) {
@@ -128,8 +154,8 @@ Result<Program> Program::load(const DataLoader* loader) {
   const auto* mds = root->mutable_data_segments();
   if (mds != nullptr && mds->size() > 0) {
     const fb::SubsegmentOffsets* m = mds->Get(0);
-    EMBER_CHECK(m->offsets() != nullptr, Error::InvalidProgram,
-                "mutable_data_segments[0] has no offsets");
+    EMBER_CHECK(m->offsets() != nullptr && elements_aligned(m->offsets()), Error::InvalidProgram,
+                "mutable_data_segments[0] has no offsets or they are misaligned");
     Result<FreeableBuffer> seg = program.load_segment(m->segment_index(), SegmentType::Mutable);
     if (!seg.ok()) return add_error_context(seg.error(), "mutable data segment");
     program.mutable_segment_ = std::move(*seg);
