@@ -1,0 +1,171 @@
+"""End-to-end tests of the `ember` command, checked with NumPy and PyTorch.
+
+Expected values of the fixtures come from shared/fixtures/executorch/README.md (ExecuTorch's
+own test expectations); the demo program is checked against eager PyTorch.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+_parser = argparse.ArgumentParser()
+_parser.add_argument("--ember", required=True)
+_parser.add_argument("--shared", required=True)
+_parser.add_argument("--demo", required=True)
+ARGS, _REST = _parser.parse_known_args()
+
+FIXTURE_CASES = [
+    ("add.pte", [[1.0], [1.0]], [1], [2.0]),
+    ("add.pte", [[2.0], [3.0]], [1], [5.0]),
+    ("add.pte", [[13.25], [29.25]], [1], [42.5]),
+    ("module_linear_no_constant_segment.pte", [[1, 2, 3, 4]], [2, 2], [5, 8, 11, 14]),
+    ("module_linear_no_constant_segment.pte", [[0, -1, 0.5, -2.5]], [2, 2], [2, -1, 3.5, -5.5]),
+    ("module_linear_no_constant_segment.pte", [[1, 1, 1, 1]], [2, 2], [5, 5, 5, 5]),
+    ("add_one_with_header.pte", [[1, 2, 3]], [3], [2, 3, 4]),
+    ("add_one_with_header.pte", [[-1.5, 0, 100]], [3], [-0.5, 1, 101]),
+]
+
+
+def ember(*args):
+    return subprocess.run([ARGS.ember, *args], capture_output=True, text=True)
+
+
+def fixture(name):
+    return os.path.join(ARGS.shared, "fixtures", "executorch", name)
+
+
+def have_fixtures():
+    return os.path.exists(fixture("add.pte"))
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
+    def test_fixtures_write_the_expected_npy(self):
+        for i, (name, inputs, shape, expected) in enumerate(FIXTURE_CASES):
+            paths = []
+            for k, values in enumerate(inputs):
+                path = os.path.join(self.dir, f"in_{i}_{k}.npy")
+                np.save(path, np.array(values, dtype=np.float32).reshape(shape))
+                paths.append(path)
+            out = os.path.join(self.dir, f"out_{i}")
+            args = ["run", fixture(name), "--output-dir", out]
+            for p in paths:
+                args += ["--input", p]
+            r = ember(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            y = np.load(os.path.join(out, "output_0.npy"))
+            self.assertEqual(y.dtype, np.float32)
+            np.testing.assert_array_equal(y, np.array(expected, dtype=np.float32).reshape(shape))
+            self.assertIn("output 0: float32", r.stdout)
+
+    @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
+    def test_random_inputs_every_load_mode_and_latency(self):
+        for mode in ["file", "mmap", "mlock-ignore"]:
+            r = ember("run", fixture("add.pte"), "--repeat", "5", "--load-mode", mode, "--threads", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"latency: median [0-9.]+ ms, min [0-9.]+ ms over 5 runs")
+
+    @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
+    def test_errors_are_one_line_and_nonzero(self):
+        wrong = os.path.join(self.dir, "wrong.npy")
+        np.save(wrong, np.zeros((3,), dtype=np.float32))
+        r = ember("run", fixture("module_linear_no_constant_segment.pte"), "--input", wrong)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("input 0", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+        r = ember("run", os.path.join(self.dir, "missing.pte"))
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue(r.stderr.startswith("error: cannot open"), r.stderr)
+
+        truncated = os.path.join(self.dir, "cut.pte")
+        with open(fixture("add_one_with_header.pte"), "rb") as f:
+            data = f.read()
+        with open(truncated, "wb") as f:
+            f.write(data[:700])
+        r = ember("run", truncated)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("error:", r.stderr)
+
+        r = ember("run", fixture("add.pte"), "--bogus")
+        self.assertEqual(r.returncode, 2)
+        r = ember("run", fixture("add.pte"), "--method", "nope")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no method 'nope'", r.stderr)
+
+    def test_demo_program_with_its_weights_matches_pytorch(self):
+        import torch
+
+        x = np.random.default_rng(1).standard_normal((1, 3, 224, 224), dtype=np.float32)
+        xp = os.path.join(self.dir, "x.npy")
+        np.save(xp, x)
+        out = os.path.join(self.dir, "demo_out")
+        pte, ptd = os.path.join(ARGS.demo, "demo.pte"), os.path.join(ARGS.demo, "demo.ptd")
+        r = ember("run", pte, "--ptd", ptd, "--input", xp, "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        w = torch.from_numpy(np.load(os.path.join(ARGS.demo, "w.npy")))
+        b = torch.from_numpy(np.load(os.path.join(ARGS.demo, "b.npy")))
+        xt = torch.from_numpy(x)
+        expected = ((xt * w + b) * xt).numpy()
+        np.testing.assert_allclose(np.load(os.path.join(out, "output_0.npy")), expected, rtol=1e-6, atol=1e-6)
+
+        r = ember("run", pte, "--input", xp)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is missing from named data", r.stderr)
+
+
+class InspectTest(unittest.TestCase):
+    @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
+    def test_json_describes_each_fixture(self):
+        # (file, input shapes, operator calls, constants count/bytes/location, arena bytes)
+        expected = {
+            "add.pte": ([[1], [1]], {"aten::add.out": 1}, (0, 0, "constant segment"), 48),
+            "module_linear_no_constant_segment.pte": (
+                [[2, 2]], {"aten::mul.out": 1, "aten::add.out": 1},
+                (2, 32, "inline constant_buffer (deprecated)"), 32),
+            "add_one_with_header.pte": ([[3]], {"aten::add.out": 1}, (1, 4, "constant segment"), 32),
+        }
+        for name, (shapes, ops, consts, arena) in expected.items():
+            r = ember("inspect", fixture(name), "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            report = json.loads(r.stdout)
+            self.assertEqual(len(report["methods"]), 1)
+            m = report["methods"][0]
+            self.assertEqual(m["name"], "forward")
+            self.assertEqual([i["shape"] for i in m["inputs"]], shapes)
+            self.assertTrue(all(i["dtype"] == "float32" and i["dynamism"] == "static" for i in m["inputs"]))
+            self.assertEqual({o["name"]: o["calls"] for o in m["operators"]}, ops)
+            c = m["constants"]
+            self.assertEqual((c["count"], c["bytes"], c["location"]), consts)
+            self.assertEqual(m["planned_arenas"], [{"memory_id": 1, "bytes": arena}])
+            self.assertEqual(m["delegates"], [])
+            self.assertEqual(report["extended_header"], name == "add_one_with_header.pte")
+
+    @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
+    def test_text_report(self):
+        r = ember("inspect", fixture("module_linear_no_constant_segment.pte"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("aten::mul.out x1", r.stdout)
+        self.assertIn("arena 1: 32 bytes", r.stdout)
+
+    def test_external_weights_are_reported(self):
+        r = ember("inspect", os.path.join(ARGS.demo, "demo.pte"), "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c = json.loads(r.stdout)["methods"][0]["constants"]
+        self.assertEqual((c["external_count"], c["external_bytes"]), (2, 24))
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0]] + _REST, verbosity=2)
