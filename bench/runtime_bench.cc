@@ -21,7 +21,8 @@ namespace {
 struct AddFixture {
   AddFixture() {
     std::ifstream in(EMBER_SHARED_DIR "/fixtures/executorch/add.pte", std::ios::binary);
-    const std::vector<char> file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::vector<char> file((std::istreambuf_iterator<char>(in)),
+                                 std::istreambuf_iterator<char>());
     size = file.size();
     data = static_cast<uint8_t*>(std::aligned_alloc(64, 1024));
     if (size > 0 && size <= 1024) std::memcpy(data, file.data(), size);
@@ -84,7 +85,8 @@ void BM_Execute(benchmark::State& state) {
   int32_t sizes[] = {1};
   ember::Tensor ta = *ember::Tensor::make(ember::ScalarType::Float, sizes, {}, &a);
   ember::Tensor tb = *ember::Tensor::make(ember::ScalarType::Float, sizes, {}, &b);
-  if (method->set_input(ta, 0) != ember::Error::Ok || method->set_input(tb, 1) != ember::Error::Ok) {
+  if (method->set_input(ta, 0) != ember::Error::Ok ||
+      method->set_input(tb, 1) != ember::Error::Ok) {
     return state.SkipWithError(ember::last_error_message());
   }
   for (auto _ : state) {

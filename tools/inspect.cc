@@ -28,7 +28,9 @@ std::string json_string(std::string_view s) {
 }
 
 const char* dynamism_name(ShapeDynamism d) {
-  return d == ShapeDynamism::Static ? "static" : d == ShapeDynamism::DynamicBound ? "dynamic_bound" : "dynamic_unbound";
+  return d == ShapeDynamism::Static         ? "static"
+         : d == ShapeDynamism::DynamicBound ? "dynamic_bound"
+                                            : "dynamic_unbound";
 }
 
 struct IoInfo {
@@ -118,9 +120,10 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     if (plan->delegates() != nullptr) {
       for (const fb::BackendDelegate* d : *plan->delegates()) {
         const auto* ref = d->processed();
-        std::string where = ref == nullptr ? "?" : ref->location() == fb::DataLocation::INLINE
-                                                       ? "inline " + std::to_string(ref->index())
-                                                       : "segment " + std::to_string(ref->index());
+        std::string where = ref == nullptr ? "?"
+                            : ref->location() == fb::DataLocation::INLINE
+                                ? "inline " + std::to_string(ref->index())
+                                : "segment " + std::to_string(ref->index());
         r.delegates.emplace_back(d->id() ? d->id()->str() : "?", where);
       }
     }
@@ -145,14 +148,17 @@ Result<std::string> inspect_program(const Program& program, bool json) {
   }
 
   const fb::SubsegmentOffsets* cs = root->constant_segment();
-  const bool deprecated_constants = cs == nullptr || cs->offsets() == nullptr || cs->offsets()->size() == 0;
-  const char* constant_location = deprecated_constants ? "inline constant_buffer (deprecated)" : "constant segment";
+  const bool deprecated_constants =
+      cs == nullptr || cs->offsets() == nullptr || cs->offsets()->size() == 0;
+  const char* constant_location =
+      deprecated_constants ? "inline constant_buffer (deprecated)" : "constant segment";
   std::ostringstream out;
   const ExtendedHeader& h = program.header();
   if (json) {
-    out << "{\"file_size\": " << program.file_size() << ", \"extended_header\": "
-        << (h.present ? "true" : "false") << ", \"segments\": "
-        << (root->segments() ? root->segments()->size() : 0) << ", \"methods\": [";
+    out << "{\"file_size\": " << program.file_size()
+        << ", \"extended_header\": " << (h.present ? "true" : "false")
+        << ", \"segments\": " << (root->segments() ? root->segments()->size() : 0)
+        << ", \"methods\": [";
     for (size_t m = 0; m < reports.size(); ++m) {
       const MethodReport& r = reports[m];
       out << (m ? ", " : "") << "{\"name\": " << json_string(r.name);
@@ -164,7 +170,8 @@ Result<std::string> inspect_program(const Program& program, bool json) {
           out << (i ? ", " : "") << "{\"kind\": " << json_string(io.tag);
           if (io.is_tensor) {
             out << ", \"dtype\": " << json_string(to_string(io.tensor.dtype)) << ", \"shape\": [";
-            for (size_t d = 0; d < io.tensor.sizes.size(); ++d) out << (d ? ", " : "") << io.tensor.sizes[d];
+            for (size_t d = 0; d < io.tensor.sizes.size(); ++d)
+              out << (d ? ", " : "") << io.tensor.sizes[d];
             out << "], \"dynamism\": " << json_string(dynamism_name(io.tensor.dynamism))
                 << ", \"memory_planned\": " << (io.tensor.memory_planned ? "true" : "false");
           }
@@ -182,12 +189,14 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         out << (i ? ", " : "") << "{\"backend\": " << json_string(r.delegates[i].first)
             << ", \"processed\": " << json_string(r.delegates[i].second) << "}";
       }
-      out << "], \"constants\": {\"count\": " << r.num_constants << ", \"bytes\": " << r.constant_bytes
-          << ", \"location\": " << json_string(constant_location) << ", \"external_count\": "
-          << r.num_external << ", \"external_bytes\": " << r.external_bytes
-          << "}, \"planned_arenas\": [";
+      out << "], \"constants\": {\"count\": " << r.num_constants
+          << ", \"bytes\": " << r.constant_bytes
+          << ", \"location\": " << json_string(constant_location)
+          << ", \"external_count\": " << r.num_external
+          << ", \"external_bytes\": " << r.external_bytes << "}, \"planned_arenas\": [";
       for (size_t i = 0; i < r.arenas.size(); ++i) {
-        out << (i ? ", " : "") << "{\"memory_id\": " << i + 1 << ", \"bytes\": " << r.arenas[i] << "}";
+        out << (i ? ", " : "") << "{\"memory_id\": " << i + 1 << ", \"bytes\": " << r.arenas[i]
+            << "}";
       }
       out << "], \"instructions\": " << r.num_instructions << "}";
     }
@@ -202,7 +211,8 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     out << "method '" << r.name << "': " << r.num_instructions << " instruction(s)\n";
     for (int pass = 0; pass < 2; ++pass) {
       const auto& list = pass == 0 ? r.inputs : r.outputs;
-      out << "  " << (pass == 0 ? "inputs" : "outputs") << ":" << (list.empty() ? " none" : "") << "\n";
+      out << "  " << (pass == 0 ? "inputs" : "outputs") << ":" << (list.empty() ? " none" : "")
+          << "\n";
       for (size_t i = 0; i < list.size(); ++i) {
         const IoInfo& io = list[i];
         out << "    " << i << ": " << io.tag;
@@ -220,10 +230,12 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     for (const auto& [id, where] : r.delegates) out << "    " << id << " (" << where << ")\n";
     out << "  constants: " << r.num_constants << " (" << r.constant_bytes << " bytes, "
         << constant_location << ")";
-    if (r.num_external > 0) out << "; external: " << r.num_external << " (" << r.external_bytes << " bytes, .ptd)";
+    if (r.num_external > 0)
+      out << "; external: " << r.num_external << " (" << r.external_bytes << " bytes, .ptd)";
     out << "\n  planned memory:";
     if (r.arenas.empty()) out << " none";
-    for (size_t i = 0; i < r.arenas.size(); ++i) out << (i ? "," : "") << " arena " << i + 1 << ": " << r.arenas[i] << " bytes";
+    for (size_t i = 0; i < r.arenas.size(); ++i)
+      out << (i ? "," : "") << " arena " << i + 1 << ": " << r.arenas[i] << " bytes";
     out << "\n";
   }
   return out.str();

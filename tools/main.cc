@@ -16,9 +16,11 @@ constexpr const char* kUsage =
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "\n"
-    "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and planned\n"
+    "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
+    "planned\n"
     "         memory of a .pte program\n"
-    "run      runs a method with inputs from .npy files (random ones of the declared shape when none\n"
+    "run      runs a method with inputs from .npy files (random ones of the declared shape when "
+    "none\n"
     "         are given), prints each output, writes DIR/output_N.npy, and with --repeat N prints\n"
     "         the median latency\n";
 

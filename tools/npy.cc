@@ -42,7 +42,8 @@ std::string dict_value(const std::string& header, const std::string& key) {
 Result<NpyArray> read_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EMBER_CHECK(in.good(), Error::AccessFailed, "cannot read '%s'", path.c_str());
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   EMBER_CHECK(bytes.size() >= 10 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0,
               Error::InvalidArgument, "'%s' is not a NumPy .npy file", path.c_str());
   const uint8_t major = bytes[6];
@@ -53,7 +54,8 @@ Result<NpyArray> read_npy(const std::string& path) {
   } else {
     EMBER_CHECK(bytes.size() >= 12 && (major == 2 || major == 3), Error::InvalidArgument,
                 "'%s': unsupported .npy version %u", path.c_str(), major);
-    header_len = bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (static_cast<size_t>(bytes[11]) << 24);
+    header_len =
+        bytes[8] | (bytes[9] << 8) | (bytes[10] << 16) | (static_cast<size_t>(bytes[11]) << 24);
     header_start = 12;
   }
   EMBER_CHECK(header_start + header_len <= bytes.size(), Error::InvalidArgument,
@@ -62,8 +64,10 @@ Result<NpyArray> read_npy(const std::string& path) {
                            bytes.begin() + static_cast<long>(header_start + header_len));
   const std::string descr = dict_value(header, "descr");
   EMBER_CHECK(dict_value(header, "fortran_order").find("False") != std::string::npos,
-              Error::InvalidArgument, "'%s': Fortran-order arrays are not supported; save with "
-              "np.ascontiguousarray", path.c_str());
+              Error::InvalidArgument,
+              "'%s': Fortran-order arrays are not supported; save with "
+              "np.ascontiguousarray",
+              path.c_str());
   NpyArray out{ScalarType::Float, {}, {}};
   bool known = false;
   for (const DtypeCode& c : kCodes) {
@@ -76,14 +80,15 @@ Result<NpyArray> read_npy(const std::string& path) {
               descr.c_str());
   const std::string shape = dict_value(header, "shape");
   EMBER_CHECK(shape.size() >= 2 && shape.front() == '(' && shape.back() == ')',
-              Error::InvalidArgument, "'%s': cannot read the shape %s", path.c_str(), shape.c_str());
+              Error::InvalidArgument, "'%s': cannot read the shape %s", path.c_str(),
+              shape.c_str());
   std::stringstream dims(shape.substr(1, shape.size() - 2));
   std::string item;
   while (std::getline(dims, item, ',')) {
     if (item.find_first_not_of(' ') == std::string::npos) continue;
     const long long v = std::atoll(item.c_str());
-    EMBER_CHECK(v >= 0 && v <= INT32_MAX, Error::InvalidArgument, "'%s': dimension %s", path.c_str(),
-                item.c_str());
+    EMBER_CHECK(v >= 0 && v <= INT32_MAX, Error::InvalidArgument, "'%s': dimension %s",
+                path.c_str(), item.c_str());
     out.shape.push_back(static_cast<int32_t>(v));
   }
   Result<size_t> nbytes = checked_nbytes(out.dtype, out.shape);
@@ -106,7 +111,8 @@ Error write_npy(const std::string& path, const Tensor& t) {
   EMBER_CHECK(descr != nullptr, Error::NotSupported, "cannot write dtype %s to .npy",
               to_string(t.dtype()));
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
-  for (int d = 0; d < t.dim(); ++d) header += std::to_string(t.size(d)) + (t.dim() == 1 ? "," : d + 1 < t.dim() ? ", " : "");
+  for (int d = 0; d < t.dim(); ++d)
+    header += std::to_string(t.size(d)) + (t.dim() == 1 ? "," : d + 1 < t.dim() ? ", " : "");
   header += "), }";
   const size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -126,7 +132,8 @@ Error write_npy(const std::string& path, const Tensor& t) {
       const float f = v;
       std::memcpy(data.data() + i * 4, &f, 4);
     } else {
-      std::memcpy(data.data() + static_cast<size_t>(i) * elem, src + static_cast<size_t>(offset) * elem, elem);
+      std::memcpy(data.data() + static_cast<size_t>(i) * elem,
+                  src + static_cast<size_t>(offset) * elem, elem);
     }
     for (int d = t.dim() - 1; d >= 0; --d) {
       if (++idx[d] < t.size(d)) break;
@@ -135,7 +142,14 @@ Error write_npy(const std::string& path, const Tensor& t) {
   }
   std::FILE* f = std::fopen(path.c_str(), "wb");
   EMBER_CHECK(f != nullptr, Error::AccessFailed, "cannot write '%s'", path.c_str());
-  const uint8_t magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const uint8_t magic[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
                              static_cast<uint8_t>(header.size() & 0xff),
                              static_cast<uint8_t>(header.size() >> 8)};
   bool ok = std::fwrite(magic, 1, 10, f) == 10;

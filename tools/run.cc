@@ -24,8 +24,8 @@ Result<LoadMode> parse_load_mode(const std::string& s) {
   if (s == "mmap") return LoadMode::Mmap;
   if (s == "mlock") return LoadMode::MmapUseMlock;
   if (s == "mlock-ignore") return LoadMode::MmapUseMlockIgnoreErrors;
-  return fail(Error::InvalidArgument, "--load-mode must be file, mmap, mlock or mlock-ignore, not '%s'",
-              s.c_str());
+  return fail(Error::InvalidArgument,
+              "--load-mode must be file, mmap, mlock or mlock-ignore, not '%s'", s.c_str());
 }
 
 // Random values of the declared shape: floats in [-1, 1), integers in [0, 10), bools.
@@ -79,7 +79,8 @@ int run_command(const RunOptions& o) {
   Result<MethodMeta> meta = module.method_meta(o.method);
   if (!meta.ok()) return report(meta.error());
   if (!o.inputs.empty() && o.inputs.size() != meta->num_inputs()) {
-    return report(fail(Error::InvalidArgument, "method '%s' takes %zu inputs; %zu --input files were given",
+    return report(fail(Error::InvalidArgument,
+                       "method '%s' takes %zu inputs; %zu --input files were given",
                        o.method.c_str(), meta->num_inputs(), o.inputs.size()));
   }
 
@@ -92,8 +93,9 @@ int run_command(const RunOptions& o) {
     Result<Tag> tag = meta->input_tag(i);
     if (!tag.ok()) return report(tag.error());
     if (*tag != Tag::Tensor) {
-      return report(fail(Error::NotSupported, "input %zu is a %s; `ember run` binds tensor inputs only",
-                         i, to_string(*tag)));
+      return report(fail(Error::NotSupported,
+                         "input %zu is a %s; `ember run` binds tensor inputs only", i,
+                         to_string(*tag)));
     }
     if (!o.inputs.empty()) {
       Result<NpyArray> a = read_npy(o.inputs[i]);
@@ -106,8 +108,9 @@ int run_command(const RunOptions& o) {
     } else {
       Result<TensorInfo> info = meta->input_tensor_info(i);
       if (!info.ok()) return report(info.error());
-      Result<OwnedTensor> t = OwnedTensor::zeros(
-          info->dtype, {info->sizes.begin(), info->sizes.end()}, {info->dim_order.begin(), info->dim_order.end()});
+      Result<OwnedTensor> t =
+          OwnedTensor::zeros(info->dtype, {info->sizes.begin(), info->sizes.end()},
+                             {info->dim_order.begin(), info->dim_order.end()});
       if (!t.ok()) return report(t.error());
       fill_random(t->tensor(), rng);
       owned.push_back(std::move(*t));

@@ -94,8 +94,8 @@ struct OperatorSpec {
 };
 
 struct DelegateSpec {
-  std::string id;                       // registered backend name
-  std::vector<uint8_t> processed;       // the blob, stored in a segment
+  std::string id;                  // registered backend name
+  std::vector<uint8_t> processed;  // the blob, stored in a segment
   std::vector<std::pair<std::string, std::vector<uint8_t>>> compile_specs;
 };
 

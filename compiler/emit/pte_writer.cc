@@ -165,7 +165,8 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
   const uint32_t mutable_segment =
       has_mutable ? segments.add(mutables.bytes, spec.segment_alignment) : 0;
   std::vector<uint32_t> blob_segment;
-  for (const auto& blob : delegate_blobs) blob_segment.push_back(segments.add(blob, spec.segment_alignment));
+  for (const auto& blob : delegate_blobs)
+    blob_segment.push_back(segments.add(blob, spec.segment_alignment));
 
   flatbuffers::FlatBufferBuilder fbb(4096);
   std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans;
@@ -193,8 +194,8 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
       } else if (const auto* t = std::get_if<TensorSpec>(&value)) {
         type = fb::KernelTypes::Tensor;
         const auto sizes = fbb.CreateVector(t->sizes);
-        const auto dim_order =
-            fbb.CreateVector(t->dim_order.empty() ? contiguous_order(t->sizes.size()) : t->dim_order);
+        const auto dim_order = fbb.CreateVector(
+            t->dim_order.empty() ? contiguous_order(t->sizes.size()) : t->dim_order);
         flatbuffers::Offset<fb::AllocationDetails> alloc;
         if (t->storage == TensorSpec::Storage::Planned ||
             t->storage == TensorSpec::Storage::Mutable) {
@@ -244,12 +245,13 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
             fbb, fb::InstructionArguments::DelegateCall,
             fb::CreateDelegateCall(fbb, d->delegate_index, fbb.CreateVector(d->args)).Union()));
       } else if (const auto* mv = std::get_if<MoveSpec>(&ins)) {
-        instructions.push_back(fb::CreateInstruction(fbb, fb::InstructionArguments::MoveCall,
-                                                     fb::CreateMoveCall(fbb, mv->from, mv->to).Union()));
+        instructions.push_back(
+            fb::CreateInstruction(fbb, fb::InstructionArguments::MoveCall,
+                                  fb::CreateMoveCall(fbb, mv->from, mv->to).Union()));
       } else if (const auto* j = std::get_if<JumpFalseSpec>(&ins)) {
-        instructions.push_back(fb::CreateInstruction(
-            fbb, fb::InstructionArguments::JumpFalseCall,
-            fb::CreateJumpFalseCall(fbb, j->cond, j->destination).Union()));
+        instructions.push_back(
+            fb::CreateInstruction(fbb, fb::InstructionArguments::JumpFalseCall,
+                                  fb::CreateJumpFalseCall(fbb, j->cond, j->destination).Union()));
       } else if (const auto* f = std::get_if<FreeSpec>(&ins)) {
         instructions.push_back(fb::CreateInstruction(fbb, fb::InstructionArguments::FreeCall,
                                                      fb::CreateFreeCall(fbb, f->value).Union()));
@@ -296,7 +298,8 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
   }
   const auto constant_table =
       fb::CreateSubsegmentOffsets(fbb, constant_segment, fbb.CreateVector(constants.offsets));
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::SubsegmentOffsets>>> mutable_tables;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::SubsegmentOffsets>>>
+      mutable_tables;
   if (has_mutable) {
     const std::vector<flatbuffers::Offset<fb::SubsegmentOffsets>> m{
         fb::CreateSubsegmentOffsets(fbb, mutable_segment, fbb.CreateVector(mutables.offsets))};

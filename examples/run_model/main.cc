@@ -28,8 +28,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: input %zu is not a float tensor\n", i);
       return 1;
     }
-    ember::Result<ember::OwnedTensor> t = ember::OwnedTensor::zeros(
-        info->dtype, {info->sizes.begin(), info->sizes.end()});
+    ember::Result<ember::OwnedTensor> t =
+        ember::OwnedTensor::zeros(info->dtype, {info->sizes.begin(), info->sizes.end()});
     if (!t.ok()) return 1;
     float* p = t->tensor().data<float>();
     for (int64_t k = 0; k < t->tensor().numel(); ++k) p[k] = 1.0f;

@@ -14,28 +14,28 @@
 
 namespace ember {
 
-enum class [[nodiscard]] Error : uint32_t {
-  Ok = 0x00,
-  Internal = 0x01,
-  InvalidState = 0x02,
-  EndOfMethod = 0x03,
-  // Logical errors.
-  NotSupported = 0x10,
-  NotImplemented = 0x11,
-  InvalidArgument = 0x12,
-  InvalidType = 0x13,
-  OperatorMissing = 0x14,
-  // Resource errors.
-  NotFound = 0x20,
-  MemoryAllocationFailed = 0x21,
-  AccessFailed = 0x22,
-  InvalidProgram = 0x23,
-  InvalidExternalData = 0x24,
-  OutOfResources = 0x25,
-  // Delegate errors.
-  DelegateInvalidCompatibility = 0x30,
-  DelegateMemoryAllocationFailed = 0x31,
-  DelegateInvalidHandle = 0x32,
+enum class [[nodiscard]] Error : uint32_t{
+    Ok = 0x00,
+    Internal = 0x01,
+    InvalidState = 0x02,
+    EndOfMethod = 0x03,
+    // Logical errors.
+    NotSupported = 0x10,
+    NotImplemented = 0x11,
+    InvalidArgument = 0x12,
+    InvalidType = 0x13,
+    OperatorMissing = 0x14,
+    // Resource errors.
+    NotFound = 0x20,
+    MemoryAllocationFailed = 0x21,
+    AccessFailed = 0x22,
+    InvalidProgram = 0x23,
+    InvalidExternalData = 0x24,
+    OutOfResources = 0x25,
+    // Delegate errors.
+    DelegateInvalidCompatibility = 0x30,
+    DelegateMemoryAllocationFailed = 0x31,
+    DelegateInvalidHandle = 0x32,
 };
 
 // The enumerator's name, e.g. "InvalidArgument". Never null.
@@ -55,20 +55,20 @@ void clear_error_message();
 }  // namespace ember
 
 // Returns from the enclosing function with the error of `expr` when it is not Ok.
-#define EMBER_TRY(expr)                                       \
-  do {                                                        \
-    const ::ember::Error ember_try_error_ = (expr);           \
-    if (ember_try_error_ != ::ember::Error::Ok) {             \
-      return ember_try_error_;                                \
-    }                                                         \
+#define EMBER_TRY(expr)                             \
+  do {                                              \
+    const ::ember::Error ember_try_error_ = (expr); \
+    if (ember_try_error_ != ::ember::Error::Ok) {   \
+      return ember_try_error_;                      \
+    }                                               \
   } while (0)
 
 // Returns `fail(error, ...)` from the enclosing function when `cond` is false.
-#define EMBER_CHECK(cond, error, ...)           \
-  do {                                          \
-    if (!(cond)) {                              \
+#define EMBER_CHECK(cond, error, ...)             \
+  do {                                            \
+    if (!(cond)) {                                \
       return ::ember::fail((error), __VA_ARGS__); \
-    }                                           \
+    }                                             \
   } while (0)
 
 namespace ember {

@@ -59,13 +59,21 @@ class EValue {
  public:
   EValue() : tag_(Tag::None) { payload_.i = 0; }
 
-  static EValue from_int(int64_t v) { return make(Tag::Int, [&](auto& p) { p.i = v; }); }
-  static EValue from_double(double v) { return make(Tag::Double, [&](auto& p) { p.d = v; }); }
-  static EValue from_bool(bool v) { return make(Tag::Bool, [&](auto& p) { p.b = v; }); }
+  static EValue from_int(int64_t v) {
+    return make(Tag::Int, [&](auto& p) { p.i = v; });
+  }
+  static EValue from_double(double v) {
+    return make(Tag::Double, [&](auto& p) { p.d = v; });
+  }
+  static EValue from_bool(bool v) {
+    return make(Tag::Bool, [&](auto& p) { p.b = v; });
+  }
   static EValue from_string(std::string_view v) {
     return make(Tag::String, [&](auto& p) { p.s = {v.data(), v.size()}; });
   }
-  static EValue from_tensor(Tensor* v) { return make(Tag::Tensor, [&](auto& p) { p.t = v; }); }
+  static EValue from_tensor(Tensor* v) {
+    return make(Tag::Tensor, [&](auto& p) { p.t = v; });
+  }
   static EValue from_int_list(BoxedIntList v) {
     return make(Tag::ListInt, [&](auto& p) { p.il = v; });
   }
@@ -104,10 +112,12 @@ class EValue {
     return (assert(tag_ == Tag::ListInt), payload_.il.get());
   }
   std::span<const double> to_double_list() const {
-    return (assert(tag_ == Tag::ListDouble), std::span<const double>(payload_.dl.data, payload_.dl.size));
+    return (assert(tag_ == Tag::ListDouble),
+            std::span<const double>(payload_.dl.data, payload_.dl.size));
   }
   std::span<const bool> to_bool_list() const {
-    return (assert(tag_ == Tag::ListBool), std::span<const bool>(payload_.bl.data, payload_.bl.size));
+    return (assert(tag_ == Tag::ListBool),
+            std::span<const bool>(payload_.bl.data, payload_.bl.size));
   }
   std::span<Tensor* const> to_tensor_list() const {
     return (assert(tag_ == Tag::ListTensor), payload_.tl.get());
@@ -159,7 +169,8 @@ inline std::span<const int64_t> BoxedIntList::get() const {
 }
 
 inline std::span<Tensor* const> BoxedTensorList::get() const {
-  for (size_t i = 0; i < size; ++i) scratch[i] = items[i] == nullptr ? nullptr : items[i]->tensor_ptr();
+  for (size_t i = 0; i < size; ++i)
+    scratch[i] = items[i] == nullptr ? nullptr : items[i]->tensor_ptr();
   return {scratch, size};
 }
 

@@ -39,11 +39,14 @@ struct BFloat16 {
     h.bits = b;
     return h;
   }
-  operator float() const { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }  // NOLINT
+  operator float() const {
+    return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+  }  // NOLINT
 
   static uint16_t from_float(float value) {
     const uint32_t u = std::bit_cast<uint32_t>(value);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+      return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN
     const uint32_t rounding = 0x7fffu + ((u >> 16) & 1u);
     return static_cast<uint16_t>((u + rounding) >> 16);
   }
@@ -76,7 +79,7 @@ inline uint16_t Half::from_float(float value) {
   const uint32_t u = std::bit_cast<uint32_t>(value);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to infinity
   if (abs < 0x38800000u) {
     // Result is subnormal or zero: scale so that rounding happens at the half subnormal step.

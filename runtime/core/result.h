@@ -19,9 +19,9 @@ namespace ember {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T&& value) : error_(Error::Ok) { new (&value_) T(std::move(value)); }  // NOLINT
-  Result(const T& value) : error_(Error::Ok) { new (&value_) T(value); }        // NOLINT
-  Result(Error error) : error_(error == Error::Ok ? Error::Internal : error) {}   // NOLINT
+  Result(T&& value) : error_(Error::Ok) { new (&value_) T(std::move(value)); }   // NOLINT
+  Result(const T& value) : error_(Error::Ok) { new (&value_) T(value); }         // NOLINT
+  Result(Error error) : error_(error == Error::Ok ? Error::Internal : error) {}  // NOLINT
 
   Result(Result&& other) noexcept : error_(other.error_) {
     if (ok()) new (&value_) T(std::move(other.value_));
@@ -66,11 +66,11 @@ class [[nodiscard]] Result {
 }  // namespace ember
 
 // Evaluates a Result expression; on failure returns its error, else assigns the value to `lhs`.
-#define EMBER_ASSIGN_OR_RETURN(lhs, expr)         \
-  auto EMBER_CONCAT_(ember_r_, __LINE__) = (expr); \
-  if (!EMBER_CONCAT_(ember_r_, __LINE__).ok()) {   \
+#define EMBER_ASSIGN_OR_RETURN(lhs, expr)             \
+  auto EMBER_CONCAT_(ember_r_, __LINE__) = (expr);    \
+  if (!EMBER_CONCAT_(ember_r_, __LINE__).ok()) {      \
     return EMBER_CONCAT_(ember_r_, __LINE__).error(); \
-  }                                                \
+  }                                                   \
   lhs = std::move(*EMBER_CONCAT_(ember_r_, __LINE__))
 #define EMBER_CONCAT_INNER_(a, b) a##b
 #define EMBER_CONCAT_(a, b) EMBER_CONCAT_INNER_(a, b)

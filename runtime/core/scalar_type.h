@@ -92,10 +92,10 @@ constexpr bool is_integral(ScalarType t, bool include_bool) {
 
 template <typename T>
 struct CppTypeToScalarType;
-#define EMBER_MAP_TYPE_(ctype, name)                                      \
-  template <>                                                             \
-  struct CppTypeToScalarType<ctype> {                                     \
-    static constexpr ScalarType value = ScalarType::name;                 \
+#define EMBER_MAP_TYPE_(ctype, name)                      \
+  template <>                                             \
+  struct CppTypeToScalarType<ctype> {                     \
+    static constexpr ScalarType value = ScalarType::name; \
   };
 EMBER_MAP_TYPE_(uint8_t, Byte)
 EMBER_MAP_TYPE_(int8_t, Char)
@@ -119,18 +119,18 @@ EMBER_MAP_TYPE_(BFloat16, BFloat16)
     __VA_ARGS__;                                     \
     break;                                           \
   }
-#define EMBER_SWITCH_ALL_TYPES(dtype, ctype, on_unsupported, ...)   \
-  switch (dtype) {                                                 \
-    EMBER_CASE_TYPE_(Byte, uint8_t, ctype, __VA_ARGS__)            \
-    EMBER_CASE_TYPE_(Char, int8_t, ctype, __VA_ARGS__)             \
-    EMBER_CASE_TYPE_(Short, int16_t, ctype, __VA_ARGS__)           \
-    EMBER_CASE_TYPE_(Int, int32_t, ctype, __VA_ARGS__)             \
-    EMBER_CASE_TYPE_(Long, int64_t, ctype, __VA_ARGS__)            \
-    EMBER_CASE_TYPE_(Half, ::ember::Half, ctype, __VA_ARGS__)      \
-    EMBER_CASE_TYPE_(Float, float, ctype, __VA_ARGS__)             \
-    EMBER_CASE_TYPE_(Double, double, ctype, __VA_ARGS__)           \
-    EMBER_CASE_TYPE_(Bool, bool, ctype, __VA_ARGS__)               \
+#define EMBER_SWITCH_ALL_TYPES(dtype, ctype, on_unsupported, ...)     \
+  switch (dtype) {                                                    \
+    EMBER_CASE_TYPE_(Byte, uint8_t, ctype, __VA_ARGS__)               \
+    EMBER_CASE_TYPE_(Char, int8_t, ctype, __VA_ARGS__)                \
+    EMBER_CASE_TYPE_(Short, int16_t, ctype, __VA_ARGS__)              \
+    EMBER_CASE_TYPE_(Int, int32_t, ctype, __VA_ARGS__)                \
+    EMBER_CASE_TYPE_(Long, int64_t, ctype, __VA_ARGS__)               \
+    EMBER_CASE_TYPE_(Half, ::ember::Half, ctype, __VA_ARGS__)         \
+    EMBER_CASE_TYPE_(Float, float, ctype, __VA_ARGS__)                \
+    EMBER_CASE_TYPE_(Double, double, ctype, __VA_ARGS__)              \
+    EMBER_CASE_TYPE_(Bool, bool, ctype, __VA_ARGS__)                  \
     EMBER_CASE_TYPE_(BFloat16, ::ember::BFloat16, ctype, __VA_ARGS__) \
-    default:                                                       \
-      on_unsupported;                                              \
+    default:                                                          \
+      on_unsupported;                                                 \
   }

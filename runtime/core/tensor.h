@@ -30,7 +30,8 @@ enum class ShapeDynamism : uint8_t {
 // Checks that `dim_order` is a permutation of 0..rank-1.
 bool is_valid_dim_order(std::span<const uint8_t> dim_order);
 
-// numel of `sizes` and numel * element_size(type), or InvalidArgument on overflow or a negative size.
+// numel of `sizes` and numel * element_size(type), or InvalidArgument on overflow or a negative
+// size.
 Result<size_t> checked_nbytes(ScalarType type, std::span<const int32_t> sizes);
 
 class Tensor {

@@ -26,9 +26,9 @@ struct CompileSpec {
 };
 
 struct BackendInitContext {
-  MemoryAllocator* allocator;        // the method allocator: lives as long as the Method
+  MemoryAllocator* allocator;  // the method allocator: lives as long as the Method
   std::string_view method_name;
-  const NamedDataMap* named_data;    // the caller's .ptd map, or the program's; may be null
+  const NamedDataMap* named_data;  // the caller's .ptd map, or the program's; may be null
 };
 
 struct BackendExecuteContext {

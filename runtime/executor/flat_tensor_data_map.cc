@@ -63,26 +63,25 @@ Result<FlatTensorDataMap> FlatTensorDataMap::load(const DataLoader* loader) {
   for (flatbuffers::uoffset_t i = 0; i < segments->size(); ++i) {
     const fb::DataSegment* s = segments->Get(i);
     uint64_t seg_end = 0;
-    EMBER_CHECK(!__builtin_add_overflow(s->offset(), s->size(), &seg_end) &&
-                    seg_end <= segment_size,
-                Error::InvalidExternalData,
-                ".ptd segment %u [%" PRIu64 ", +%" PRIu64 ") leaves the %" PRIu64
-                " bytes of segment data",
-                i, s->offset(), s->size(), segment_size);
+    EMBER_CHECK(
+        !__builtin_add_overflow(s->offset(), s->size(), &seg_end) && seg_end <= segment_size,
+        Error::InvalidExternalData,
+        ".ptd segment %u [%" PRIu64 ", +%" PRIu64 ") leaves the %" PRIu64 " bytes of segment data",
+        i, s->offset(), s->size(), segment_size);
   }
   for (flatbuffers::uoffset_t i = 0; i < root->named_data()->size(); ++i) {
     const fb::NamedData* nd = root->named_data()->Get(i);
     EMBER_CHECK(nd->key() != nullptr, Error::InvalidExternalData, ".ptd entry %u has no key", i);
     EMBER_CHECK(nd->segment_index() < segments->size(), Error::InvalidExternalData,
-                ".ptd entry '%s' names segment %u of %u", nd->key()->c_str(),
-                nd->segment_index(), segments->size());
+                ".ptd entry '%s' names segment %u of %u", nd->key()->c_str(), nd->segment_index(),
+                segments->size());
     if (const fb::TensorLayout* layout = nd->tensor_layout()) {
-      EMBER_CHECK(layout->sizes() != nullptr && layout->dim_order() != nullptr &&
-                      layout->sizes()->size() == layout->dim_order()->size() &&
-                      is_valid_dim_order({layout->dim_order()->data(), layout->dim_order()->size()}),
-                  Error::InvalidExternalData,
-                  ".ptd entry '%s' has an invalid tensor layout (sizes and dim order)",
-                  nd->key()->c_str());
+      EMBER_CHECK(
+          layout->sizes() != nullptr && layout->dim_order() != nullptr &&
+              layout->sizes()->size() == layout->dim_order()->size() &&
+              is_valid_dim_order({layout->dim_order()->data(), layout->dim_order()->size()}),
+          Error::InvalidExternalData,
+          ".ptd entry '%s' has an invalid tensor layout (sizes and dim order)", nd->key()->c_str());
       const auto dtype = static_cast<ScalarType>(layout->scalar_type());
       EMBER_CHECK(is_valid(dtype), Error::InvalidExternalData,
                   ".ptd entry '%s' has scalar type code %d", nd->key()->c_str(),
@@ -90,11 +89,9 @@ Result<FlatTensorDataMap> FlatTensorDataMap::load(const DataLoader* loader) {
       Result<size_t> nbytes =
           checked_nbytes(dtype, {layout->sizes()->data(), layout->sizes()->size()});
       if (!nbytes.ok()) {
-        return add_error_context(Error::InvalidExternalData, ".ptd entry '%s'",
-                                 nd->key()->c_str());
+        return add_error_context(Error::InvalidExternalData, ".ptd entry '%s'", nd->key()->c_str());
       }
-      EMBER_CHECK(*nbytes <= segments->Get(nd->segment_index())->size(),
-                  Error::InvalidExternalData,
+      EMBER_CHECK(*nbytes <= segments->Get(nd->segment_index())->size(), Error::InvalidExternalData,
                   ".ptd entry '%s' needs %zu bytes but its segment holds %" PRIu64,
                   nd->key()->c_str(), *nbytes, segments->Get(nd->segment_index())->size());
     }
@@ -127,8 +124,8 @@ Result<TensorLayout> FlatTensorDataMap::get_tensor_layout(std::string_view key) 
   std::span<const int32_t> sizes(layout->sizes()->data(), layout->sizes()->size());
   Result<size_t> nbytes = checked_nbytes(dtype, sizes);
   if (!nbytes.ok()) return nbytes.error();
-  return TensorLayout{dtype, sizes, {layout->dim_order()->data(), layout->dim_order()->size()},
-                      *nbytes};
+  return TensorLayout{
+      dtype, sizes, {layout->dim_order()->data(), layout->dim_order()->size()}, *nbytes};
 }
 
 Result<FreeableBuffer> FlatTensorDataMap::get_data(std::string_view key) const {

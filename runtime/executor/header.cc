@@ -5,8 +5,8 @@ namespace ember {
 Result<ExtendedHeader> ExtendedHeader::parse(const uint8_t* data, size_t size) {
   ExtendedHeader h;
   if (size < 12 || std::memcmp(data + 8, "eh00", 4) != 0) return h;
-  EMBER_CHECK(size >= 8 + kMinLength, Error::InvalidProgram,
-              "extended header cut short: %zu bytes", size);
+  EMBER_CHECK(size >= 8 + kMinLength, Error::InvalidProgram, "extended header cut short: %zu bytes",
+              size);
   h.present = true;
   h.length = read_le<uint32_t>(data + 12);
   EMBER_CHECK(h.length >= kMinLength, Error::InvalidProgram,

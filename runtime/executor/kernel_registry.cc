@@ -45,26 +45,46 @@ std::span<const Kernel* const> registered_kernels() {
 
 bool signature_admits(char letter, const EValue& v) {
   switch (letter) {
-    case 't': return v.is_tensor();
-    case 'T': return v.is_tensor() || v.is_none();
-    case 's': return v.is_scalar();
-    case 'S': return v.is_scalar() || v.is_none();
-    case 'i': return v.is_int();
-    case 'I': return v.is_int() || v.is_none();
-    case 'd': return v.is_double() || v.is_int();
-    case 'D': return v.is_double() || v.is_int() || v.is_none();
-    case 'b': return v.is_bool();
-    case 'B': return v.is_bool() || v.is_none();
-    case 'l': return v.tag() == Tag::ListInt;
-    case 'L': return v.tag() == Tag::ListInt || v.is_none();
-    case 'f': return v.tag() == Tag::ListDouble;
-    case 'g': return v.tag() == Tag::ListBool;
-    case 'v': return v.tag() == Tag::ListTensor;
-    case 'o': return v.tag() == Tag::ListOptionalTensor;
-    case 'n': return v.is_string();
-    case 'N': return v.is_string() || v.is_none();
-    case '?': return true;
-    default: return false;
+    case 't':
+      return v.is_tensor();
+    case 'T':
+      return v.is_tensor() || v.is_none();
+    case 's':
+      return v.is_scalar();
+    case 'S':
+      return v.is_scalar() || v.is_none();
+    case 'i':
+      return v.is_int();
+    case 'I':
+      return v.is_int() || v.is_none();
+    case 'd':
+      return v.is_double() || v.is_int();
+    case 'D':
+      return v.is_double() || v.is_int() || v.is_none();
+    case 'b':
+      return v.is_bool();
+    case 'B':
+      return v.is_bool() || v.is_none();
+    case 'l':
+      return v.tag() == Tag::ListInt;
+    case 'L':
+      return v.tag() == Tag::ListInt || v.is_none();
+    case 'f':
+      return v.tag() == Tag::ListDouble;
+    case 'g':
+      return v.tag() == Tag::ListBool;
+    case 'v':
+      return v.tag() == Tag::ListTensor;
+    case 'o':
+      return v.tag() == Tag::ListOptionalTensor;
+    case 'n':
+      return v.is_string();
+    case 'N':
+      return v.is_string() || v.is_none();
+    case '?':
+      return true;
+    default:
+      return false;
   }
 }
 

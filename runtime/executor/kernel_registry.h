@@ -37,7 +37,7 @@ using KernelFn = Error (*)(KernelContext& context, std::span<EValue*> args);
 //   f double list    g bool list  v tensor list                  o optional-tensor list
 //   n String   N String or None   ? anything
 struct Kernel {
-  const char* name;       // "namespace::op.overload", e.g. "aten::add.out"
+  const char* name;  // "namespace::op.overload", e.g. "aten::add.out"
   KernelFn fn;
   const char* signature;  // one letter per argument (above); null skips the check
 };

@@ -21,9 +21,8 @@ Result<void*> HierarchicalAllocator::address(uint32_t memory_id, uint64_t offset
   const std::span<uint8_t> arena = arenas_[memory_id - 1];
   uint64_t end = 0;
   EMBER_CHECK(!__builtin_add_overflow(offset, nbytes, &end) && end <= arena.size(),
-              Error::InvalidProgram,
-              "%zu bytes at offset %" PRIu64 " leave arena %u of %zu bytes", nbytes, offset,
-              memory_id, arena.size());
+              Error::InvalidProgram, "%zu bytes at offset %" PRIu64 " leave arena %u of %zu bytes",
+              nbytes, offset, memory_id, arena.size());
   return static_cast<void*>(arena.data() + offset);
 }
 

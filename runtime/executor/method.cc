@@ -122,7 +122,8 @@ Error Method::init(const NamedDataMap* external_data) {
   // Planned arenas: the caller must provide each one, at least as large as planned.
   const auto* arena_sizes = plan_->non_const_buffer_sizes();
   const size_t num_arenas = arena_sizes->size() == 0 ? 0 : arena_sizes->size() - 1;
-  const size_t given = memory_->planned_memory == nullptr ? 0 : memory_->planned_memory->num_arenas();
+  const size_t given =
+      memory_->planned_memory == nullptr ? 0 : memory_->planned_memory->num_arenas();
   for (size_t j = 0; j < num_arenas; ++j) {
     const int64_t need = arena_sizes->Get(static_cast<flatbuffers::uoffset_t>(j + 1));
     EMBER_CHECK(need >= 0, Error::InvalidProgram, "planned arena %zu has negative size %" PRId64,
@@ -232,15 +233,15 @@ Error Method::parse_values(const NamedDataMap* external_data) {
           EMBER_CHECK(items->Get(k) <= 1, Error::InvalidProgram,
                       "value %u (BoolList): item %u is %u, not a bool", i, k, items->Get(k));
         }
-        values_[i] = EValue::from_bool_list(
-            {reinterpret_cast<const bool*>(items->data()), items->size()});
+        values_[i] =
+            EValue::from_bool_list({reinterpret_cast<const bool*>(items->data()), items->size()});
         break;
       }
       case fb::KernelTypes::TensorList:
       case fb::KernelTypes::OptionalTensorList: {
         const bool optional = type == fb::KernelTypes::OptionalTensorList;
-        const auto* items = optional ? v->val_as_OptionalTensorList()->items()
-                                     : v->val_as_TensorList()->items();
+        const auto* items =
+            optional ? v->val_as_OptionalTensorList()->items() : v->val_as_TensorList()->items();
         EMBER_CHECK(items != nullptr, Error::InvalidProgram, "value %u (%s) has no items", i,
                     fb_tag_name(v));
         EMBER_ASSIGN_OR_RETURN(EValue * *boxed, allocate<EValue*>(items->size(), "list items"));
@@ -253,8 +254,8 @@ Error Method::parse_values(const NamedDataMap* external_data) {
           }
           // Members come before the list (they are parsed first).
           EMBER_CHECK(idx >= 0 && static_cast<uint32_t>(idx) < i, Error::InvalidProgram,
-                      "value %u (%s): item %u refers to value %d; members must precede the list",
-                      i, fb_tag_name(v), k, idx);
+                      "value %u (%s): item %u refers to value %d; members must precede the list", i,
+                      fb_tag_name(v), k, idx);
           const Tag member = values_[idx].tag();
           EMBER_CHECK(member == Tag::Tensor || (optional && member == Tag::None),
                       Error::InvalidProgram,
@@ -263,8 +264,8 @@ Error Method::parse_values(const NamedDataMap* external_data) {
           boxed[k] = &values_[idx];
         }
         const BoxedTensorList list{boxed, scratch, items->size()};
-        values_[i] = optional ? EValue::from_optional_tensor_list(list)
-                              : EValue::from_tensor_list(list);
+        values_[i] =
+            optional ? EValue::from_optional_tensor_list(list) : EValue::from_tensor_list(list);
         break;
       }
       default:
@@ -308,8 +309,7 @@ Error Method::parse_tensor(const fb::Tensor* ft, size_t value_index,
   const fb::AllocationDetails* alloc = ft->allocation_info();
   auto planned_address = [&]() -> Result<void*> {
     EMBER_CHECK(memory_->planned_memory != nullptr, Error::InvalidProgram,
-                "tensor is planned in arena %u but the method plans no arenas",
-                alloc->memory_id());
+                "tensor is planned in arena %u but the method plans no arenas", alloc->memory_id());
     const uint64_t offset = static_cast<uint64_t>(alloc->memory_offset_low()) |
                             (static_cast<uint64_t>(alloc->memory_offset_high()) << 32);
     return memory_->planned_memory->address(alloc->memory_id(), offset, nbytes);
@@ -431,11 +431,9 @@ Error Method::init_delegates(const NamedDataMap* external_data) {
                 "delegate %u lacks its backend id or processed data", i);
     const Backend* backend = find_backend(d->id()->c_str());
     EMBER_CHECK(backend != nullptr, Error::NotFound,
-                "delegate %u: backend '%s' is not registered in this runtime", i,
-                d->id()->c_str());
+                "delegate %u: backend '%s' is not registered in this runtime", i, d->id()->c_str());
     EMBER_CHECK(backend->is_available(), Error::NotFound,
-                "delegate %u: backend '%s' is not available on this machine", i,
-                d->id()->c_str());
+                "delegate %u: backend '%s' is not available on this machine", i, d->id()->c_str());
     Delegate& slot = delegates_[i];
     slot.backend = backend;
     const fb::BackendDelegateDataReference* ref = d->processed();
@@ -468,8 +466,7 @@ Error Method::init_delegates(const NamedDataMap* external_data) {
     EMBER_ASSIGN_OR_RETURN(slot.named_data, allocate<MergedNamedDataMap>(1, "named data"));
     new (slot.named_data) MergedNamedDataMap(external_data, program_->named_data());
     BackendInitContext context{memory_->method_allocator, name(), slot.named_data};
-    Result<DelegateHandle*> handle =
-        backend->init(context, &slot.blob, {spec_array, num_specs});
+    Result<DelegateHandle*> handle = backend->init(context, &slot.blob, {spec_array, num_specs});
     if (!handle.ok()) {
       return add_error_context(handle.error(), "delegate %u: backend '%s' failed to init", i,
                                d->id()->c_str());
@@ -486,8 +483,7 @@ Error Method::init_instructions() {
   const auto* instructions = chains->Get(0)->instructions();
   EMBER_CHECK(instructions != nullptr, Error::InvalidProgram, "the chain has no instructions");
   num_instructions_ = instructions->size();
-  EMBER_ASSIGN_OR_RETURN(instructions_,
-                         allocate<Instruction>(num_instructions_, "instructions"));
+  EMBER_ASSIGN_OR_RETURN(instructions_, allocate<Instruction>(num_instructions_, "instructions"));
   const auto* operators = plan_->operators();
   const auto* values = plan_->values();
 
@@ -522,14 +518,15 @@ Error Method::init_instructions() {
                         static_cast<uint32_t>(call->op_index()) < operators->size(),
                     Error::InvalidProgram, "instruction %zu: operator %d does not exist", pc,
                     call->op_index());
-        const fb::Operator* op = operators->Get(static_cast<flatbuffers::uoffset_t>(call->op_index()));
+        const fb::Operator* op =
+            operators->Get(static_cast<flatbuffers::uoffset_t>(call->op_index()));
         EMBER_CHECK(op->name() != nullptr, Error::InvalidProgram,
                     "instruction %zu: operator %d has no name", pc, call->op_index());
         char name[kMaxOperatorNameLength];
         const bool has_overload = op->overload() != nullptr && op->overload()->size() > 0;
-        const int len = std::snprintf(name, sizeof(name), "%s%s%s", op->name()->c_str(),
-                                      has_overload ? "." : "",
-                                      has_overload ? op->overload()->c_str() : "");
+        const int len =
+            std::snprintf(name, sizeof(name), "%s%s%s", op->name()->c_str(),
+                          has_overload ? "." : "", has_overload ? op->overload()->c_str() : "");
         EMBER_CHECK(len > 0 && static_cast<size_t>(len) < sizeof(name), Error::InvalidProgram,
                     "instruction %zu: operator name '%.40s...' is %d characters (limit %zu)", pc,
                     op->name()->c_str(), len, kMaxOperatorNameLength - 1);
@@ -537,11 +534,11 @@ Error Method::init_instructions() {
         EMBER_TRY(gather_args(call->args(), pc, out));
         out.kernel = find_kernel(name);
         if (out.kernel == nullptr) {
-          if (std::strstr(missing, name) == nullptr && missing_len + static_cast<size_t>(len) + 24 < sizeof(missing)) {
-            missing_len += static_cast<size_t>(std::snprintf(missing + missing_len,
-                                                             sizeof(missing) - missing_len,
-                                                             "%s%s (instruction %zu)",
-                                                             num_missing ? ", " : "", name, pc));
+          if (std::strstr(missing, name) == nullptr &&
+              missing_len + static_cast<size_t>(len) + 24 < sizeof(missing)) {
+            missing_len += static_cast<size_t>(
+                std::snprintf(missing + missing_len, sizeof(missing) - missing_len,
+                              "%s%s (instruction %zu)", num_missing ? ", " : "", name, pc));
           }
           ++num_missing;
           break;
@@ -563,8 +560,7 @@ Error Method::init_instructions() {
         if (out.num_args > 0) {
           const EValue* last = out.args[out.num_args - 1];
           auto writable = [&](const EValue* e) {
-            return e == nullptr || !e->is_tensor() ||
-                   (value_flags_[e - values_] & kConstant) == 0;
+            return e == nullptr || !e->is_tensor() || (value_flags_[e - values_] & kConstant) == 0;
           };
           bool ok = writable(last);
           if (last->tag() == Tag::ListTensor) {
@@ -612,10 +608,11 @@ Error Method::init_instructions() {
         const fb::JumpFalseCall* call = ins->instr_args_as_JumpFalseCall();
         EMBER_TRY(check_index(call->cond_value_index(), pc, "the condition"));
         const EValue& cond = values_[call->cond_value_index()];
-        EMBER_CHECK(cond.is_bool() || (cond.is_tensor() && cond.to_tensor().dtype() == ScalarType::Bool),
-                    Error::InvalidProgram,
-                    "instruction %zu: the jump condition is a %s, not a Bool or bool tensor", pc,
-                    to_string(cond.tag()));
+        EMBER_CHECK(
+            cond.is_bool() || (cond.is_tensor() && cond.to_tensor().dtype() == ScalarType::Bool),
+            Error::InvalidProgram,
+            "instruction %zu: the jump condition is a %s, not a Bool or bool tensor", pc,
+            to_string(cond.tag()));
         EMBER_CHECK(call->destination_instruction() >= 0, Error::InvalidProgram,
                     "instruction %zu: jump destination %d is negative", pc,
                     call->destination_instruction());
@@ -628,8 +625,8 @@ Error Method::init_instructions() {
         const fb::FreeCall* call = ins->instr_args_as_FreeCall();
         EMBER_TRY(check_index(call->value_index(), pc, "the freed value"));
         EMBER_CHECK(values_[call->value_index()].is_tensor(), Error::InvalidProgram,
-                    "instruction %zu frees value %d, a %s, not a Tensor", pc,
-                    call->value_index(), to_string(values_[call->value_index()].tag()));
+                    "instruction %zu frees value %d, a %s, not a Tensor", pc, call->value_index(),
+                    to_string(values_[call->value_index()].tag()));
         out.kind = Instruction::Kind::Free;
         out.a = call->value_index();
         break;
@@ -661,15 +658,22 @@ Error Method::set_input(const EValue& value, size_t index) {
                 to_string(value.tag()));
     bool same = true;
     switch (dst.tag()) {
-      case Tag::Int: same = value.to_int() == dst.to_int(); break;
-      case Tag::Bool: same = value.to_bool() == dst.to_bool(); break;
-      case Tag::String: same = value.to_string() == dst.to_string(); break;
+      case Tag::Int:
+        same = value.to_int() == dst.to_int();
+        break;
+      case Tag::Bool:
+        same = value.to_bool() == dst.to_bool();
+        break;
+      case Tag::String:
+        same = value.to_string() == dst.to_string();
+        break;
       case Tag::Double: {
         const double a = value.to_double(), b = dst.to_double();
         same = std::fabs(a - b) <= 1e-4 + 1e-5 * std::fabs(b) || (std::isnan(a) && std::isnan(b));
         break;
       }
-      default: break;
+      default:
+        break;
     }
     EMBER_CHECK(same, Error::InvalidArgument,
                 "input %zu is a %s that must equal the value the program was exported with", index,
@@ -686,7 +690,8 @@ Error Method::set_input(const EValue& value, size_t index) {
               to_string(t.dtype()));
   EMBER_CHECK(src.dim() == t.dim(), Error::InvalidArgument,
               "input %zu: rank is %d, the method expects %d", index, src.dim(), t.dim());
-  const fb::Tensor* declared = plan_->values()->Get(static_cast<flatbuffers::uoffset_t>(vi))->val_as_Tensor();
+  const fb::Tensor* declared =
+      plan_->values()->Get(static_cast<flatbuffers::uoffset_t>(vi))->val_as_Tensor();
   const bool dynamic = t.dynamism() != ShapeDynamism::Static;
   for (int d = 0; d < t.dim(); ++d) {
     const int32_t bound = declared->sizes()->Get(static_cast<flatbuffers::uoffset_t>(d));
@@ -782,7 +787,8 @@ Error Method::execute() {
         const Delegate& d = delegates_[ins.delegate];
         const Error e = d.backend->execute(backend_context, d.handle, {ins.args, ins.num_args});
         if (memory_->temp_allocator != nullptr) memory_->temp_allocator->reset();
-        if (e != Error::Ok) return add_error_context(e, "instruction %zu (delegate %u)", pc, ins.delegate);
+        if (e != Error::Ok)
+          return add_error_context(e, "instruction %zu (delegate %u)", pc, ins.delegate);
         break;
       }
       case Instruction::Kind::Move:

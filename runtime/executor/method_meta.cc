@@ -7,18 +7,30 @@ namespace fb = executorch_flatbuffer;
 
 Tag tag_from_flatbuffer(fb::KernelTypes type) {
   switch (type) {
-    case fb::KernelTypes::Null: return Tag::None;
-    case fb::KernelTypes::Int: return Tag::Int;
-    case fb::KernelTypes::Bool: return Tag::Bool;
-    case fb::KernelTypes::Double: return Tag::Double;
-    case fb::KernelTypes::Tensor: return Tag::Tensor;
-    case fb::KernelTypes::String: return Tag::String;
-    case fb::KernelTypes::IntList: return Tag::ListInt;
-    case fb::KernelTypes::DoubleList: return Tag::ListDouble;
-    case fb::KernelTypes::BoolList: return Tag::ListBool;
-    case fb::KernelTypes::TensorList: return Tag::ListTensor;
-    case fb::KernelTypes::OptionalTensorList: return Tag::ListOptionalTensor;
-    default: return Tag::None;
+    case fb::KernelTypes::Null:
+      return Tag::None;
+    case fb::KernelTypes::Int:
+      return Tag::Int;
+    case fb::KernelTypes::Bool:
+      return Tag::Bool;
+    case fb::KernelTypes::Double:
+      return Tag::Double;
+    case fb::KernelTypes::Tensor:
+      return Tag::Tensor;
+    case fb::KernelTypes::String:
+      return Tag::String;
+    case fb::KernelTypes::IntList:
+      return Tag::ListInt;
+    case fb::KernelTypes::DoubleList:
+      return Tag::ListDouble;
+    case fb::KernelTypes::BoolList:
+      return Tag::ListBool;
+    case fb::KernelTypes::TensorList:
+      return Tag::ListTensor;
+    case fb::KernelTypes::OptionalTensorList:
+      return Tag::ListOptionalTensor;
+    default:
+      return Tag::None;
   }
 }
 
@@ -36,9 +48,9 @@ size_t MethodMeta::num_outputs() const {
 
 Result<Tag> MethodMeta::tag_of(int32_t value_index) const {
   const auto* values = plan_->values();
-  EMBER_CHECK(values != nullptr && value_index >= 0 &&
-                  static_cast<uint32_t>(value_index) < values->size(),
-              Error::InvalidProgram, "value index %d is out of range", value_index);
+  EMBER_CHECK(
+      values != nullptr && value_index >= 0 && static_cast<uint32_t>(value_index) < values->size(),
+      Error::InvalidProgram, "value index %d is out of range", value_index);
   const fb::EValue* v = values->Get(static_cast<flatbuffers::uoffset_t>(value_index));
   EMBER_CHECK(v != nullptr && v->val_type() != fb::KernelTypes::NONE, Error::InvalidProgram,
               "value %d has no type", value_index);

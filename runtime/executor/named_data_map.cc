@@ -16,9 +16,8 @@ auto first_found(const NamedDataMap* a, const NamedDataMap* b, std::string_view 
 }  // namespace
 
 Result<TensorLayout> MergedNamedDataMap::get_tensor_layout(std::string_view key) const {
-  return first_found(first_, second_, key, [&](const NamedDataMap* m) {
-    return m->get_tensor_layout(key);
-  });
+  return first_found(first_, second_, key,
+                     [&](const NamedDataMap* m) { return m->get_tensor_layout(key); });
 }
 
 Result<FreeableBuffer> MergedNamedDataMap::get_data(std::string_view key) const {

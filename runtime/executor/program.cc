@@ -35,7 +35,8 @@ Error check_plan_alignment(const fb::ExecutionPlan* plan, flatbuffers::uoffset_t
     const fb::DoubleList* dl = v->val_as_DoubleList();
     EMBER_CHECK((il == nullptr || elements_aligned(il->items())) &&
                     (dl == nullptr || elements_aligned(dl->items())),
-                Error::InvalidProgram, "execution plan %u: value %u has misaligned items", index, i);
+                Error::InvalidProgram, "execution plan %u: value %u has misaligned items", index,
+                i);
   }
   return Error::Ok;
 }

@@ -45,9 +45,9 @@ class FileDataLoader final : public DataLoader {
 };
 
 enum class MlockMode : uint8_t {
-  NoMlock,                // plain mmap
-  UseMlock,               // mlock every mapping; a failure to lock is an error
-  UseMlockIgnoreErrors,   // mlock every mapping; a failure to lock is ignored
+  NoMlock,               // plain mmap
+  UseMlock,              // mlock every mapping; a failure to lock is an error
+  UseMlockIgnoreErrors,  // mlock every mapping; a failure to lock is ignored
 };
 
 class MmapDataLoader final : public DataLoader {

@@ -50,7 +50,8 @@ Outcome load_and_run(const std::vector<uint8_t>& file) {
         break;
       }
       storage.emplace_back(info->nbytes + 16, 0);
-      Result<Tensor> t = Tensor::make(info->dtype, info->sizes, info->dim_order, storage.back().data());
+      Result<Tensor> t =
+          Tensor::make(info->dtype, info->sizes, info->dim_order, storage.back().data());
       if (!t.ok()) {
         bound = false;
         break;
@@ -109,7 +110,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Corruption,
                                            "add_one_with_header.pte"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
-                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                           for (char& c : n)
+                             c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
                            return n;
                          });
 
@@ -137,7 +139,8 @@ bool read_ptd(const std::vector<uint8_t>& file) {
       std::vector<uint8_t> copy(layout->nbytes);
       EXPECT_EQ(map->load_data_into(*key, copy.data(), copy.size()), Error::Ok);
       volatile uint8_t sink = 0;
-      for (size_t i = 0; i < data->size(); ++i) sink = static_cast<uint8_t>(sink ^ data->bytes()[i]);
+      for (size_t i = 0; i < data->size(); ++i)
+        sink = static_cast<uint8_t>(sink ^ data->bytes()[i]);
     }
   }
   return true;
@@ -153,7 +156,8 @@ TEST(PtdCorruption, IntactFileReadsBack) {
   Result<TensorLayout> layout = map->get_tensor_layout("linear.weight");
   ASSERT_TRUE(layout.ok());
   EXPECT_EQ(layout->dtype, ScalarType::Float);
-  EXPECT_EQ(std::vector<int32_t>(layout->sizes.begin(), layout->sizes.end()), (std::vector<int32_t>{2, 3}));
+  EXPECT_EQ(std::vector<int32_t>(layout->sizes.begin(), layout->sizes.end()),
+            (std::vector<int32_t>{2, 3}));
   Result<FreeableBuffer> bias = map->get_data("linear.bias");
   ASSERT_TRUE(bias.ok());
   ASSERT_EQ(bias->size(), 12u);

@@ -22,7 +22,10 @@ std::vector<Case> cases() {
       {"add.pte", {{2.0f}, {3.0f}}, {1}, {5.0f}},
       {"add.pte", {{13.25f}, {29.25f}}, {1}, {42.5f}},
       {"module_linear_no_constant_segment.pte", {{1, 2, 3, 4}}, {2, 2}, {5, 8, 11, 14}},
-      {"module_linear_no_constant_segment.pte", {{0, -1, 0.5f, -2.5f}}, {2, 2}, {2, -1, 3.5f, -5.5f}},
+      {"module_linear_no_constant_segment.pte",
+       {{0, -1, 0.5f, -2.5f}},
+       {2, 2},
+       {2, -1, 3.5f, -5.5f}},
       {"module_linear_no_constant_segment.pte", {{1, 1, 1, 1}}, {2, 2}, {5, 5, 5, 5}},
       {"add_one_with_header.pte", {{1, 2, 3}}, {3}, {2, 3, 4}},
       {"add_one_with_header.pte", {{-1.5f, 0, 100}}, {3}, {-0.5f, 1, 101}},
@@ -90,7 +93,8 @@ TEST(Fixtures, ExactBytesOfAddOneCase) {
   Module module(fixture_dir() + "/add.pte");
   std::vector<float> a{13.25f}, b{29.25f};
   Tensor ta = float_tensor(a, {1}), tb = float_tensor(b, {1});
-  Result<std::vector<EValue>> out = module.forward({EValue::from_tensor(&ta), EValue::from_tensor(&tb)});
+  Result<std::vector<EValue>> out =
+      module.forward({EValue::from_tensor(&ta), EValue::from_tensor(&tb)});
   ASSERT_TRUE(out.ok()) << last_error_message();
   const uint8_t expected[4] = {0x00, 0x00, 0x2a, 0x42};
   EXPECT_EQ(std::memcmp((*out)[0].to_tensor().data(), expected, 4), 0);
@@ -135,7 +139,8 @@ TEST(Fixtures, SmallerArenaThanPlannedIsRefusedWithTheSizeNeeded) {
   MemoryManager memory{&method_allocator, &planned, nullptr};
   Result<Method> method = program->load_method("forward", &memory);
   ASSERT_EQ(method.error(), Error::MemoryAllocationFailed);
-  EXPECT_NE(std::string(last_error_message()).find("48"), std::string::npos) << last_error_message();
+  EXPECT_NE(std::string(last_error_message()).find("48"), std::string::npos)
+      << last_error_message();
 
   alignas(16) uint8_t tiny_pool[64], big_arena[48];
   MemoryAllocator tiny(tiny_pool, sizeof(tiny_pool));

@@ -94,7 +94,8 @@ TEST(Method, C23_OutputBufferIsCheckedAgainstTheUpperBound) {
   std::vector<float> big(11);
   Tensor x11 = float_tensor(big, {11});
   EXPECT_EQ(method->set_input(x11, 0), Error::InvalidArgument);
-  EXPECT_NE(std::string(last_error_message()).find("above its upper bound of 10"), std::string::npos)
+  EXPECT_NE(std::string(last_error_message()).find("above its upper bound of 10"),
+            std::string::npos)
       << last_error_message();
 }
 
@@ -110,7 +111,8 @@ TEST(Method, PlannedOutputRefusesACallerBuffer) {
 // y = x * w + b with w and b external (in a .ptd).
 ProgramSpec external_linear(float w_value, const std::string& w_key) {
   MethodSpec m;
-  TensorSpec w = TensorSpec::constant(ScalarType::Float, {3}, float_bytes({w_value, w_value, w_value}));
+  TensorSpec w =
+      TensorSpec::constant(ScalarType::Float, {3}, float_bytes({w_value, w_value, w_value}));
   w.storage = TensorSpec::Storage::External;
   w.fqn = w_key;
   TensorSpec b = TensorSpec::constant(ScalarType::Float, {3}, float_bytes({1, 2, 3}));
@@ -244,7 +246,8 @@ TEST(Method, AKernelMayNotWriteIntoAConstant) {
   ASSERT_TRUE(program.program->ok()) << last_error_message();
   MethodMemory memory(*(*program).method_meta("forward"));
   EXPECT_EQ((*program).load_method("forward", &memory.manager).error(), Error::InvalidProgram);
-  EXPECT_NE(std::string(last_error_message()).find("writes its output into a constant"), std::string::npos);
+  EXPECT_NE(std::string(last_error_message()).find("writes its output into a constant"),
+            std::string::npos);
 }
 
 TEST(Method, SeveralMethodsAndMutableStatePersistAcrossExecutions) {
@@ -305,7 +308,7 @@ TEST(Method, JumpFalseAndMoveFollowTheirConditions) {
     const int32_t zero = m.add(TensorSpec::constant(ScalarType::Float, {}, float_bytes({0})));
     m.inputs = {x};
     m.outputs = {y};
-    m.call("aten::add", "out", {x, zero, alpha, y, y});  // 0: y = x
+    m.call("aten::add", "out", {x, zero, alpha, y, y});      // 0: y = x
     m.instructions.push_back(emit::JumpFalseSpec{cond, 3});  // 1
     m.call("aten::add", "out", {y, y, alpha, y, y});         // 2: y = 2y
     m.arena_sizes = {32};
@@ -342,14 +345,16 @@ class AddBiasBackend final : public Backend {
   bool is_available() const override { return true; }
   Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
                                std::span<const CompileSpec> specs) const override {
-    EMBER_CHECK(processed->size() == 4, Error::InvalidProgram, "blob of %zu bytes", processed->size());
+    EMBER_CHECK(processed->size() == 4, Error::InvalidProgram, "blob of %zu bytes",
+                processed->size());
     auto* h = static_cast<AddBiasHandle*>(context.allocator->allocate(sizeof(AddBiasHandle), 8));
     std::memcpy(&h->bias, processed->data(), 4);
     processed->free();  // copied what it needs
     (void)specs;
     return reinterpret_cast<DelegateHandle*>(h);
   }
-  Error execute(BackendExecuteContext&, DelegateHandle* handle, std::span<EValue*> args) const override {
+  Error execute(BackendExecuteContext&, DelegateHandle* handle,
+                std::span<EValue*> args) const override {
     const float bias = reinterpret_cast<AddBiasHandle*>(handle)->bias;
     const Tensor& in = args[0]->to_tensor();
     Tensor& out = args[1]->to_tensor();

@@ -38,7 +38,8 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
 // A 16-byte-aligned copy of some bytes, as program data must be.
 struct AlignedBytes {
   explicit AlignedBytes(const std::vector<uint8_t>& bytes)
-      : size(bytes.size()), data(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 64) / 64 * 64))) {
+      : size(bytes.size()),
+        data(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes.size() + 64) / 64 * 64))) {
     if (!bytes.empty()) std::memcpy(data.get(), bytes.data(), bytes.size());
   }
   struct Free {

@@ -17,8 +17,8 @@ using namespace ember::emit;
 
 std::string flatc_json(const std::string& dir, const std::string& pte) {
   const std::string command = std::string(EMBER_FLATC) + " --json --strict-json --defaults-json " +
-                              "--raw-binary -o " + dir + " " + EMBER_SCHEMA_DIR + "/program.fbs -- " +
-                              pte + " 2>&1";
+                              "--raw-binary -o " + dir + " " + EMBER_SCHEMA_DIR +
+                              "/program.fbs -- " + pte + " 2>&1";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
   const std::string base = pte.substr(pte.find_last_of('/') + 1);
   std::ifstream in(dir + "/" + base.substr(0, base.rfind('.')) + ".json");
