@@ -29,33 +29,57 @@ namespace ember::testing {
 
 inline ScalarType to_ember(at::ScalarType t) {
   switch (t) {
-    case at::kByte: return ScalarType::Byte;
-    case at::kChar: return ScalarType::Char;
-    case at::kShort: return ScalarType::Short;
-    case at::kInt: return ScalarType::Int;
-    case at::kLong: return ScalarType::Long;
-    case at::kHalf: return ScalarType::Half;
-    case at::kFloat: return ScalarType::Float;
-    case at::kDouble: return ScalarType::Double;
-    case at::kBool: return ScalarType::Bool;
-    case at::kBFloat16: return ScalarType::BFloat16;
-    default: ADD_FAILURE() << "unsupported ATen dtype " << t; return ScalarType::Float;
+    case at::kByte:
+      return ScalarType::Byte;
+    case at::kChar:
+      return ScalarType::Char;
+    case at::kShort:
+      return ScalarType::Short;
+    case at::kInt:
+      return ScalarType::Int;
+    case at::kLong:
+      return ScalarType::Long;
+    case at::kHalf:
+      return ScalarType::Half;
+    case at::kFloat:
+      return ScalarType::Float;
+    case at::kDouble:
+      return ScalarType::Double;
+    case at::kBool:
+      return ScalarType::Bool;
+    case at::kBFloat16:
+      return ScalarType::BFloat16;
+    default:
+      ADD_FAILURE() << "unsupported ATen dtype " << t;
+      return ScalarType::Float;
   }
 }
 
 inline at::ScalarType to_aten(ScalarType t) {
   switch (t) {
-    case ScalarType::Byte: return at::kByte;
-    case ScalarType::Char: return at::kChar;
-    case ScalarType::Short: return at::kShort;
-    case ScalarType::Int: return at::kInt;
-    case ScalarType::Long: return at::kLong;
-    case ScalarType::Half: return at::kHalf;
-    case ScalarType::Float: return at::kFloat;
-    case ScalarType::Double: return at::kDouble;
-    case ScalarType::Bool: return at::kBool;
-    case ScalarType::BFloat16: return at::kBFloat16;
-    default: ADD_FAILURE() << "unsupported Ember dtype"; return at::kFloat;
+    case ScalarType::Byte:
+      return at::kByte;
+    case ScalarType::Char:
+      return at::kChar;
+    case ScalarType::Short:
+      return at::kShort;
+    case ScalarType::Int:
+      return at::kInt;
+    case ScalarType::Long:
+      return at::kLong;
+    case ScalarType::Half:
+      return at::kHalf;
+    case ScalarType::Float:
+      return at::kFloat;
+    case ScalarType::Double:
+      return at::kDouble;
+    case ScalarType::Bool:
+      return at::kBool;
+    case ScalarType::BFloat16:
+      return at::kBFloat16;
+    default:
+      ADD_FAILURE() << "unsupported Ember dtype";
+      return at::kFloat;
   }
 }
 
@@ -118,7 +142,8 @@ class KernelCall {
   KernelCall& bool_list(const std::vector<bool>& items) {
     auto& stored = bool_lists_.emplace_back(items.size());
     for (size_t i = 0; i < items.size(); ++i) stored[i] = items[i];
-    return push(EValue::from_bool_list({reinterpret_cast<const bool*>(stored.data()), stored.size()}));
+    return push(
+        EValue::from_bool_list({reinterpret_cast<const bool*>(stored.data()), stored.size()}));
   }
   // A TensorList (optional: entries may be undefined ATen tensors, meaning None).
   KernelCall& tensor_list(const std::vector<at::Tensor>& items, bool optional = false) {
@@ -134,11 +159,14 @@ class KernelCall {
     }
     auto& scratch = tensor_scratch_.emplace_back(items.size());
     const BoxedTensorList list{boxes.data(), scratch.data(), items.size()};
-    return push(optional ? EValue::from_optional_tensor_list(list) : EValue::from_tensor_list(list));
+    return push(optional ? EValue::from_optional_tensor_list(list)
+                         : EValue::from_tensor_list(list));
   }
   // An out tensor shaped and typed like `like` (static), or with capacity for `capacity_like`
   // and dynamic (to test resizing).
-  KernelCall& out_like(const at::Tensor& like) { return out(like.scalar_type(), like.sizes(), false); }
+  KernelCall& out_like(const at::Tensor& like) {
+    return out(like.scalar_type(), like.sizes(), false);
+  }
   KernelCall& out(at::ScalarType dtype, at::IntArrayRef sizes, bool dynamic) {
     at::Tensor storage = at::full(sizes, 0, at::TensorOptions().dtype(dtype));
     if (dtype != at::kBool) storage.fill_(-7);  // poison: a kernel must write every element
@@ -199,11 +227,16 @@ struct Tolerance {
 };
 inline Tolerance default_tolerance(at::ScalarType t) {
   switch (t) {
-    case at::kHalf: return {1e-3, 1e-3};
-    case at::kBFloat16: return {1e-2, 1e-2};
-    case at::kFloat: return {1e-5, 1e-6};
-    case at::kDouble: return {1e-10, 1e-12};
-    default: return {0, 0};
+    case at::kHalf:
+      return {1e-3, 1e-3};
+    case at::kBFloat16:
+      return {1e-2, 1e-2};
+    case at::kFloat:
+      return {1e-5, 1e-6};
+    case at::kDouble:
+      return {1e-10, 1e-12};
+    default:
+      return {0, 0};
   }
 }
 
@@ -221,9 +254,11 @@ inline void expect_matches(const Tensor& actual, const at::Tensor& expected,
     const bool ok = at::allclose(ad, ed, tol.rtol, tol.atol, /*equal_nan=*/true);
     EXPECT_TRUE(ok) << "values differ; max abs diff "
                     << (ad - ed).abs().nan_to_num(0, 0, 0).max().item<double>() << "\nactual:\n"
-                    << a << "\nexpected:\n" << expected;
+                    << a << "\nexpected:\n"
+                    << expected;
   } else {
-    EXPECT_TRUE(at::equal(a, expected)) << "values differ\nactual:\n" << a << "\nexpected:\n"
+    EXPECT_TRUE(at::equal(a, expected)) << "values differ\nactual:\n"
+                                        << a << "\nexpected:\n"
                                         << expected;
   }
 }

@@ -5,7 +5,7 @@
 namespace ember::testing {
 namespace {
 
-const at::ScalarType kAllTypes[] = {at::kByte, at::kChar,  at::kShort, at::kInt,  at::kLong,
+const at::ScalarType kAllTypes[] = {at::kByte, at::kChar,  at::kShort,  at::kInt,  at::kLong,
                                     at::kHalf, at::kFloat, at::kDouble, at::kBool, at::kBFloat16};
 
 at::Tensor random_of(at::ScalarType dtype, at::IntArrayRef sizes) {
@@ -23,7 +23,10 @@ TEST(BinaryOps, AddEveryDtypeWithBroadcastAndAlpha) {
     const at::Tensor expected = is_bool ? at::add(a, b) : at::add(a, b, 3);
     KernelCall call("aten::add.out");
     call.tensor(a).tensor(b);
-    if (is_bool) call.scalar(true); else call.scalar(3);
+    if (is_bool)
+      call.scalar(true);
+    else
+      call.scalar(3);
     call.out_like(expected).repeat_out();
     ASSERT_EQ(call.run(), Error::Ok) << at::toString(dtype) << ": " << last_error_message();
     expect_matches(call.out(), expected);
@@ -50,8 +53,8 @@ TEST(BinaryOps, MixedDtypesPromoteLikeATen) {
       const at::Tensor expected = at::mul(a, b);
       KernelCall call("aten::mul.out");
       call.tensor(a).tensor(b).out_like(expected).repeat_out();
-      ASSERT_EQ(call.run(), Error::Ok) << at::toString(x) << " * " << at::toString(y) << ": "
-                                       << last_error_message();
+      ASSERT_EQ(call.run(), Error::Ok)
+          << at::toString(x) << " * " << at::toString(y) << ": " << last_error_message();
       expect_matches(call.out(), expected);
     }
   }
@@ -60,7 +63,8 @@ TEST(BinaryOps, MixedDtypesPromoteLikeATen) {
 TEST(BinaryOps, ZeroDimOperandsCountAsScalars) {
   // int8 tensor + int64 0-dim tensor stays int8; int tensor + float 0-dim tensor becomes float.
   const at::Tensor a = at::arange(6, at::kChar).reshape({2, 3});
-  for (const at::Tensor& b : {at::scalar_tensor(100, at::kLong), at::scalar_tensor(0.5, at::kDouble)}) {
+  for (const at::Tensor& b :
+       {at::scalar_tensor(100, at::kLong), at::scalar_tensor(0.5, at::kDouble)}) {
     const at::Tensor expected = at::add(a, b);
     KernelCall call("aten::add.out");
     call.tensor(a).tensor(b).scalar(1).out_like(expected).repeat_out();
@@ -126,7 +130,10 @@ TEST(BinaryOps, RefusesWhatATenRefuses) {
   float_alpha.tensor(i).tensor(i).scalar(0.5).out(at::kInt, {3}, false).repeat_out();
   EXPECT_EQ(float_alpha.run(), Error::InvalidArgument);
   KernelCall shapes("aten::mul.out");
-  shapes.tensor(at::randn({2, 3})).tensor(at::randn({4})).out(at::kFloat, {2, 3}, false).repeat_out();
+  shapes.tensor(at::randn({2, 3}))
+      .tensor(at::randn({4}))
+      .out(at::kFloat, {2, 3}, false)
+      .repeat_out();
   EXPECT_EQ(shapes.run(), Error::InvalidArgument);
 }
 

@@ -47,10 +47,9 @@ Error binary_out(const Tensor& a, const Tensor& b, const EValue* alpha, Tensor& 
   EMBER_TRY(resize_to_broadcast(a, b, out));
   Error result = Error::Ok;
   EMBER_SWITCH_ALL_TYPES(
-      common, CTYPE,
-      result = fail(Error::NotSupported, "%s: dtype %s", op_name, to_string(common)), {
-        using T = std::conditional_t<std::is_same_v<CTYPE, bool>, uint8_t,
-                                     compute_type_t<CTYPE>>;
+      common, CTYPE, result = fail(Error::NotSupported, "%s: dtype %s", op_name, to_string(common)),
+      {
+        using T = std::conditional_t<std::is_same_v<CTYPE, bool>, uint8_t, compute_type_t<CTYPE>>;
         const T alpha_v = alpha == nullptr ? T(1) : scalar_to<T>(*alpha);
         if (a.dtype() == common && b.dtype() == common && out.dtype() == common &&
             std::is_same_v<T, CTYPE>) {
@@ -58,7 +57,8 @@ Error binary_out(const Tensor& a, const Tensor& b, const EValue* alpha, Tensor& 
           const auto* pb = b.data<CTYPE>();
           auto* po = out.data<CTYPE>();
           for_each_broadcast(a, b, out, [&](int64_t ia, int64_t ib, int64_t io) {
-            po[io] = static_cast<CTYPE>(op(static_cast<T>(pa[ia]), static_cast<T>(pb[ib]), alpha_v));
+            po[io] =
+                static_cast<CTYPE>(op(static_cast<T>(pa[ia]), static_cast<T>(pb[ib]), alpha_v));
           });
         } else {
           const LoadFn<T> la = load_fn<T>(a.dtype());

@@ -77,18 +77,19 @@ inline To convert(From v) {
 template <typename T>
 LoadFn<T> load_fn(ScalarType dtype) {
   LoadFn<T> fn = nullptr;
-  EMBER_SWITCH_ALL_TYPES(dtype, Src, (void)0, fn = [](const void* data, int64_t i) {
-    return convert<T>(static_cast<const Src*>(data)[i]);
-  });
+  EMBER_SWITCH_ALL_TYPES(
+      dtype, Src, (void)0, fn = [](const void* data, int64_t i) {
+        return convert<T>(static_cast<const Src*>(data)[i]);
+      });
   return fn;
 }
 
 template <typename T>
 StoreFn<T> store_fn(ScalarType dtype) {
   StoreFn<T> fn = nullptr;
-  EMBER_SWITCH_ALL_TYPES(dtype, Dst, (void)0, fn = [](void* data, int64_t i, T v) {
-    static_cast<Dst*>(data)[i] = convert<Dst>(v);
-  });
+  EMBER_SWITCH_ALL_TYPES(
+      dtype, Dst, (void)0,
+      fn = [](void* data, int64_t i, T v) { static_cast<Dst*>(data)[i] = convert<Dst>(v); });
   return fn;
 }
 

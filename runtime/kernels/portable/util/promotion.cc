@@ -13,20 +13,28 @@ Category category(ScalarType t) {
 
 int int_rank(ScalarType t) {
   switch (t) {
-    case ScalarType::Char: return 1;
-    case ScalarType::Short: return 2;
-    case ScalarType::Int: return 3;
-    case ScalarType::Long: return 4;
-    default: return 0;
+    case ScalarType::Char:
+      return 1;
+    case ScalarType::Short:
+      return 2;
+    case ScalarType::Int:
+      return 3;
+    case ScalarType::Long:
+      return 4;
+    default:
+      return 0;
   }
 }
 
 int float_rank(ScalarType t) {
   switch (t) {
     case ScalarType::Half:
-    case ScalarType::BFloat16: return 1;
-    case ScalarType::Float: return 2;
-    default: return 3;
+    case ScalarType::BFloat16:
+      return 1;
+    case ScalarType::Float:
+      return 2;
+    default:
+      return 3;
   }
 }
 
