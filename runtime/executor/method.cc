@@ -59,21 +59,89 @@ struct Method::Delegate {
 
 template <typename T>
 Result<T*> Method::allocate(size_t count, const char* what) {
-  T* p = memory_->method_allocator->allocate_array<T>(count);
-  if (p == nullptr) {
-    return fail(Error::MemoryAllocationFailed,
-                "the method allocator is out of memory allocating %zu %s (%zu bytes): %zu of its "
-                "%zu bytes are in use",
-                count, what, count * sizeof(T), memory_->method_allocator->used(),
-                memory_->method_allocator->capacity());
-  }
+  // The block was sized by required_memory(), so running out here means the estimate is wrong.
+  T* p = block_.allocate_array<T>(count);
+  EMBER_CHECK(p != nullptr, Error::Internal,
+              "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
+              what, block_.used(), block_.capacity());
   return p;
+}
+
+namespace {
+// Sums allocations the way Method::allocate makes them from its block: each at least one byte,
+// each rounded up to 16 so that any alignment up to 16 fits.
+struct MemoryCount {
+  size_t total = 0;
+  template <typename T>
+  void add(size_t count) {
+    const size_t bytes = count * sizeof(T) == 0 ? 1 : count * sizeof(T);
+    total += (bytes + 15) / 16 * 16;
+  }
+};
+}  // namespace
+
+size_t Method::required_memory(const fb::ExecutionPlan* plan) {
+  MemoryCount c;
+  const auto* values = plan->values();
+  const size_t n = values == nullptr ? 0 : values->size();
+  size_t tensors = 0, externals = 0;
+  c.add<EValue>(n);
+  c.add<uint8_t>(n);
+  for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
+    const fb::EValue* v = values->Get(i);
+    if (const fb::Tensor* t = v->val_as_Tensor()) {
+      ++tensors;
+      if (t->extra_tensor_info() != nullptr &&
+          t->extra_tensor_info()->location() == fb::TensorDataLocation::EXTERNAL) {
+        ++externals;
+      }
+    } else if (const fb::IntList* il = v->val_as_IntList()) {
+      const size_t k = il->items() == nullptr ? 0 : il->items()->size();
+      c.add<EValue*>(k);
+      c.add<int64_t>(k);
+    } else if (const fb::TensorList* tl = v->val_as_TensorList()) {
+      const size_t k = tl->items() == nullptr ? 0 : tl->items()->size();
+      c.add<EValue*>(k);
+      c.add<Tensor*>(k);
+    } else if (const fb::OptionalTensorList* ol = v->val_as_OptionalTensorList()) {
+      const size_t k = ol->items() == nullptr ? 0 : ol->items()->size();
+      c.add<EValue*>(k);
+      c.add<Tensor*>(k);
+    }
+  }
+  c.add<Tensor>(tensors);
+  c.add<FreeableBuffer>(externals);
+  const size_t inputs = plan->inputs() == nullptr ? 0 : plan->inputs()->size();
+  const size_t outputs = plan->outputs() == nullptr ? 0 : plan->outputs()->size();
+  c.add<int32_t>(inputs);
+  c.add<bool>(inputs);
+  c.add<int32_t>(outputs);
+  if (plan->delegates() != nullptr && plan->delegates()->size() > 0) {
+    c.add<Delegate>(plan->delegates()->size());
+    for (const fb::BackendDelegate* d : *plan->delegates()) {
+      c.add<CompileSpec>(d->compile_specs() == nullptr ? 0 : d->compile_specs()->size());
+      c.add<MergedNamedDataMap>(1);
+    }
+  }
+  if (plan->chains() != nullptr && plan->chains()->size() > 0 &&
+      plan->chains()->Get(0)->instructions() != nullptr) {
+    const auto* instructions = plan->chains()->Get(0)->instructions();
+    c.add<Instruction>(instructions->size());
+    for (const fb::Instruction* ins : *instructions) {
+      const flatbuffers::Vector<int32_t>* args = nullptr;
+      if (const fb::KernelCall* k = ins->instr_args_as_KernelCall()) args = k->args();
+      if (const fb::DelegateCall* d = ins->instr_args_as_DelegateCall()) args = d->args();
+      if (args != nullptr) c.add<EValue*>(args->size());
+    }
+  }
+  return c.total;
 }
 
 Method::Method(Method&& o) noexcept
     : program_(o.program_),
       plan_(o.plan_),
       memory_(o.memory_),
+      block_(o.block_),
       values_(std::exchange(o.values_, nullptr)),
       num_values_(std::exchange(o.num_values_, 0)),
       value_flags_(std::exchange(o.value_flags_, nullptr)),
@@ -137,6 +205,17 @@ Error Method::init(const NamedDataMap* external_data) {
                 "planned arena %zu needs %" PRId64 " bytes; the buffer given holds %zu", j + 1,
                 need, have);
   }
+
+  // Everything the method keeps comes from one block, sized up front: a caller whose allocator is
+  // too small learns the exact size needed, and nothing is half-allocated.
+  const size_t needed = required_memory(plan_);
+  MemoryAllocator* pool = memory_->method_allocator;
+  void* block = pool->allocate(needed, 16);
+  EMBER_CHECK(block != nullptr, Error::MemoryAllocationFailed,
+              "the method needs %zu bytes of method memory; the method allocator has %zu of %zu "
+              "bytes free",
+              needed, pool->capacity() - pool->used(), pool->capacity());
+  block_ = MemoryAllocator(block, needed);
 
   EMBER_TRY(parse_values(external_data));
   EMBER_TRY(check_io());

@@ -61,6 +61,10 @@ class Method {
   Result<EValue> get_input(size_t index) const;
   Result<EValue> get_output(size_t index) const;
 
+  // Bytes of method-allocator memory loading `plan` takes (what MethodMeta reports), not counting
+  // what delegates allocate during init.
+  static size_t required_memory(const executorch_flatbuffer::ExecutionPlan* plan);
+
   // Runs the instructions. InvalidState when an input is unset or an output has no buffer;
   // otherwise the error of the failing kernel or delegate, with the instruction and operator named.
   Error execute();
@@ -87,6 +91,7 @@ class Method {
   const Program* program_;
   const executorch_flatbuffer::ExecutionPlan* plan_;
   MemoryManager* memory_;
+  MemoryAllocator block_{nullptr, 0};  // carved from the method allocator at init
 
   EValue* values_ = nullptr;
   size_t num_values_ = 0;

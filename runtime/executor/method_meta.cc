@@ -1,6 +1,7 @@
 #include "runtime/executor/method_meta.h"
 
 #include "ember/schema/program_generated.h"
+#include "runtime/executor/method.h"
 
 namespace ember {
 namespace fb = executorch_flatbuffer;
@@ -124,4 +125,8 @@ size_t MethodMeta::num_instructions() const {
   return n;
 }
 
+}  // namespace ember
+
+namespace ember {
+size_t MethodMeta::method_allocator_bytes() const { return Method::required_memory(plan_); }
 }  // namespace ember

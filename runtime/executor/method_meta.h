@@ -46,6 +46,8 @@ class MethodMeta {
   size_t num_memory_planned_buffers() const;
   Result<int64_t> memory_planned_buffer_size(size_t index) const;
   size_t num_instructions() const;
+  // Bytes the method allocator must have free to load this method (delegates may need more).
+  size_t method_allocator_bytes() const;
 
  private:
   Result<Tag> tag_of(int32_t value_index) const;

@@ -137,6 +137,19 @@ Error Module::load_method(const std::string& name) {
   if (methods_.count(name) != 0) return Error::Ok;
   Result<MethodMeta> meta = program_->method_meta(name);
   if (!meta.ok()) return meta.error();
+  if (options_.max_planned_bytes > 0) {
+    uint64_t planned = 0;
+    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+      Result<int64_t> size = meta->memory_planned_buffer_size(i);
+      if (!size.ok()) return size.error();
+      EMBER_CHECK(*size >= 0, Error::InvalidProgram, "planned arena %zu has negative size", i + 1);
+      planned += static_cast<uint64_t>(*size);
+    }
+    EMBER_CHECK(planned <= options_.max_planned_bytes, Error::MemoryAllocationFailed,
+                "method '%s' plans %" PRIu64 " bytes of memory, above the limit of %zu bytes "
+                "(ModuleOptions::max_planned_bytes)",
+                name.c_str(), planned, options_.max_planned_bytes);
+  }
   auto lm = std::make_unique<LoadedMethod>();
   for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
     Result<int64_t> size = meta->memory_planned_buffer_size(i);

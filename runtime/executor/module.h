@@ -35,6 +35,9 @@ struct ModuleOptions {
   LoadMode load_mode = LoadMode::Mmap;
   std::string data_path;  // a .ptd with the program's external weights; empty for none
   int num_threads = 0;    // threads for kernels; 0 keeps the current setting
+  // The most memory a method may plan (its arenas together); a method planning more is refused
+  // before anything is allocated. 0: no limit.
+  size_t max_planned_bytes = 0;
 };
 
 // A tensor that owns its storage (16-byte aligned). Movable; the Tensor's address is stable.

@@ -1,0 +1,66 @@
+// Resource limits: a method allocator that is too small fails with the size needed, the size
+// MethodMeta reports is enough, and Module's cap on planned memory refuses a program before any
+// allocation.
+#include <string>
+
+#include "runtime/executor/module.h"
+#include "tests/runtime/test_util.h"
+
+namespace ember::testing {
+namespace {
+
+TEST(Limits, TooSmallMethodAllocatorNamesTheBytesNeeded) {
+  EMBER_REQUIRE_FIXTURES();
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  AlignedBytes bytes(read_bytes(fixture_dir() + "/module_linear_no_constant_segment.pte"));
+  BufferDataLoader loader(bytes.data.get(), bytes.size);
+  Result<Program> program = Program::load(&loader);
+  ASSERT_TRUE(program.ok());
+  Result<MethodMeta> meta = program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  const size_t needed = meta->method_allocator_bytes();
+  ASSERT_GT(needed, 0u);
+
+  alignas(16) uint8_t arena[32];
+  std::span<uint8_t> arenas[] = {{arena, sizeof(arena)}};
+  HierarchicalAllocator planned(arenas);
+  std::vector<uint8_t> pool(needed + 64);
+  uint8_t* base = MethodMemory::align(pool.data());
+
+  MemoryAllocator too_small(base, needed - 1);
+  MemoryManager small{&too_small, &planned, nullptr};
+  EXPECT_EQ(program->load_method("forward", &small).error(), Error::MemoryAllocationFailed);
+  EXPECT_NE(std::string(last_error_message()).find("needs " + std::to_string(needed) + " bytes"),
+            std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(too_small.used(), 0u) << "nothing is taken from a pool that is too small";
+
+  MemoryAllocator exact(base, needed);
+  MemoryManager enough{&exact, &planned, nullptr};
+  Result<Method> method = program->load_method("forward", &enough);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<float> x{1, 2, 3, 4};
+  Tensor t = float_tensor(x, {2, 2});
+  ASSERT_EQ(method->set_input(t, 0), Error::Ok);
+  ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+  EXPECT_EQ(method->get_output(0)->to_tensor().data<float>()[3], 14.0f);
+}
+
+TEST(Limits, ModuleCapOnPlannedMemoryRefusesBeforeAllocating) {
+  EMBER_REQUIRE_FIXTURES();
+  ModuleOptions capped;
+  capped.max_planned_bytes = 47;  // add.pte plans 48
+  Module module(fixture_dir() + "/add.pte", capped);
+  EXPECT_EQ(module.load_method("forward"), Error::MemoryAllocationFailed);
+  const std::string message = last_error_message();
+  EXPECT_NE(message.find("plans 48 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("limit of 47 bytes"), std::string::npos) << message;
+
+  ModuleOptions enough;
+  enough.max_planned_bytes = 48;
+  Module ok(fixture_dir() + "/add.pte", enough);
+  EXPECT_EQ(ok.load_method("forward"), Error::Ok) << last_error_message();
+}
+
+}  // namespace
+}  // namespace ember::testing
