@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         if (blob.ok()) {
           volatile uint8_t sink = 0;
-          for (size_t i = 0; i < blob->size(); ++i) sink = static_cast<uint8_t>(sink ^ blob->bytes()[i]);
+          for (size_t i = 0; i < blob->size(); ++i)
+            sink = static_cast<uint8_t>(sink ^ blob->bytes()[i]);
         }
       }
     }

@@ -146,7 +146,8 @@ Error Module::load_method(const std::string& name) {
       planned += static_cast<uint64_t>(*size);
     }
     EMBER_CHECK(planned <= options_.max_planned_bytes, Error::MemoryAllocationFailed,
-                "method '%s' plans %" PRIu64 " bytes of memory, above the limit of %zu bytes "
+                "method '%s' plans %" PRIu64
+                " bytes of memory, above the limit of %zu bytes "
                 "(ModuleOptions::max_planned_bytes)",
                 name.c_str(), planned, options_.max_planned_bytes);
   }

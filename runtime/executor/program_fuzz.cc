@@ -17,7 +17,8 @@ namespace {
 constexpr size_t kMaxBytes = 1 << 20;  // planned arenas, inputs and outputs: far above the seeds
 
 struct Aligned {
-  explicit Aligned(size_t n) : size(n), data(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 64) / 64 * 64))) {
+  explicit Aligned(size_t n)
+      : size(n), data(static_cast<uint8_t*>(std::aligned_alloc(64, (n + 64) / 64 * 64))) {
     std::memset(data, 0, (n + 64) / 64 * 64);
   }
   ~Aligned() { std::free(data); }
