@@ -115,6 +115,11 @@ struct MethodSpec {
     values.push_back(std::move(v));
     return static_cast<int32_t>(values.size() - 1);
   }
+  // Appends an instruction, constructed in place.
+  template <typename Spec, typename... Args>
+  void append(Args&&... args) {
+    instructions.emplace_back(std::in_place_type<Spec>, std::forward<Args>(args)...);
+  }
   // Adds (or reuses) the operator and a KernelCall with `args` (out already repeated by caller).
   void call(const std::string& op_name, const std::string& overload, std::vector<int32_t> args);
 };

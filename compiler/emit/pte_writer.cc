@@ -83,7 +83,7 @@ void MethodSpec::call(const std::string& op_name, const std::string& overload,
     operators.push_back({op_name, overload});
     op = static_cast<int32_t>(operators.size() - 1);
   }
-  instructions.push_back(KernelCallSpec{op, std::move(args)});
+  append<KernelCallSpec>(op, std::move(args));
 }
 
 Result<WrittenProgram> write_program(const ProgramSpec& spec) {

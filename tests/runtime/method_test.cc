@@ -308,9 +308,9 @@ TEST(Method, JumpFalseAndMoveFollowTheirConditions) {
     const int32_t zero = m.add(TensorSpec::constant(ScalarType::Float, {}, float_bytes({0})));
     m.inputs = {x};
     m.outputs = {y};
-    m.call("aten::add", "out", {x, zero, alpha, y, y});      // 0: y = x
-    m.instructions.push_back(emit::JumpFalseSpec{cond, 3});  // 1
-    m.call("aten::add", "out", {y, y, alpha, y, y});         // 2: y = 2y
+    m.call("aten::add", "out", {x, zero, alpha, y, y});  // 0: y = x
+    m.append<emit::JumpFalseSpec>(cond, 3);              // 1
+    m.call("aten::add", "out", {y, y, alpha, y, y});     // 2: y = 2y
     m.arena_sizes = {32};
     Loaded program(write(ProgramSpec{{m}}));
     MethodMemory memory(*(*program).method_meta("forward"));
@@ -328,7 +328,7 @@ TEST(Method, AJumpThatLoopsForeverIsStopped) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   MethodSpec m;
   const int32_t cond = m.add(false);
-  m.instructions.push_back(emit::JumpFalseSpec{cond, 0});
+  m.append<emit::JumpFalseSpec>(cond, 0);
   Loaded program(write(ProgramSpec{{m}}));
   MethodMemory memory(*(*program).method_meta("forward"));
   Result<Method> method = (*program).load_method("forward", &memory.manager);
@@ -375,7 +375,7 @@ TEST(Method, DelegateCallsRunTheRegisteredBackend) {
   m.inputs = {x};
   m.outputs = {y};
   m.delegates.push_back({"AddBiasBackend", float_bytes({0.5f}), {{"note", {1, 2}}}});
-  m.instructions.push_back(emit::DelegateCallSpec{0, {x, y}});
+  m.append<emit::DelegateCallSpec>(0, std::vector<int32_t>{x, y});
   m.arena_sizes = {32};
   {
     Loaded program(write(ProgramSpec{{m}}));
