@@ -1,0 +1,126 @@
+"""The `ember` command line (the Python half): `python3 -m ember export ...`."""
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+from ._errors import ExportError
+
+_DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int8", "uint8", "bool")
+
+
+def _load_model(spec):
+    """`torchvision:resnet18` or `path/to/file.py:factory` -> an nn.Module."""
+    source, sep, name = spec.rpartition(":")
+    if not sep or not source or not name:
+        raise ExportError(f"--model {spec!r}: expected torchvision:NAME or path/to/file.py:FACTORY")
+    if source == "torchvision":
+        try:
+            import torchvision.models as models
+        except ImportError as e:
+            raise ExportError("--model torchvision:...: torchvision is not installed") from e
+        factory = getattr(models, name, None)
+        if factory is None or not callable(factory):
+            raise ExportError(f"torchvision.models has no model {name!r}")
+        # Random weights from the seed: no downloads.
+        return factory()
+    if not os.path.isfile(source):
+        raise ExportError(f"--model {spec!r}: no file {source!r}")
+    module_spec = importlib.util.spec_from_file_location("ember_user_model", source)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    factory = getattr(module, name, None)
+    if factory is None or not callable(factory):
+        raise ExportError(f"{source} has no callable {name!r}")
+    return factory()
+
+
+def _shape(text):
+    try:
+        dims = [int(d) for d in text.split(",") if d.strip() != ""]
+    except ValueError:
+        raise ExportError(f"--input-shape {text!r}: expected comma-separated integers") from None
+    if any(d < 0 for d in dims):
+        raise ExportError(f"--input-shape {text!r}: sizes must be >= 0")
+    return dims
+
+
+def _dynamic(texts, n_inputs):
+    from ._export import Dim
+
+    shapes = [None] * n_inputs
+    for k, text in enumerate(texts):
+        parts = text.split(":")
+        try:
+            numbers = [int(p) for p in parts]
+        except ValueError:
+            numbers = []
+        if len(numbers) == 3:
+            index, dim, hi = numbers
+            lo = 1
+        elif len(numbers) == 4:
+            index, dim, lo, hi = numbers
+        else:
+            raise ExportError(f"--dynamic-dim {text!r}: expected INPUT:DIM:MAX or "
+                              "INPUT:DIM:MIN:MAX")
+        if not 0 <= index < n_inputs:
+            raise ExportError(f"--dynamic-dim {text!r}: there is no input {index}")
+        entry = shapes[index] or {}
+        entry[dim] = Dim(None, lo, hi)
+        shapes[index] = entry
+    return shapes if texts else None
+
+
+def _export(args):
+    import torch
+
+    from ._export import export
+
+    torch.manual_seed(args.seed)
+    model = _load_model(args.model)
+    if not isinstance(model, torch.nn.Module):
+        raise ExportError(f"--model {args.model!r} returned a {type(model).__name__}, not a "
+                          "torch.nn.Module")
+    model.eval()
+    shapes = [_shape(s) for s in (args.input_shape or [])]
+    if not shapes:
+        raise ExportError("give at least one --input-shape")
+    dtype = getattr(torch, args.dtype)
+    inputs = []
+    for s in shapes:
+        if dtype.is_floating_point:
+            inputs.append(torch.randn(s, dtype=dtype))
+        elif dtype == torch.bool:
+            inputs.append(torch.randint(0, 2, s).bool())
+        else:
+            inputs.append(torch.randint(0, 10, s, dtype=dtype))
+    export(model, tuple(inputs), args.output, dynamic_shapes=_dynamic(args.dynamic_dim, len(inputs)))
+    print(f"wrote {args.output}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="ember", description="Ember's exporter")
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("export", help="export a PyTorch model to an exported-program file")
+    p.add_argument("--model", required=True,
+                   help="torchvision:NAME (random weights) or path/to/file.py:FACTORY")
+    p.add_argument("--input-shape", action="append",
+                   help="comma-separated sizes of one input; repeat for several inputs")
+    p.add_argument("--dtype", default="float32", choices=_DTYPES, help="dtype of the inputs")
+    p.add_argument("--seed", type=int, default=0, help="seed for weights and inputs")
+    p.add_argument("--dynamic-dim", action="append", default=[],
+                   help="INPUT:DIM:MAX or INPUT:DIM:MIN:MAX, a bounded dynamic dim")
+    p.add_argument("-o", "--output", required=True, help="the exported-program file to write")
+    args = parser.parse_args(argv)
+    try:
+        _export(args)
+    except ExportError as e:
+        print(f"ember export: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
