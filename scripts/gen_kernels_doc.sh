@@ -34,6 +34,12 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "- ·: ATen refuses this dtype for the op, and Ember refuses it too (InvalidArgument)."
   echo "- ✗: Ember disagrees with ATen (the sweep fails)."
   echo
+  echo "The reference is the installed libtorch, so where its CPU kernels lack float16 (most unary"
+  echo "math, rounding, activations, clamp, cumsum/cumprod, softmax, logsumexp; prod lacks bfloat16"
+  echo "too), Ember refuses them too. One"
+  echo "exception, by contract C26: \`cummin\`/\`cummax\` accept float16; their float16 cells compare"
+  echo "with ATen run on the float32 copy of the input (exact: the op only selects values)."
+  echo
   echo "To add rows, register a case with \`EMBER_SWEEP_CASE\` (see \`tests/kernels/dtype_sweep.h\`)"
   echo "in any test file of the conformance suite, then rerun this script."
   echo

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/executor/module.h"
+#include "tools/compile.h"
 #include "tools/inspect.h"
 #include "tools/run.h"
 
@@ -12,10 +13,13 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
+    "  ember compile MODEL.ep -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
     "  ember inspect MODEL.pte [--json]\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "\n"
+    "compile  compiles an exported program (python -m ember / ember.export) to a .pte program,\n"
+    "         weights in the .ptd with --ptd; prints planned memory against its lower bound\n"
     "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
     "planned\n"
     "         memory of a .pte program\n"
@@ -108,11 +112,33 @@ int run_main(int argc, char** argv) {
   return ember::tools::run_command(o);
 }
 
+int compile_main(int argc, char** argv) {
+  ember::tools::CompileCommand c;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "-o" || arg == "--ptd" || arg == "--print-ir") {
+      if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
+      (arg == "-o" ? c.output : arg == "--ptd" ? c.ptd : c.print_ir) = argv[++i];
+    } else if (arg[0] == '-') {
+      return usage_error(("unknown option " + arg).c_str());
+    } else if (c.model.empty()) {
+      c.model = arg;
+    } else {
+      return usage_error("compile takes one exported program");
+    }
+  }
+  if (c.model.empty() || c.output.empty()) {
+    return usage_error("compile needs MODEL.ep -o MODEL.pte");
+  }
+  return ember::tools::compile_command(c);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage_error("no command given");
   const std::string command = argv[1];
+  if (command == "compile") return compile_main(argc - 2, argv + 2);
   if (command == "inspect") return inspect_main(argc - 2, argv + 2);
   if (command == "run") return run_main(argc - 2, argv + 2);
   if (command == "--help" || command == "-h" || command == "help") {

@@ -177,8 +177,39 @@ class KernelCall {
     out_tensors_.push_back(t);
     return push(EValue::from_tensor(t));
   }
+  // A static out tensor with the dtype, shape and memory layout (dim order) of `like`.
+  KernelCall& out_like_layout(const at::Tensor& like) {
+    at::Tensor storage = at::empty_like(like);
+    storage.fill_(like.scalar_type() == at::kBool ? 0 : -7);
+    outs_.push_back(storage);
+    keep_.push_back(storage);
+    Tensor* t = &tensors_.emplace_back(view_of(storage));
+    out_tensors_.push_back(t);
+    return push(EValue::from_tensor(t));
+  }
   // Appends the out tensor once more, as programs do (the out-variant convention).
   KernelCall& repeat_out() { return push(args_.back() == nullptr ? EValue() : *args_.back()); }
+  // Appends the last `n` arguments (the out tensors of an op with several outs) once more, as one
+  // TensorList of those values (the out-variant convention).
+  KernelCall& repeat_outs(size_t n) {
+    auto& boxes = tensor_boxes_.emplace_back();
+    for (size_t i = args_.size() - n; i < args_.size(); ++i) boxes.push_back(args_[i]);
+    auto& scratch = tensor_scratch_.emplace_back(n);
+    return push(EValue::from_tensor_list({boxes.data(), scratch.data(), n}));
+  }
+
+  // Appends one TensorList of out tensors shaped and typed like `likes` (ops whose out is a list,
+  // e.g. split_with_sizes_copy.out); they are out(0), out(1), ... in order.
+  KernelCall& out_list(const std::vector<at::Tensor>& likes, bool dynamic = false) {
+    auto& boxes = tensor_boxes_.emplace_back();
+    for (const at::Tensor& like : likes) {
+      out(like.scalar_type(), like.sizes(), dynamic);
+      boxes.push_back(args_.back());
+      args_.pop_back();
+    }
+    auto& scratch = tensor_scratch_.emplace_back(likes.size());
+    return push(EValue::from_tensor_list({boxes.data(), scratch.data(), likes.size()}));
+  }
 
   Error run() {
     const Kernel* k = find_kernel(name_);

@@ -1,12 +1,18 @@
-// The binary element-wise family: one broadcasting, type-promoting loop for every op of the form
-// out = op(a, b) (add, sub, mul, ...), parameterised by a functor over the compute type.
+// The element-wise families over several operands: one broadcasting, type-promoting loop for every
+// op of the form out = op(a, b, ...) (add, div, eq, bitwise_and, clamp, ...), parameterised by a
+// spec (which dtypes, how the compute type is chosen) and a functor over the compute type.
 //
-//   Error add_out(KernelContext& ctx, std::span<EValue*> args) {
-//     return binary_out(args[0]->to_tensor(), args[1]->to_tensor(), args[2], args[3]->to_tensor(),
-//                       "add", [](auto x, auto y, auto alpha) { return x + alpha * y; });
+//   constexpr ElementwiseSpec kSpec{"atan2", kAcceptAll, /*int_to_float=*/true};
+//   Error atan2_out(KernelContext& ctx, std::span<EValue*> args) {
+//     return binary_op_out(ctx, *args[0], *args[1], nullptr, args[2]->to_tensor(), kSpec,
+//                          [](auto x, auto y) { return std::atan2(x, y); });
 //   }
+//
+// Operands are EValues that hold a Tensor or a Scalar, so one function serves an op's Tensor,
+// Scalar and Scalar_Tensor overloads. Scalars join type promotion as Python numbers do.
 #pragma once
 
+#include <array>
 #include <type_traits>
 
 #include "runtime/executor/kernel_registry.h"
@@ -24,58 +30,130 @@ struct Wrapping {
   static T add(T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); }
   static T sub(T a, T b) { return static_cast<T>(static_cast<U>(a) - static_cast<U>(b)); }
   static T mul(T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); }
+  static T neg(T a) { return static_cast<T>(U(0) - static_cast<U>(a)); }
 };
 
-// out = op(a, b, alpha) over the promoted dtype of a and b. `alpha` may be null (no alpha).
-// Errors: InvalidArgument for shapes that do not broadcast, an out dtype the result cannot be cast
-// to, or an alpha of the wrong kind (PyTorch's rules); the resize error of `out`.
+// out = op(x0, x1, ...) over the promoted dtype of the operands (Tensor or Scalar EValues; a None
+// operand is skipped by promotion and reads as 0, for ops with optional operands). The functor
+// takes N values of the compute type (float for the 16-bit floats; uint8 0/1 for bool) and, when
+// `alpha` is given, the alpha value after them. Errors: InvalidArgument for shapes that do not
+// broadcast, a dtype the op refuses, a result the out dtype cannot hold, an alpha of the wrong
+// kind or an integer division by zero (PyTorch's rules); the resize error of `out`.
+// `kCompute` lists the compute-type categories the functor is instantiated for.
+template <size_t N, unsigned kCompute = kAcceptAll, typename Op>
+Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>& operands,
+                         const EValue* alpha, Tensor& out, const ElementwiseSpec& spec, Op op);
+
+// The two-operand case.
+template <unsigned kCompute = kAcceptAll, typename Op>
+Error binary_op_out(KernelContext& ctx, const EValue& a, const EValue& b, const EValue* alpha,
+                    Tensor& out, const ElementwiseSpec& spec, Op op) {
+  return elementwise_op_out<2, kCompute>(ctx, {&a, &b}, alpha, out, spec, op);
+}
+
+// The first version of the family (tensor operands, all dtypes), kept for its callers.
 template <typename Op>
 Error binary_out(const Tensor& a, const Tensor& b, const EValue* alpha, Tensor& out,
                  const char* op_name, Op op) {
-  const ScalarType common = result_type({&a, &b});
-  EMBER_CHECK(can_cast(common, out.dtype()), Error::InvalidArgument,
-              "%s: result type %s cannot be cast to the out dtype %s", op_name, to_string(common),
-              to_string(out.dtype()));
-  if (alpha != nullptr) {
-    EMBER_CHECK(common != ScalarType::Bool || alpha->is_bool() ||
-                    (alpha->is_int() && (alpha->to_int() == 0 || alpha->to_int() == 1)),
-                Error::InvalidArgument, "%s: boolean alpha only for boolean tensors", op_name);
-    EMBER_CHECK(is_floating(common) || !alpha->is_double(), Error::InvalidArgument,
-                "%s: for integral input tensors, alpha must not be a floating point number",
-                op_name);
+  EValue ea = EValue::from_tensor(const_cast<Tensor*>(&a));
+  EValue eb = EValue::from_tensor(const_cast<Tensor*>(&b));
+  KernelContext ctx{nullptr, nullptr};
+  return binary_op_out(ctx, ea, eb, alpha, out, ElementwiseSpec{op_name}, op);
+}
+
+// --- implementation
+
+// op(x...) or, for a binary op that takes it, op(x0, x1, alpha).
+template <size_t N, typename Op, typename T>
+auto invoke_elementwise(const Op& op, const std::array<T, N>& x, T alpha) {
+  if constexpr (N == 2 && std::is_invocable_v<Op, T, T, T>) {
+    return op(x[0], x[1], alpha);
+  } else if constexpr (N == 2) {
+    return op(x[0], x[1]);
+  } else {
+    return op(x[0], x[1], x[2]);
   }
-  EMBER_TRY(resize_to_broadcast(a, b, out));
-  Error result = Error::Ok;
+}
+
+template <size_t N, unsigned kCompute, typename Op>
+Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>& operands,
+                         const EValue* alpha, Tensor& out, const ElementwiseSpec& spec, Op op) {
+  std::array<const Tensor*, N> tensors{};
+  std::array<const EValue*, N> scalars{};
+  std::array<const Tensor*, N> promoted{};
+  size_t num_promoted = 0;
+  // Scalars are read through 0-dim tensors of their own type; they join promotion as numbers.
+  ScalarTensor wrapped[N];
+  static_assert(N == 2 || N == 3, "elementwise_op_out takes two or three operands");
+  for (size_t k = 0; k < N; ++k) {
+    if (operands[k]->is_tensor()) {
+      tensors[k] = &operands[k]->to_tensor();
+      promoted[num_promoted++] = tensors[k];
+    } else {
+      wrapped[k].reset(*operands[k]);
+      tensors[k] = &wrapped[k].tensor();
+      if (!operands[k]->is_none()) scalars[k] = operands[k];
+    }
+  }
+  ScalarType common = result_type({promoted.data(), num_promoted}, scalars);
+  if (spec.int_to_float && !is_floating(common)) common = ScalarType::Float;
+  EMBER_TRY(check_accepts(spec, common));
+  const ScalarType result = spec.bool_result ? ScalarType::Bool : common;
+  EMBER_CHECK(can_cast(result, out.dtype()), Error::InvalidArgument,
+              "%s: result type %s cannot be cast to the out dtype %s", spec.name, to_string(result),
+              to_string(out.dtype()));
+  if (alpha != nullptr) EMBER_TRY(check_alpha(spec.name, common, *alpha));
+  if (spec.nonzero_int_divisor && is_integral(common, true)) {
+    EMBER_TRY(check_nonzero_divisor(spec.name, *operands[N - 1]));
+  }
+  EMBER_TRY(resize_to_broadcast(tensors, out));
+  Error status = Error::Ok;
   EMBER_SWITCH_ALL_TYPES(
-      common, CTYPE, result = fail(Error::NotSupported, "%s: dtype %s", op_name, to_string(common)),
-      {
-        using T = std::conditional_t<std::is_same_v<CTYPE, bool>, uint8_t, compute_type_t<CTYPE>>;
-        const T alpha_v = alpha == nullptr ? T(1) : scalar_to<T>(*alpha);
-        if (a.dtype() == common && b.dtype() == common && out.dtype() == common &&
-            std::is_same_v<T, CTYPE>) {
-          const auto* pa = a.data<CTYPE>();
-          const auto* pb = b.data<CTYPE>();
-          auto* po = out.data<CTYPE>();
-          for_each_broadcast(a, b, out, [&](int64_t ia, int64_t ib, int64_t io) {
-            po[io] =
-                static_cast<CTYPE>(op(static_cast<T>(pa[ia]), static_cast<T>(pb[ib]), alpha_v));
-          });
+      common, CTYPE,
+      status = fail(Error::NotSupported, "%s: dtype %s", spec.name, to_string(common)), {
+        if constexpr ((category_of<CTYPE>() & kCompute) == 0) {
+          status = fail(Error::InvalidArgument, "%s: not implemented for dtype %s", spec.name,
+                        to_string(common));
         } else {
-          const LoadFn<T> la = load_fn<T>(a.dtype());
-          const LoadFn<T> lb = load_fn<T>(b.dtype());
-          const StoreFn<T> so = store_fn<T>(out.dtype());
-          const bool to_bool = common == ScalarType::Bool;
-          const void* pa = a.data();
-          const void* pb = b.data();
-          void* po = out.mutable_data();
-          for_each_broadcast(a, b, out, [&](int64_t ia, int64_t ib, int64_t io) {
-            T v = op(la(pa, ia), lb(pb, ib), alpha_v);
-            if (to_bool) v = v != T(0);
-            so(po, io, v);
-          });
+          using T = std::conditional_t<std::is_same_v<CTYPE, bool>, uint8_t, compute_type_t<CTYPE>>;
+          using Raw = decltype(invoke_elementwise<N>(op, std::array<T, N>{}, T(1)));
+          using R =
+              std::conditional_t<std::is_same_v<CTYPE, bool> || std::is_same_v<Raw, bool>, bool, T>;
+          using Out = std::conditional_t<std::is_same_v<CTYPE, bool>, bool, CTYPE>;
+          const T alpha_v = alpha == nullptr ? T(1) : scalar_to<T>(*alpha);
+          auto call = [&](const std::array<T, N>& x) -> R {
+            return static_cast<R>(invoke_elementwise<N>(op, x, alpha_v));
+          };
+          bool same = out.dtype() == (spec.bool_result ? ScalarType::Bool : common) &&
+                      std::is_same_v<T, CTYPE>;
+          for (const Tensor* t : tensors) same = same && t->dtype() == common;
+          if (same && !spec.bool_result) {
+            std::array<const CTYPE*, N> p{};
+            for (size_t k = 0; k < N; ++k) p[k] = tensors[k]->template data<CTYPE>();
+            Out* po = out.data<Out>();
+            for_each_broadcast_n<N>(tensors, out, ctx.threads, [&](const int64_t* in, int64_t o) {
+              std::array<T, N> x;
+              for (size_t k = 0; k < N; ++k) x[k] = static_cast<T>(p[k][in[k]]);
+              po[o] = static_cast<Out>(call(x));
+            });
+          } else {
+            std::array<LoadFn<T>, N> load{};
+            std::array<const void*, N> p{};
+            for (size_t k = 0; k < N; ++k) {
+              load[k] = load_fn<T>(tensors[k]->dtype());
+              p[k] = tensors[k]->data();
+            }
+            const StoreFn<R> store = store_fn<R>(out.dtype());
+            void* po = out.mutable_data();
+            for_each_broadcast_n<N>(tensors, out, ctx.threads, [&](const int64_t* in, int64_t o) {
+              std::array<T, N> x;
+              for (size_t k = 0; k < N; ++k) x[k] = load[k](p[k], in[k]);
+              store(po, o, call(x));
+            });
+          }
         }
       });
-  return result;
+  return status;
 }
 
 }  // namespace ember

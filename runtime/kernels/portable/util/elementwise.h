@@ -1,58 +1,100 @@
-// Broadcasting element-wise loops shared by the binary-op family.
+// Broadcasting element-wise loops shared by the unary, binary and ternary families.
 //
 //   EMBER_TRY(resize_to_broadcast(a, b, out));
 //   for_each_broadcast(a, b, out, [&](int64_t ia, int64_t ib, int64_t io) { ... });
+//   for_each_broadcast_n<3>({&c, &a, &b}, out, ctx.threads, [&](const int64_t* in, int64_t o) {});
 //
 // Offsets are in elements and honour each tensor's strides (so channels-last dim orders work).
 // Conversions between dtypes go through `load_fn<T>` / `store_fn<T>`, picked once per call, so a
 // family op is one template over its compute type instead of one per dtype combination.
 #pragma once
 
+#include <array>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
 #include <type_traits>
 
 #include "runtime/core/evalue.h"
+#include "runtime/platform/thread_pool.h"
 
 namespace ember {
 
-// Resizes `out` to the broadcast shape of a and b. InvalidArgument when they do not broadcast;
-// the resize error when `out` is static and of another shape.
+// Elements per task below which a loop is not worth splitting over threads.
+inline constexpr int64_t kParallelGrain = 32768;
+
+// The broadcast shape of `ins` into `sizes` (rank returned through `rank`). InvalidArgument when
+// they do not broadcast.
+Error broadcast_shape(std::span<const Tensor* const> ins, int32_t* sizes, int& rank);
+
+// Resizes `out` to the broadcast shape of `ins`. InvalidArgument when they do not broadcast or
+// `out` has another rank; the resize error when `out` is static and of another shape.
+Error resize_to_broadcast(std::span<const Tensor* const> ins, Tensor& out);
 Error resize_to_broadcast(const Tensor& a, const Tensor& b, Tensor& out);
 
+// Calls f(in_offsets, out_offset) for every element of `out`, which has the broadcast shape of
+// `ins`; in_offsets[k] is the element offset into ins[k]. Splits the work over `pool` (may be
+// null) when it is large, so `f` must only write the element at out_offset.
+template <size_t N, typename F>
+void for_each_broadcast_n(const std::array<const Tensor*, N>& ins, const Tensor& out,
+                          ThreadPool* pool, F&& f) {
+  const int64_t numel = out.numel();
+  if (numel == 0) return;
+  bool flat = out.is_contiguous();
+  for (const Tensor* t : ins) flat = flat && t->is_contiguous() && t->numel() == numel;
+  const int n = out.dim();
+  int64_t st[N + 1][kMaxRank] = {};
+  for (int d = 0; d < n; ++d) {
+    for (size_t k = 0; k < N; ++k) {
+      const int dk = d - (n - ins[k]->dim());
+      st[k][d] = (dk < 0 || ins[k]->size(dk) == 1) ? 0 : ins[k]->stride(dk);
+    }
+    st[N][d] = out.stride(d);
+  }
+  auto range = [&](int64_t begin, int64_t end) {
+    int64_t off[N + 1] = {};
+    if (flat) {
+      for (int64_t i = begin; i < end; ++i) {
+        for (size_t k = 0; k < N; ++k) off[k] = i;
+        f(static_cast<const int64_t*>(off), i);
+      }
+      return;
+    }
+    int64_t idx[kMaxRank] = {};
+    int64_t rest = begin;
+    for (int d = n - 1; d >= 0; --d) {
+      idx[d] = rest % out.size(d);
+      rest /= out.size(d);
+      for (size_t k = 0; k <= N; ++k) off[k] += idx[d] * st[k][d];
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      f(static_cast<const int64_t*>(off), off[N]);
+      for (int d = n - 1; d >= 0; --d) {
+        if (++idx[d] < out.size(d)) {
+          for (size_t k = 0; k <= N; ++k) off[k] += st[k][d];
+          break;
+        }
+        for (size_t k = 0; k <= N; ++k) off[k] -= st[k][d] * (idx[d] - 1);
+        idx[d] = 0;
+      }
+    }
+  };
+  if (pool == nullptr || numel < 2 * kParallelGrain) {
+    range(0, numel);
+  } else {
+    // A one-pointer closure fits std::function's local storage: no heap allocation per call.
+    const auto* body = &range;
+    pool->parallel_for(numel, kParallelGrain, [body](int64_t b, int64_t e) { (*body)(b, e); });
+  }
+}
+
 // Calls f(offset_a, offset_b, offset_out) for every element of `out`, which has the broadcast
-// shape of a and b.
+// shape of a and b (single-threaded).
 template <typename F>
 void for_each_broadcast(const Tensor& a, const Tensor& b, const Tensor& out, F&& f) {
-  const int n = out.dim();
-  if (out.numel() == 0) return;
-  if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.numel() == out.numel() &&
-      b.numel() == out.numel()) {
-    for (int64_t i = 0; i < out.numel(); ++i) f(i, i, i);
-    return;
-  }
-  int64_t sa[kMaxRank], sb[kMaxRank], so[kMaxRank], idx[kMaxRank] = {};
-  for (int d = 0; d < n; ++d) {
-    const int da = d - (n - a.dim()), db = d - (n - b.dim());
-    sa[d] = (da < 0 || a.size(da) == 1) ? 0 : a.stride(da);
-    sb[d] = (db < 0 || b.size(db) == 1) ? 0 : b.stride(db);
-    so[d] = out.stride(d);
-  }
-  int64_t oa = 0, ob = 0, oo = 0;
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    f(oa, ob, oo);
-    for (int d = n - 1; d >= 0; --d) {
-      if (++idx[d] < out.size(d)) {
-        oa += sa[d];
-        ob += sb[d];
-        oo += so[d];
-        break;
-      }
-      oa -= sa[d] * (idx[d] - 1);
-      ob -= sb[d] * (idx[d] - 1);
-      oo -= so[d] * (idx[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  for_each_broadcast_n<2>({&a, &b}, out, nullptr,
+                          [&](const int64_t* in, int64_t o) { f(in[0], in[1], o); });
 }
 
 template <typename T>
@@ -60,7 +102,23 @@ using LoadFn = T (*)(const void* data, int64_t index);
 template <typename T>
 using StoreFn = void (*)(void* data, int64_t index, T value);
 
-// Converts like a C++ static_cast, except that reduced-precision floats go through float.
+// A floating value as integer type To without C++ undefined behaviour: in-range values truncate
+// toward zero; NaN, infinities and values outside int64 give int64's minimum (what x86 gives ATen),
+// then wrap to To's width.
+template <typename To, typename From>
+inline To float_to_int(From v) {
+  const double d = static_cast<double>(v);
+  int64_t i = std::numeric_limits<int64_t>::min();
+  if (d > -9.2233720368547758e18 && d < 9.2233720368547758e18) i = static_cast<int64_t>(d);
+  if constexpr (std::is_same_v<To, uint8_t>) {
+    return static_cast<To>(static_cast<uint64_t>(i));
+  } else {
+    return static_cast<To>(i);
+  }
+}
+
+// Converts like a C++ static_cast, except that reduced-precision floats go through float and
+// floating -> integer conversions are defined for every input (float_to_int).
 template <typename To, typename From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
@@ -69,6 +127,8 @@ inline To convert(From v) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<To, bool>) {
     return v != From(0);
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    return float_to_int<To>(v);
   } else {
     return static_cast<To>(v);
   }
@@ -105,5 +165,75 @@ T scalar_to(const EValue& v) {
   if (v.is_int()) return convert<T>(v.to_int());
   return convert<T>(v.to_bool());
 }
+
+// A Scalar argument held as a 0-dim tensor over its own storage (int64, double or bool), so that
+// families treat `tensor op scalar` as `tensor op 0-dim tensor`. Not copyable: the tensor points
+// into this object.
+class ScalarTensor {
+ public:
+  ScalarTensor() = default;
+  explicit ScalarTensor(const EValue& v) { reset(v); }
+  ScalarTensor(const ScalarTensor&) = delete;
+  ScalarTensor& operator=(const ScalarTensor&) = delete;
+  // Holds `v` (a None holds false).
+  void reset(const EValue& v);
+  const Tensor& tensor() const { return tensor_; }
+
+ private:
+  union {
+    int64_t i;
+    double d;
+    bool b;
+  } value_ = {};
+  Tensor tensor_;
+};
+
+// Dtype categories an op accepts, as a bit mask over the compute dtype. float16 is its own
+// category because ATen's CPU kernels (libtorch 1.13, the reference) lack it for many ops that
+// have bfloat16; kAcceptFloat is float32, float64 and bfloat16.
+inline constexpr unsigned kAcceptBool = 1, kAcceptInt = 2, kAcceptFloat = 4, kAcceptHalf = 8;
+inline constexpr unsigned kAcceptFloating = kAcceptFloat | kAcceptHalf;
+inline constexpr unsigned kAcceptNoHalf = kAcceptBool | kAcceptInt | kAcceptFloat;
+inline constexpr unsigned kAcceptAll = kAcceptNoHalf | kAcceptHalf;
+
+// The category bit of a C++ compute type, to skip instantiating functors for dtypes an op refuses
+// (float16 computes in float, so it counts as kAcceptFloat here).
+template <typename CTYPE>
+constexpr unsigned category_of() {
+  if constexpr (std::is_same_v<CTYPE, bool>) {
+    return kAcceptBool;
+  } else if constexpr (std::is_integral_v<CTYPE>) {
+    return kAcceptInt;
+  } else {
+    return kAcceptFloat;
+  }
+}
+
+// What an element-wise op accepts and how it picks its compute and result dtypes.
+struct ElementwiseSpec {
+  const char* name;
+  unsigned accepts = kAcceptAll;     // categories of the dtype the op computes on
+  bool int_to_float = false;         // integer and bool inputs compute in float32 (exp, true div)
+  bool bool_result = false;          // the result dtype is bool (comparisons, logical ops)
+  bool nonzero_int_divisor = false;  // an integer zero in the last operand is an error
+};
+
+// InvalidArgument naming the op when `spec` refuses `dtype`'s category.
+Error check_accepts(const ElementwiseSpec& spec, ScalarType dtype);
+
+// PyTorch's alpha rules: a bool alpha only for bool tensors, no floating alpha for integers.
+Error check_alpha(const char* op_name, ScalarType common, const EValue& alpha);
+
+// InvalidArgument when `divisor` (a Tensor or Scalar EValue) holds an integer zero (ATen raises
+// ZeroDivisionError for integer division and remainder).
+Error check_nonzero_divisor(const char* op_name, const EValue& divisor);
+
+// out = in converted to out's dtype, laid out in out's dim order (_to_copy, clone). Errors: out of
+// another rank (InvalidArgument); the resize error of `out`.
+Error copy_out(ThreadPool* pool, const Tensor& in, Tensor& out, const char* op_name);
+
+// Wraps a dim index into [0, rank) (a 0-dim tensor counts as rank 1). InvalidArgument when out of
+// range.
+Error wrap_dim(int64_t dim, int rank, const char* op_name, int& wrapped);
 
 }  // namespace ember

@@ -84,6 +84,12 @@ ScalarType promote_types(ScalarType a, ScalarType b) {
 
 ScalarType result_type(std::initializer_list<const Tensor*> tensors,
                        std::initializer_list<const EValue*> scalars) {
+  return result_type(std::span<const Tensor* const>(tensors.begin(), tensors.size()),
+                     std::span<const EValue* const>(scalars.begin(), scalars.size()));
+}
+
+ScalarType result_type(std::span<const Tensor* const> tensors,
+                       std::span<const EValue* const> scalars) {
   Partial dimensioned, zero_dim, wrapped;
   for (const Tensor* t : tensors) {
     if (t == nullptr) continue;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <span>
 
 #include "runtime/core/evalue.h"
 
@@ -21,6 +22,8 @@ ScalarType promote_types(ScalarType a, ScalarType b);
 // float32, Bool -> bool). Null entries are skipped.
 ScalarType result_type(std::initializer_list<const Tensor*> tensors,
                        std::initializer_list<const EValue*> scalars = {});
+ScalarType result_type(std::span<const Tensor* const> tensors,
+                       std::span<const EValue* const> scalars);
 
 // torch.can_cast: no floating -> integral, no non-bool -> bool.
 bool can_cast(ScalarType from, ScalarType to);

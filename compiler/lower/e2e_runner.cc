@@ -1,0 +1,80 @@
+// The end-to-end test's runner: loads a program once and executes it several times in a row, so a
+// test can check state that persists across executions (buffers written in place, a KV cache).
+//
+//   ember_e2e_runner model.pte [--ptd model.ptd] --out DIR --call a.npy,b.npy --call c.npy,d.npy
+//   // writes DIR/call<K>_out<I>.npy; exit status 1 with "error: ..." on stderr on failure
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/executor/module.h"
+#include "tools/npy.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "error: %s: %s\n", what.c_str(), ember::last_error_message());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model, ptd, out_dir = ".";
+  std::vector<std::vector<std::string>> calls;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if ((a == "--ptd" || a == "--out" || a == "--call") && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (a == "--ptd") ptd = v;
+      if (a == "--out") out_dir = v;
+      if (a == "--call") calls.push_back(split(v));
+    } else {
+      model = a;
+    }
+  }
+  ember::ModuleOptions options;
+  options.data_path = ptd;
+  ember::Module module(model, options);
+  if (module.load() != ember::Error::Ok) return fail("load " + model);
+  if (module.load_method("forward") != ember::Error::Ok) return fail("load method forward");
+  for (size_t c = 0; c < calls.size(); ++c) {
+    std::vector<std::unique_ptr<ember::tools::NpyArray>> arrays;
+    std::vector<std::unique_ptr<ember::Tensor>> tensors;
+    std::vector<ember::EValue> inputs;
+    for (const std::string& path : calls[c]) {
+      ember::Result<ember::tools::NpyArray> a = ember::tools::read_npy(path);
+      if (!a.ok()) return fail("read " + path);
+      arrays.push_back(std::make_unique<ember::tools::NpyArray>(std::move(*a)));
+      ember::Result<ember::Tensor> t = ember::Tensor::make(
+          arrays.back()->dtype, arrays.back()->shape, {}, arrays.back()->data.data());
+      if (!t.ok()) return fail("tensor " + path);
+      tensors.push_back(std::make_unique<ember::Tensor>(*t));
+      inputs.push_back(ember::EValue::from_tensor(tensors.back().get()));
+    }
+    ember::Result<std::vector<ember::EValue>> outs = module.forward(inputs);
+    if (!outs.ok()) return fail("execute call " + std::to_string(c));
+    for (size_t i = 0; i < outs->size(); ++i) {
+      if (!(*outs)[i].is_tensor()) continue;
+      const std::string path =
+          out_dir + "/call" + std::to_string(c) + "_out" + std::to_string(i) + ".npy";
+      if (ember::tools::write_npy(path, (*outs)[i].to_tensor()) != ember::Error::Ok) {
+        return fail("write " + path);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,356 @@
+#include "compiler/lower/emit_program.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "compiler/lower/sha256.h"
+#include "compiler/passes/kernel_eval.h"
+#include "compiler/passes/op_table.h"
+#include "compiler/passes/pass_util.h"
+#include "compiler/plan/memory_planner.h"
+
+namespace ember::lower {
+
+namespace {
+
+ShapeDynamism dynamism_of(const ir::TensorType& t) {
+  return t.is_static() ? ShapeDynamism::Static : ShapeDynamism::DynamicBound;
+}
+
+emit::TensorSpec tensor_spec(const ir::TensorType& t) {
+  emit::TensorSpec s;
+  s.dtype = passes::to_scalar_type(t.dtype);
+  for (const ir::Dim& d : t.shape) s.sizes.push_back(static_cast<int32_t>(d.value));
+  s.dynamism = dynamism_of(t);
+  return s;
+}
+
+uint64_t nbytes(const ir::TensorType& t) {
+  std::optional<int64_t> n = t.numel_upper_bound();
+  return n ? static_cast<uint64_t>(*n) * ir::dtype_size(t.dtype) : 0;
+}
+
+class Emitter {
+ public:
+  Emitter(const ir::Program& p, const EmitOptions& o, std::map<std::string, std::string>* keys)
+      : program_(p), options_(o), keys_(keys) {
+    method_.name = o.method_name;
+  }
+
+  ir::StatusOr<EmittedMethod> run() {
+    const ir::Graph& g = program_.graph();
+    std::vector<const ir::Node*> nodes;
+    for (ir::Node* n : g.nodes()) nodes.push_back(n);
+    // Which inputs are written state, and the value each one ends with.
+    std::unordered_map<const ir::Value*, const ir::Value*> final_value;
+    std::vector<const ir::Value*> user_outputs;
+    for (size_t i = 0; i < g.outputs().size(); ++i) {
+      const ir::OutputSpec& spec = program_.output_spec(i);
+      if (spec.kind == ir::OutputKind::UserOutput) {
+        user_outputs.push_back(g.outputs()[i]);
+        continue;
+      }
+      const ir::Value* input = find_input(spec);
+      if (input == nullptr) {
+        return ir::Status::error("output " + std::to_string(i) + " writes " + spec.target +
+                                 ", which is no input of the program");
+      }
+      final_value[input] = g.outputs()[i];
+    }
+    EMBER_IR_RETURN_IF_ERROR(emit_inputs(final_value));
+    // Kernel calls.
+    for (const ir::Node* n : nodes) EMBER_IR_RETURN_IF_ERROR(emit_node(*n));
+    // Written state: copy the final value into the tensor's own storage.
+    for (const auto& [input, value] : final_value) {
+      if (input == value) continue;
+      const int32_t dst = index_.at(input);
+      auto it = index_.find(value);
+      if (it == index_.end()) return ir::Status::error("the new value of a buffer is not computed");
+      const int32_t none = method_.add(emit::NoneSpec{});
+      use(value, instruction_count());
+      use(input, instruction_count());
+      method_.call("aten::clone", "out", {it->second, none, dst, dst});
+    }
+    for (const ir::Value* v : user_outputs) {
+      auto it = index_.find(v);
+      if (it == index_.end()) return ir::Status::error("output %" + v->name() + " is not computed");
+      method_.outputs.push_back(it->second);
+      last_use_[v] = INT64_MAX;
+    }
+    plan();
+    result_.method = std::move(method_);
+    return std::move(result_);
+  }
+
+ private:
+  int64_t instruction_count() const { return static_cast<int64_t>(method_.instructions.size()); }
+  void use(const ir::Value* v, int64_t at) {
+    int64_t& l = last_use_[v];
+    l = std::max(l, at);
+  }
+
+  const ir::Value* find_input(const ir::OutputSpec& spec) const {
+    const ir::Graph& g = program_.graph();
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const ir::InputSpec& in = program_.input_spec(i);
+      const bool user = in.kind == ir::InputKind::UserInput;
+      if ((user && g.inputs()[i]->name() == spec.target) || (!user && in.target == spec.target)) {
+        return g.inputs()[i];
+      }
+    }
+    return nullptr;
+  }
+
+  ir::Status emit_inputs(
+      const std::unordered_map<const ir::Value*, const ir::Value*>& final_value) {
+    const ir::Graph& g = program_.graph();
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const ir::Value* v = g.inputs()[i];
+      const ir::InputSpec& spec = program_.input_spec(i);
+      if (!v->is_tensor())
+        return ir::Status::error("scalar input %" + v->name() + " is not supported");
+      emit::TensorSpec t = tensor_spec(v->tensor_type());
+      if (spec.kind == ir::InputKind::UserInput) {
+        index_[v] = method_.add(t);
+        method_.inputs.push_back(index_[v]);
+        continue;
+      }
+      const bool state = final_value.count(v) != 0;
+      if (!v->has_uses() && !state) continue;
+      const ir::Weight* w = program_.find_weight(spec.target);
+      if (w == nullptr || !w->has_data()) {
+        return ir::Status::error("weight " + spec.target + " has no data");
+      }
+      std::span<const uint8_t> bytes = w->bytes();
+      if (bytes.size() != nbytes(v->tensor_type())) {
+        return ir::Status::error("weight " + spec.target + " holds " +
+                                 std::to_string(bytes.size()) + " bytes, its type " +
+                                 ir::to_string(v->type()) + " needs " +
+                                 std::to_string(nbytes(v->tensor_type())));
+      }
+      t.data.assign(bytes.begin(), bytes.end());
+      t.fqn = spec.target;
+      if (state) {
+        // Planned for the whole execution, never shared: it persists across executions.
+        t.storage = emit::TensorSpec::Storage::Mutable;
+        index_[v] = method_.add(t);
+        planned_.push_back({v, index_[v], true});
+        result_.stats.state_bytes += bytes.size();
+        continue;
+      }
+      if (options_.external_weights) {
+        const std::string hash = sha256_hex(bytes);
+        auto [it, inserted] = keys_->emplace(spec.target, hash);
+        if (!inserted && it->second != hash) {
+          return ir::Status::error("weight " + spec.target +
+                                   " is redefined with different bytes in one export (C22)");
+        }
+        t.storage = emit::TensorSpec::Storage::External;
+        t.fqn = spec.target + ":sha256:" + hash;
+        result_.stats.external_bytes += bytes.size();
+      } else {
+        t.storage = emit::TensorSpec::Storage::Constant;
+        result_.stats.constant_bytes += bytes.size();
+      }
+      index_[v] = method_.add(t);
+    }
+    return {};
+  }
+
+  ir::StatusOr<int32_t> arg_value(const ir::Arg& a, int64_t at) {
+    switch (a.kind()) {
+      case ir::ArgKind::None:
+        return method_.add(emit::NoneSpec{});
+      case ir::ArgKind::Bool:
+        return method_.add(a.as_bool());
+      case ir::ArgKind::Int:
+        return method_.add(a.as_int());
+      case ir::ArgKind::Float:
+        return method_.add(a.as_float());
+      case ir::ArgKind::String:
+        return method_.add(a.as_text());
+      case ir::ArgKind::DType:
+        return method_.add(static_cast<int64_t>(passes::to_scalar_type(a.as_dtype())));
+      case ir::ArgKind::Layout:
+      case ir::ArgKind::Device:
+        return method_.add(int64_t{0});
+      case ir::ArgKind::MemoryFormat:
+        return method_.add(passes::memory_format_code(a.as_text()));
+      case ir::ArgKind::Value: {
+        auto it = index_.find(a.as_value());
+        if (it == index_.end())
+          return ir::Status::error("%" + a.as_value()->name() + " is not defined");
+        use(a.as_value(), at);
+        return it->second;
+      }
+      case ir::ArgKind::List: {
+        const auto& items = a.as_list();
+        bool ints = true, floats = true, bools = true, tensors = true;
+        for (const ir::Arg& i : items) {
+          const bool sym = i.kind() == ir::ArgKind::Value && !i.as_value()->is_tensor();
+          ints = ints && (i.kind() == ir::ArgKind::Int || sym);
+          floats = floats && i.kind() == ir::ArgKind::Float;
+          bools = bools && i.kind() == ir::ArgKind::Bool;
+          tensors = tensors && (i.is_none() || (i.kind() == ir::ArgKind::Value && !sym));
+        }
+        if (ints) {
+          emit::IntListSpec list;
+          for (const ir::Arg& i : items) {
+            ir::StatusOr<int32_t> v = arg_value(i, at);
+            if (!v.ok()) return v;
+            list.items.push_back(*v);
+          }
+          return method_.add(list);
+        }
+        if (floats) {
+          std::vector<double> d;
+          for (const ir::Arg& i : items) d.push_back(i.as_float());
+          return method_.add(d);
+        }
+        if (bools) {
+          std::vector<bool> b;
+          for (const ir::Arg& i : items) b.push_back(i.as_bool());
+          return method_.add(b);
+        }
+        if (tensors) {
+          emit::TensorListSpec list;
+          for (const ir::Arg& i : items) {
+            if (i.is_none()) {
+              list.optional = true;
+              list.items.push_back(-1);
+              continue;
+            }
+            ir::StatusOr<int32_t> v = arg_value(i, at);
+            if (!v.ok()) return v;
+            list.items.push_back(*v);
+          }
+          return method_.add(list);
+        }
+        return ir::Status::error("a list mixing kinds of values");
+      }
+      case ir::ArgKind::Graph:
+        return ir::Status::error("a subgraph argument");
+    }
+    return ir::Status::error("an unknown argument kind");
+  }
+
+  ir::Status emit_node(const ir::Node& n) {
+    if (n.num_subgraphs() > 0) {
+      return ir::Status::error(
+          passes::node_error(n, "control flow is not emitted yet (JumpFalse chains)"));
+    }
+    const std::string op = n.qualified_op();
+    const bool prim = passes::is_prim_op(op);
+    if (!prim && !passes::is_lowered(n)) {
+      return ir::Status::error(passes::node_error(n, "reached emit without being lowered"));
+    }
+    const int64_t at = instruction_count();
+    std::vector<int32_t> args;
+    for (const ir::NamedArg& a : n.args()) {
+      ir::StatusOr<int32_t> v = arg_value(a.value, at);
+      if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      args.push_back(*v);
+    }
+    std::vector<int32_t> outs;
+    for (size_t i = 0; i < n.num_outputs(); ++i) {
+      const ir::Value* v = n.output(i);
+      int32_t idx = 0;
+      switch (v->type().kind) {
+        case ir::ValueKind::Tensor:
+          idx = method_.add(tensor_spec(v->tensor_type()));
+          planned_.push_back({v, idx, false});
+          first_def_[v] = at;
+          break;
+        case ir::ValueKind::Int:
+          idx = method_.add(int64_t{0});
+          break;
+        case ir::ValueKind::Float:
+          idx = method_.add(0.0);
+          break;
+        case ir::ValueKind::Bool:
+          idx = method_.add(false);
+          break;
+      }
+      index_[v] = idx;
+      use(v, at);
+      outs.push_back(idx);
+    }
+    if (passes::is_list_out_kernel(op)) {
+      emit::TensorListSpec list;
+      list.items = outs;
+      const int32_t l = method_.add(list);
+      args.push_back(l);
+      args.push_back(l);
+    } else {
+      args.insert(args.end(), outs.begin(), outs.end());
+    }
+    if (!prim && !passes::is_list_out_kernel(op)) {
+      if (outs.size() == 1) {
+        args.push_back(outs[0]);
+      } else {
+        emit::TensorListSpec list;
+        list.items = outs;
+        args.push_back(method_.add(list));
+      }
+    }
+    // ExecuTorch writes the `default` overload as an empty one (docs/pte-format.md §4.8).
+    method_.call(n.op(), n.overload() == "default" ? "" : n.overload(), std::move(args));
+    return {};
+  }
+
+  void plan() {
+    std::vector<plan::PlanBuffer> buffers;
+    const int64_t end = instruction_count();
+    for (const Planned& p : planned_) {
+      plan::PlanBuffer b;
+      b.bytes = nbytes(p.value->tensor_type());
+      if (p.state) {
+        b.first = 0;
+        b.last = end + 1;
+      } else {
+        b.first = first_def_.at(p.value);
+        const int64_t last = last_use_[p.value];
+        b.last = last == INT64_MAX ? end + 1 : std::max(last, b.first);
+      }
+      buffers.push_back(b);
+    }
+    plan::MemoryPlan mp = plan::plan_memory(buffers, 16);
+    for (size_t i = 0; i < planned_.size(); ++i) {
+      auto& t = std::get<emit::TensorSpec>(method_.values[static_cast<size_t>(planned_[i].index)]);
+      if (!planned_[i].state) t.storage = emit::TensorSpec::Storage::Planned;
+      t.memory_id = 1;
+      t.offset = mp.offsets[i];
+    }
+    if (!planned_.empty()) method_.arena_sizes = {static_cast<int64_t>(mp.arena_bytes)};
+    result_.stats.planned_bytes = mp.arena_bytes;
+    result_.stats.activation_bytes = mp.total_bytes;
+    result_.stats.lower_bound = mp.lower_bound;
+    result_.stats.instructions = method_.instructions.size();
+  }
+
+  struct Planned {
+    const ir::Value* value;
+    int32_t index;
+    bool state;
+  };
+
+  const ir::Program& program_;
+  const EmitOptions& options_;
+  std::map<std::string, std::string>* keys_;
+  emit::MethodSpec method_;
+  EmittedMethod result_;
+  std::unordered_map<const ir::Value*, int32_t> index_;
+  std::unordered_map<const ir::Value*, int64_t> first_def_;
+  std::unordered_map<const ir::Value*, int64_t> last_use_;
+  std::vector<Planned> planned_;
+};
+
+}  // namespace
+
+ir::StatusOr<EmittedMethod> emit_method(const ir::Program& program, const EmitOptions& options,
+                                        std::map<std::string, std::string>* ptd_keys) {
+  Emitter e(program, options, ptd_keys);
+  return e.run();
+}
+
+}  // namespace ember::lower

@@ -1,0 +1,89 @@
+// Emission of lowered programs: external weight keys (C21), one entry per distinct weight and
+// refused redefinitions across the methods of one export (C22), and the memory plan.
+#include "compiler/lower/emit_program.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/emit/pte_writer.h"
+#include "compiler/ir/parser.h"
+#include "compiler/lower/pipeline.h"
+#include "compiler/lower/sha256.h"
+
+namespace ember::lower {
+namespace {
+
+std::unique_ptr<ir::Program> linear_like(const std::string& weight_hex) {
+  const std::string text = "weight \"linear.weight\": f32[2] = hex\"" + weight_hex +
+                           "\"\n"
+                           "graph(\n"
+                           "    %p_w: f32[2] parameter \"linear.weight\",\n"
+                           "    %x: f32[2]\n"
+                           ") {\n"
+                           "  %mul: f32[2] = aten::mul.Tensor(self=%x, other=%p_w)\n"
+                           "  %relu: f32[2] = aten::relu.default(self=%mul)\n"
+                           "  return (%relu)\n"
+                           "}\n";
+  auto p = ir::parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  auto program = std::move(*p);
+  EXPECT_TRUE(run_passes(*program, nullptr).ok());
+  return program;
+}
+
+size_t count(const std::vector<uint8_t>& bytes, const std::string& needle) {
+  const std::string hay(bytes.begin(), bytes.end());
+  size_t n = 0;
+  for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+TEST(EmitProgram, SharedWeightIsStoredOnceAcrossMethods) {
+  const std::string hex = "0000803f00000040";  // [1, 2]
+  std::map<std::string, std::string> keys;
+  EmitOptions o;
+  o.external_weights = true;
+  emit::ProgramSpec spec;
+  for (const char* name : {"forward", "other"}) {
+    auto program = linear_like(hex);
+    o.method_name = name;
+    auto m = emit_method(*program, o, &keys);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    spec.methods.push_back(m->method);
+  }
+  auto files = emit::write_program(spec);
+  ASSERT_TRUE(files.ok());
+  const std::vector<uint8_t> bytes = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
+  const std::string key = "linear.weight:sha256:" + sha256_hex(bytes);
+  EXPECT_EQ(count(files->ptd, key), 1u);  // C22 test 1: one entry
+  EXPECT_EQ(count(files->pte, key), 2u);  // each method's tensor names it (C21 key)
+}
+
+TEST(EmitProgram, ConflictingRedefinitionIsRefusedByName) {
+  std::map<std::string, std::string> keys;
+  EmitOptions o;
+  o.external_weights = true;
+  auto a = linear_like("0000803f00000040");
+  auto b = linear_like("0000803f00004040");
+  ASSERT_TRUE(emit_method(*a, o, &keys).ok());
+  o.method_name = "other";
+  auto m = emit_method(*b, o, &keys);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("linear.weight"), std::string::npos) << m.status().message();
+}
+
+TEST(EmitProgram, PlansWithReuseAndReportsTheLowerBound) {
+  auto program = linear_like("0000803f00000040");
+  std::map<std::string, std::string> keys;
+  auto m = emit_method(*program, {}, &keys);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  // mul (8 bytes → 16) and relu (16) are alive together at the relu call.
+  EXPECT_EQ(m->stats.lower_bound, 32u);
+  EXPECT_EQ(m->stats.planned_bytes, 32u);
+  EXPECT_EQ(m->method.instructions.size(), 2u);
+}
+
+}  // namespace
+}  // namespace ember::lower

@@ -1,0 +1,549 @@
+#include "compiler/passes/op_table.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "compiler/passes/pass_util.h"
+#include "runtime/kernels/portable/portable.h"
+
+namespace ember::passes {
+
+namespace {
+
+ir::Status lower_linear(ir::Program& program, ir::Node* node);
+ir::Status lower_copy(ir::Program& program, ir::Node* node);
+ir::Status lower_select_scatter(ir::Program& program, ir::Node* node);
+ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node);
+ir::Status lower_batch_norm(ir::Program& program, ir::Node* node);
+
+// The table. Keep it sorted by functional op; one line per op.
+constexpr LoweringRule kRules[] = {
+    {"aten::_reshape_alias.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
+    {"aten::_to_copy.default", "aten::_to_copy.out", "self,non_blocking,memory_format", nullptr,
+     nullptr},
+    {"aten::_unsafe_view.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
+    {"aten::arange.default", "aten::arange.out", "end", nullptr, nullptr},
+    {"aten::arange.start", "aten::arange.start_out", "start,end,step=1", nullptr, nullptr},
+    {"aten::arange.start_step", "aten::arange.start_out", "start,end,step", nullptr, nullptr},
+    {"aten::clone.default", "aten::clone.out", "self,memory_format", nullptr, nullptr},
+    {"aten::copy.default", nullptr, nullptr, lower_copy, nullptr},
+    // empty's contents are unspecified; zeros are one valid choice.
+    {"aten::empty.memory_format", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
+    {"aten::expand.default", "aten::expand_copy.out", "self,size,implicit", nullptr, nullptr},
+    {"aten::fill.Scalar", "aten::full_like.out", "self,fill_value=value,memory_format=none",
+     nullptr, nullptr},
+    {"aten::full.default", "aten::full.out", "size,fill_value", nullptr, nullptr},
+    {"aten::full_like.default", "aten::full_like.out", "self,fill_value,memory_format", nullptr,
+     nullptr},
+    {"aten::index.Tensor", "aten::index.Tensor_out", "self,indices", nullptr, nullptr},
+    {"aten::lift_fresh_copy.default", "aten::clone.out", "self,memory_format=none", nullptr,
+     nullptr},
+    {"aten::linear.default", nullptr, nullptr, lower_linear, nullptr},
+    {"aten::mean.dim", "aten::mean.out", nullptr, nullptr, nullptr},
+    {"aten::mean.default", "aten::mean.out", "self,dim=none,keepdim=false,dtype", nullptr, nullptr},
+    {"aten::native_batch_norm.default", nullptr, nullptr, lower_batch_norm, nullptr},
+    {"aten::ones.default", "aten::full.out", "size,fill_value=1", nullptr, nullptr},
+    {"aten::ones_like.default", "aten::full_like.out", "self,fill_value=1,memory_format", nullptr,
+     nullptr},
+    {"aten::permute.default", "aten::permute_copy.out", "self,dims", nullptr, nullptr},
+    {"aten::scalar_tensor.default", "aten::scalar_tensor.out", "s", nullptr, nullptr},
+    {"aten::select.int", "aten::select_copy.int_out", "self,dim,index", nullptr, nullptr},
+    {"aten::select_scatter.default", nullptr, nullptr, lower_select_scatter, nullptr},
+    {"aten::slice.Tensor", "aten::slice_copy.Tensor_out", "self,dim,start,end,step", nullptr,
+     nullptr},
+    {"aten::slice_scatter.default", nullptr, nullptr, lower_slice_scatter, nullptr},
+    {"aten::split.Tensor", "aten::split_copy.Tensor_out", "self,split_size,dim", nullptr, nullptr},
+    {"aten::split_with_sizes.default", "aten::split_with_sizes_copy.out", "self,split_sizes,dim",
+     nullptr, nullptr},
+    {"aten::squeeze.default", "aten::squeeze_copy.out", "self", nullptr, nullptr},
+    {"aten::squeeze.dim", "aten::squeeze_copy.dim_out", "self,dim", nullptr, nullptr},
+    {"aten::squeeze.dims", "aten::squeeze_copy.dims_out", "self,dim", nullptr, nullptr},
+    {"aten::sum.default", "aten::sum.out", "self,dtype", nullptr, nullptr},
+    {"aten::sum.dim_IntList", "aten::sum.IntList_out", nullptr, nullptr, nullptr},
+    {"aten::t.default", "aten::permute_copy.out", "self,dims=[1,0]", nullptr, nullptr},
+    {"aten::transpose.int", "aten::transpose_copy.int_out", "self,dim0,dim1", nullptr, nullptr},
+    {"aten::unbind.int", "aten::unbind_copy.int_out", "self,dim", nullptr, nullptr},
+    {"aten::unsqueeze.default", "aten::unsqueeze_copy.out", "self,dim", nullptr, nullptr},
+    {"aten::view.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
+    {"aten::zeros.default", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
+    {"aten::zeros_like.default", "aten::full_like.out", "self,fill_value=0,memory_format", nullptr,
+     nullptr},
+    // Symbolic size arithmetic: the runtime's prim ops.
+    {"sym::add.default", "executorch_prim::add.Scalar", nullptr, nullptr, nullptr},
+    {"sym::sub.default", "executorch_prim::sub.Scalar", nullptr, nullptr, nullptr},
+    {"sym::mul.default", "executorch_prim::mul.Scalar", nullptr, nullptr, nullptr},
+    {"sym::floordiv.default", "executorch_prim::floordiv.Scalar", nullptr, nullptr, nullptr},
+    {"sym::truediv.default", "executorch_prim::truediv.Scalar", nullptr, nullptr, nullptr},
+    {"sym::mod.default", "executorch_prim::mod.Scalar", nullptr, nullptr, nullptr},
+    {"sym::eq.default", "executorch_prim::eq.Scalar", nullptr, nullptr, nullptr},
+    {"sym::gt.default", "executorch_prim::gt.Scalar", nullptr, nullptr, nullptr},
+    {"sym::lt.default", "executorch_prim::lt.Scalar", nullptr, nullptr, nullptr},
+    {"sym::ge.default", "executorch_prim::ge.Scalar", nullptr, nullptr, nullptr},
+    {"sym::le.default", "executorch_prim::le.Scalar", nullptr, nullptr, nullptr},
+    {"sym::neg.default", "executorch_prim::neg.Scalar", nullptr, nullptr, nullptr},
+    {"sym::max.default", "executorch_prim::sym_max.Scalar", nullptr, nullptr, nullptr},
+    {"sym::min.default", "executorch_prim::sym_min.Scalar", nullptr, nullptr, nullptr},
+    {"sym::not.default", "executorch_prim::sym_not.Scalar", nullptr, nullptr, nullptr},
+    {"sym::float.default", "executorch_prim::sym_float.Scalar", nullptr, nullptr, nullptr},
+    {"sym::int.default", "executorch_prim::sym_int.Scalar", nullptr, nullptr, nullptr},
+    {"sym::ceil.default", "executorch_prim::ceil.Scalar", nullptr, nullptr, nullptr},
+    {"sym::ite.default", "executorch_prim::sym_ite.Scalar", nullptr, nullptr, nullptr},
+    {"aten::sym_ite.default", "executorch_prim::sym_ite.Scalar", nullptr, nullptr, nullptr},
+};
+
+constexpr const char* kPrimOps[] = {"aten::sym_size.int",
+                                    "aten::sym_numel.default",
+                                    "aten::_local_scalar_dense.default",
+                                    "executorch_prim::add.Scalar",
+                                    "executorch_prim::sub.Scalar",
+                                    "executorch_prim::mul.Scalar",
+                                    "executorch_prim::floordiv.Scalar",
+                                    "executorch_prim::truediv.Scalar",
+                                    "executorch_prim::mod.Scalar",
+                                    "executorch_prim::eq.Scalar",
+                                    "executorch_prim::gt.Scalar",
+                                    "executorch_prim::lt.Scalar",
+                                    "executorch_prim::ge.Scalar",
+                                    "executorch_prim::le.Scalar",
+                                    "executorch_prim::neg.Scalar",
+                                    "executorch_prim::ceil.Scalar",
+                                    "executorch_prim::sym_max.Scalar",
+                                    "executorch_prim::sym_min.Scalar",
+                                    "executorch_prim::sym_not.Scalar",
+                                    "executorch_prim::sym_float.Scalar",
+                                    "executorch_prim::sym_int.Scalar",
+                                    "executorch_prim::sym_ite.Scalar"};
+
+void ensure_kernels() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)register_portable_kernels(); });
+}
+
+std::pair<std::string, std::string> split_name(std::string_view qualified) {
+  const size_t colon = qualified.find("::");
+  const size_t dot = qualified.find('.', colon == std::string_view::npos ? 0 : colon + 2);
+  if (dot == std::string_view::npos) return {std::string(qualified), "default"};
+  return {std::string(qualified.substr(0, dot)), std::string(qualified.substr(dot + 1))};
+}
+
+ir::Arg parse_literal(std::string_view text) {
+  if (text == "none") return ir::Arg::none();
+  if (text == "true") return ir::Arg::boolean(true);
+  if (text == "false") return ir::Arg::boolean(false);
+  if (!text.empty() && text.front() == '[') {
+    std::vector<ir::Arg> items;
+    std::string body(text.substr(1, text.size() - 2));
+    size_t pos = 0;
+    while (pos < body.size()) {
+      size_t comma = body.find(',', pos);
+      if (comma == std::string::npos) comma = body.size();
+      items.push_back(ir::Arg::integer(std::strtoll(body.c_str() + pos, nullptr, 10)));
+      pos = comma + 1;
+    }
+    return ir::Arg::list(std::move(items));
+  }
+  const std::string s(text);
+  if (s.find('.') != std::string::npos) return ir::Arg::floating(std::strtod(s.c_str(), nullptr));
+  return ir::Arg::integer(std::strtoll(s.c_str(), nullptr, 10));
+}
+
+// Builds the kernel's arguments from "a,b=literal,c=other_arg".
+std::vector<ir::NamedArg> select_args(const ir::Node& node, const char* spec) {
+  if (spec == nullptr) return node.args();
+  std::vector<ir::NamedArg> out;
+  std::string_view rest(spec);
+  while (!rest.empty()) {
+    // Split at the next comma outside brackets ("dims=[1,0]" is one item).
+    size_t comma = 0;
+    for (int depth = 0; comma < rest.size(); ++comma) {
+      if (rest[comma] == '[') ++depth;
+      if (rest[comma] == ']') --depth;
+      if (rest[comma] == ',' && depth == 0) break;
+    }
+    if (comma == rest.size()) comma = std::string_view::npos;
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t eq = item.find('=');
+    std::string name(item.substr(0, eq));
+    if (eq == std::string_view::npos) {
+      const ir::Arg* a = node.arg(name);
+      out.push_back({name, a != nullptr ? *a : ir::Arg::none()});
+      continue;
+    }
+    std::string_view value = item.substr(eq + 1);
+    // `fill_value=value` renames an argument of the functional op.
+    const ir::Arg* renamed = node.arg(value);
+    out.push_back({name, renamed != nullptr ? *renamed : parse_literal(value)});
+  }
+  return out;
+}
+
+std::vector<ir::ValueType> output_types(const ir::Node& node) {
+  std::vector<ir::ValueType> types;
+  for (size_t i = 0; i < node.num_outputs(); ++i) types.push_back(node.output(i)->type());
+  return types;
+}
+
+// Replaces every output of `node` with the matching output of `with`, then erases `node`.
+ir::Status replace_node(ir::Node* node, const std::vector<ir::Value*>& with) {
+  for (size_t i = 0; i < node->num_outputs() && i < with.size(); ++i) {
+    node->output(i)->replace_all_uses_with(with[i]);
+  }
+  return node->owner()->erase_node(node);
+}
+
+ir::Value* input_value(const ir::Node& node, const char* name) {
+  const ir::Arg* a = node.arg(name);
+  return a != nullptr && a->kind() == ir::ArgKind::Value ? a->as_value() : nullptr;
+}
+
+ir::ValueType with_shape(ir::DType dtype, std::vector<ir::Dim> shape) {
+  return ir::ValueType::of_tensor(ir::TensorType{dtype, std::move(shape), {}});
+}
+
+ir::Status lower_linear(ir::Program&, ir::Node* node) {
+  ir::Value* input = input_value(*node, "input");
+  ir::Value* weight = input_value(*node, "weight");
+  ir::Value* bias = input_value(*node, "bias");
+  if (input == nullptr || weight == nullptr || input->tensor_type().rank() != 2) {
+    return ir::Status::error(node_error(*node, "linear is lowered for a 2-D input only"));
+  }
+  ir::Graph& g = *node->owner();
+  const ir::TensorType& w = weight->tensor_type();
+  ir::Node* t =
+      add_kernel_node(g, "aten::permute_copy.out",
+                      {{"self", ir::Arg::value(weight)}, {"dims", parse_literal("[1,0]")}},
+                      {with_shape(w.dtype, {w.shape[1], w.shape[0]})}, node->name() + "_t", node);
+  std::vector<ir::NamedArg> args;
+  std::string kernel = "aten::mm.out";
+  if (bias != nullptr) {
+    kernel = "aten::addmm.out";
+    args.push_back({"self", ir::Arg::value(bias)});
+    args.push_back({"mat1", ir::Arg::value(input)});
+    args.push_back({"mat2", ir::Arg::value(t->output())});
+    args.push_back({"beta", ir::Arg::integer(1)});
+    args.push_back({"alpha", ir::Arg::integer(1)});
+  } else {
+    args.push_back({"self", ir::Arg::value(input)});
+    args.push_back({"mat2", ir::Arg::value(t->output())});
+  }
+  ir::Node* k =
+      add_kernel_node(g, kernel, std::move(args), output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
+ir::Status lower_copy(ir::Program&, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  ir::Value* src = input_value(*node, "src");
+  if (self == nullptr || src == nullptr) {
+    return ir::Status::error(node_error(*node, "copy needs two tensors"));
+  }
+  ir::Graph& g = *node->owner();
+  const ir::TensorType& dst = self->tensor_type();
+  ir::Value* cur = src;
+  if (src->tensor_type().shape != dst.shape) {
+    std::vector<ir::Arg> size;
+    for (const ir::Dim& d : dst.shape) {
+      if (!d.is_static()) {
+        return ir::Status::error(node_error(*node, "a broadcasting copy into a dynamic shape"));
+      }
+      size.push_back(ir::Arg::integer(d.value));
+    }
+    cur = add_kernel_node(g, "aten::expand_copy.out",
+                          {{"self", ir::Arg::value(cur)},
+                           {"size", ir::Arg::list(size)},
+                           {"implicit", ir::Arg::boolean(false)}},
+                          {with_shape(src->tensor_type().dtype, dst.shape)}, node->name() + "_e",
+                          node)
+              ->output();
+  }
+  ir::Node* k = nullptr;
+  if (src->tensor_type().dtype != dst.dtype || cur == src) {
+    std::vector<ir::NamedArg> args;
+    args.push_back({"self", ir::Arg::value(cur)});
+    args.push_back({"non_blocking", ir::Arg::boolean(false)});
+    args.push_back({"memory_format", ir::Arg::none()});
+    k = add_kernel_node(g, "aten::_to_copy.out", std::move(args), output_types(*node), node->name(),
+                        node);
+  }
+  return replace_node(node, {k != nullptr ? k->output() : cur});
+}
+
+// A constant int64 tensor of `shape` whose element at index i is f(coordinate along `dim`).
+ir::Value* index_constant(ir::Program& program, const std::vector<int64_t>& shape, int64_t dim,
+                          int64_t start, int64_t step, const std::string& base) {
+  int64_t numel = 1, inner = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    numel *= shape[i];
+    if (static_cast<int64_t>(i) > dim) inner *= shape[i];
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numel) * 8);
+  for (int64_t i = 0; i < numel; ++i) {
+    const int64_t coord = (i / inner) % shape[static_cast<size_t>(dim)];
+    const int64_t v = start + coord * step;
+    std::memcpy(bytes->data() + i * 8, &v, 8);
+  }
+  ir::TensorType type{ir::DType::Int64, {}, {}};
+  for (int64_t s : shape) type.shape.emplace_back(s);
+  const std::string fqn = program.graph().unique_name("_scatter_index_" + base);
+  ir::Weight w;
+  w.name = fqn;
+  w.type = type;
+  w.storage = bytes;
+  w.nbytes = bytes->size();
+  program.weights.push_back(w);
+  return program.add_input(fqn, ir::ValueType::of_tensor(type),
+                           ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
+}
+
+ir::Status scatter_into(ir::Program& program, ir::Node* node, int64_t dim, int64_t start,
+                        int64_t step, bool unsqueeze) {
+  ir::Value* self = input_value(*node, "self");
+  ir::Value* src = input_value(*node, "src");
+  std::vector<int64_t> shape;
+  if (self == nullptr || src == nullptr || !static_sizes(src->tensor_type(), &shape)) {
+    return ir::Status::error(node_error(*node, "a write through a view needs static shapes"));
+  }
+  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank) return ir::Status::error(node_error(*node, "dim out of range"));
+  ir::Graph& g = *node->owner();
+  ir::Value* values = src;
+  if (unsqueeze) {
+    shape.insert(shape.begin() + dim, 1);
+    std::vector<ir::Dim> dims(shape.begin(), shape.end());
+    values =
+        add_kernel_node(g, "aten::unsqueeze_copy.out",
+                        {{"self", ir::Arg::value(src)}, {"dim", ir::Arg::integer(dim)}},
+                        {with_shape(src->tensor_type().dtype, dims)}, node->name() + "_src", node)
+            ->output();
+  }
+  ir::Value* index = index_constant(program, shape, dim, start, step, node->name());
+  ir::Node* k = add_kernel_node(g, "aten::scatter.src_out",
+                                {{"self", ir::Arg::value(self)},
+                                 {"dim", ir::Arg::integer(dim)},
+                                 {"index", ir::Arg::value(index)},
+                                 {"src", ir::Arg::value(values)}},
+                                output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
+int64_t int_arg(const ir::Node& node, const char* name, int64_t fallback) {
+  const ir::Arg* a = node.arg(name);
+  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : fallback;
+}
+
+ir::Status lower_select_scatter(ir::Program& program, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  if (self == nullptr) return ir::Status::error(node_error(*node, "needs a tensor"));
+  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
+  int64_t dim = int_arg(*node, "dim", 0);
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank || !self->tensor_type().shape[dim].is_static()) {
+    return ir::Status::error(node_error(*node, "select_scatter on a dynamic or invalid dim"));
+  }
+  int64_t index = int_arg(*node, "index", 0);
+  if (index < 0) index += self->tensor_type().shape[dim].value;
+  return scatter_into(program, node, dim, index, 1, /*unsqueeze=*/true);
+}
+
+ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  if (self == nullptr) return ir::Status::error(node_error(*node, "needs a tensor"));
+  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
+  int64_t dim = int_arg(*node, "dim", 0);
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank || !self->tensor_type().shape[dim].is_static()) {
+    return ir::Status::error(node_error(*node, "slice_scatter on a dynamic or invalid dim"));
+  }
+  const int64_t size = self->tensor_type().shape[dim].value;
+  const ir::Arg* start_arg = node->arg("start");
+  if (start_arg != nullptr && start_arg->kind() == ir::ArgKind::Value) {
+    return ir::Status::error(node_error(*node, "a write through a slice with a symbolic start"));
+  }
+  int64_t start = int_arg(*node, "start", 0);
+  if (start < 0) start += size;
+  start = std::max<int64_t>(0, std::min(start, size));
+  return scatter_into(program, node, dim, start, int_arg(*node, "step", 1), /*unsqueeze=*/false);
+}
+
+ir::Status lower_batch_norm(ir::Program&, ir::Node* node) {
+  const ir::Arg* training = node->arg("training");
+  if (training == nullptr || training->kind() != ir::ArgKind::Bool || training->as_bool()) {
+    return ir::Status::error(
+        node_error(*node, "batch norm in training mode has no kernel; export the model in eval()"));
+  }
+  std::vector<ir::NamedArg> args =
+      select_args(*node, "input,weight,bias,running_mean,running_var,momentum,eps");
+  ir::Node* k = add_kernel_node(*node->owner(), "aten::_native_batch_norm_legit_no_training.out",
+                                std::move(args), output_types(*node), node->name(), node);
+  std::vector<ir::Value*> outs;
+  for (size_t i = 0; i < k->num_outputs(); ++i) outs.push_back(k->output(i));
+  return replace_node(node, outs);
+}
+
+// `x * 2` is traced as mul.Tensor with a number for `other`; its kernel is the Scalar overload.
+std::string effective_overload(const ir::Node& node) {
+  const ir::Arg* other = node.arg("other");
+  if (node.overload() == "Tensor" && other != nullptr && other->kind() != ir::ArgKind::Value) {
+    return "Scalar";
+  }
+  return node.overload();
+}
+
+const LoweringRule* find_rule_by_name(const std::string& op) {
+  for (const LoweringRule& r : kRules) {
+    if (op == r.functional) return &r;
+  }
+  return nullptr;
+}
+
+// ATen's out-variant names: `op.default` → `op.out`, `op.X` → `op.X_out`, and `op.Tensor` →
+// `op.out` for the binary ops whose functional overload is `Tensor` (add, mul...). The first
+// registered one wins; the first candidate names the missing kernel otherwise.
+std::string convention_kernel(const std::string& op, const std::string& overload) {
+  std::vector<std::string> candidates;
+  if (overload == "default") {
+    candidates.push_back(op + ".out");
+  } else {
+    candidates.push_back(op + "." + overload + "_out");
+    if (overload == "Tensor") candidates.push_back(op + ".out");
+  }
+  for (const std::string& c : candidates) {
+    if (kernel_exists(c)) return c;
+  }
+  return candidates[0];
+}
+
+// Why `op.overload` cannot be lowered; empty when it can.
+std::string gap_for(std::string op, const std::string& overload, bool in_place) {
+  // An in-place op is functionalized first: its functional form is what gets lowered.
+  if (in_place && !op.empty() && op.back() == '_') op.pop_back();
+  const LoweringRule* r = find_rule_by_name(op + "." + overload);
+  if (r != nullptr && r->kernel == nullptr) return "";  // a decomposition
+  if (r != nullptr) {
+    if (is_prim_op(r->kernel) || kernel_exists(r->kernel)) return "";
+    return std::string("its kernel ") + r->kernel + " is not in the portable library";
+  }
+  const std::string k = convention_kernel(op, overload);
+  if (is_prim_op(op + "." + overload) || kernel_exists(k)) return "";
+  return "no kernel (" + k + ") and no decomposition";
+}
+
+}  // namespace
+
+bool is_list_out_kernel(std::string_view name) {
+  return name == "aten::split_copy.Tensor_out" || name == "aten::split_with_sizes_copy.out" ||
+         name == "aten::unbind_copy.int_out";
+}
+
+bool is_prim_op(std::string_view qualified) {
+  for (const char* p : kPrimOps) {
+    if (qualified == p) return true;
+  }
+  return false;
+}
+
+bool kernel_exists(std::string_view name) {
+  ensure_kernels();
+  return find_kernel(name) != nullptr;
+}
+
+const char* kernel_signature(std::string_view name) {
+  ensure_kernels();
+  const Kernel* k = find_kernel(name);
+  return k != nullptr ? k->signature : nullptr;
+}
+
+const LoweringRule* find_rule(const ir::Node& node) {
+  return find_rule_by_name(node.qualified_op());
+}
+
+bool is_lowered(const ir::Node& node) {
+  const std::string op = node.qualified_op();
+  if (is_prim_op(op)) return true;
+  const std::string& ov = node.overload();
+  const bool out_form =
+      ov == "out" || (ov.size() > 4 && ov.compare(ov.size() - 4, 4, "_out") == 0) ||
+      op == "aten::max.dim_max" || op == "aten::min.dim_min" || op == "aten::topk.values" ||
+      op == "aten::sort.values" || op == "aten::sort.values_stable";
+  return out_form;
+}
+
+std::optional<KernelForm> direct_kernel_form(const ir::Node& node) {
+  if (is_lowered(node)) {
+    return KernelForm{node.op(), node.overload(), node.args()};
+  }
+  const LoweringRule* r = find_rule(node);
+  std::string kernel;
+  const char* spec = nullptr;
+  if (r != nullptr) {
+    if (r->kernel == nullptr) return std::nullopt;
+    kernel = r->kernel;
+    spec = r->args;
+  } else {
+    kernel = convention_kernel(node.op(), effective_overload(node));
+  }
+  if (!is_prim_op(kernel) && !kernel_exists(kernel)) return std::nullopt;
+  auto [op, overload] = split_name(kernel);
+  return KernelForm{op, overload, select_args(node, spec)};
+}
+
+std::string lowering_gap(const ir::Node& node) {
+  if (is_lowered(node) || node.op() == "higher_order::cond") return "";
+  return gap_for(node.op(), effective_overload(node), !mutated_arguments(node).empty());
+}
+
+ir::Node* add_kernel_node(ir::Graph& g, const std::string& kernel, std::vector<ir::NamedArg> args,
+                          std::vector<ir::ValueType> outputs, const std::string& base,
+                          ir::Node* before) {
+  auto [op, overload] = split_name(kernel);
+  std::vector<std::pair<std::string, ir::ValueType>> outs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string name = outputs.size() == 1 ? base : base + "_" + std::to_string(i);
+    // Kernels write dense outputs: a traced view's strides do not survive as a copy.
+    if (outputs[i].kind == ir::ValueKind::Tensor) outputs[i].tensor.dim_order.clear();
+    outs.emplace_back(g.unique_name(name), std::move(outputs[i]));
+  }
+  // Lowered nodes carry no schema: their op is a kernel name the registry may not know, and the
+  // out-variant convention (docs/pte-format.md §4.8) is applied at emit.
+  ir::Node* n = g.create_node(op, overload, std::move(args), std::move(outs), before, "");
+  if (before != nullptr) n->set_module_stack(before->module_stack());
+  return n;
+}
+
+// A reshape whose result has one symbolic dim can name its sizes statically, with -1 for that dim:
+// the kernel infers it from the input's element count, and the program needs no symbolic-size
+// arithmetic (and no prim ops) at run time.
+void staticize_view_sizes(const ir::Node& node, KernelForm* form) {
+  if (form->op != "aten::view_copy" || node.num_outputs() != 1) return;
+  const ir::TensorType& out = node.output()->tensor_type();
+  size_t symbolic = 0;
+  for (const ir::Dim& d : out.shape) symbolic += d.is_static() ? 0 : 1;
+  if (symbolic != 1) return;
+  for (ir::NamedArg& a : form->args) {
+    if (a.name != "size" || a.value.kind() != ir::ArgKind::List) continue;
+    std::vector<ir::Arg> sizes;
+    for (const ir::Dim& d : out.shape)
+      sizes.push_back(ir::Arg::integer(d.is_static() ? d.value : -1));
+    a.value = ir::Arg::list(std::move(sizes));
+  }
+}
+
+ir::Status lower_node(ir::Program& program, ir::Node* node) {
+  if (is_lowered(*node) || node->op() == "higher_order::cond") return {};
+  const LoweringRule* r = find_rule(*node);
+  if (r != nullptr && r->kernel == nullptr) return r->decompose(program, node);
+  std::optional<KernelForm> form = direct_kernel_form(*node);
+  if (!form) return ir::Status::error(node_error(*node, lowering_gap(*node)));
+  staticize_view_sizes(*node, &*form);
+  ir::Node* k = add_kernel_node(*node->owner(), form->op + "." + form->overload,
+                                std::move(form->args), output_types(*node), node->name(), node);
+  std::vector<ir::Value*> outs;
+  for (size_t i = 0; i < k->num_outputs(); ++i) outs.push_back(k->output(i));
+  return replace_node(node, outs);
+}
+
+}  // namespace ember::passes

@@ -1,0 +1,71 @@
+// The one table that maps functional ATen ops to the out-variant kernels Ember's runtime has.
+//
+//   const LoweringRule* r = find_rule(*node);          // explicit entry, or the naming convention
+//   std::string k = kernel_name(*node);                // "aten::relu.out"; empty if none
+//   EMBER_IR_RETURN_IF_ERROR(lower_node(program, node));
+//
+// A rule is either direct (`kernel` plus the functional arguments it takes, in kernel order, with
+// `name=literal` for constants the kernel needs) or a decomposition into several kernel calls.
+// Ops without an entry follow ATen's naming: `ns::op.default` → `ns::op.out`, `ns::op.X` →
+// `ns::op.X_out`, used when a kernel of that name is registered. The verifier, the lowering pass
+// and constant folding all read this table, so they accept one and the same op set (C12).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/ir/status.h"
+
+namespace ember::passes {
+
+using DecomposeFn = ir::Status (*)(ir::Program& program, ir::Node* node);
+
+struct LoweringRule {
+  const char* functional;  // "aten::t.default"
+  const char* kernel;      // "aten::permute_copy.out"; null for a decomposition
+  const char* args;        // "self,dims=[1,0]"; null: every argument, in order
+  DecomposeFn decompose;   // when `kernel` is null
+  const char* reason;      // for unsupported forms found by `check`
+};
+
+// A direct kernel call: the out variant and its non-out arguments.
+struct KernelForm {
+  std::string op;        // "aten::relu"
+  std::string overload;  // "out"
+  std::vector<ir::NamedArg> args;
+};
+
+// True for ops the runtime implements as prim ops (docs/pte-format.md §4.8): they take their
+// arguments and then their result once, with no repeated out.
+bool is_prim_op(std::string_view qualified);
+// True for kernels whose out argument is one Tensor[] (split_copy, unbind_copy): the list is
+// passed, then passed again.
+bool is_list_out_kernel(std::string_view name);
+// True when the portable kernel registry holds `name` ("aten::relu.out").
+bool kernel_exists(std::string_view name);
+// The kernel's signature letters, or null when unknown.
+const char* kernel_signature(std::string_view name);
+
+// The explicit entry for `node`'s op, or null.
+const LoweringRule* find_rule(const ir::Node& node);
+// The direct kernel form of `node` (explicit entry or naming convention) when it has one whose
+// kernel exists; nullopt for decompositions and unsupported ops.
+std::optional<KernelForm> direct_kernel_form(const ir::Node& node);
+// Empty when `node` can be lowered (or is already lowered, a prim, or control flow); otherwise
+// the reason it cannot.
+std::string lowering_gap(const ir::Node& node);
+// True for a node that lower_node already produced (an out variant or a prim op).
+bool is_lowered(const ir::Node& node);
+
+// Replaces `node` with its kernel calls (before it, in order) and erases it.
+ir::Status lower_node(ir::Program& program, ir::Node* node);
+
+// Creates a lowered node computing `outputs` before `before`, named after `base`.
+ir::Node* add_kernel_node(ir::Graph& g, const std::string& kernel, std::vector<ir::NamedArg> args,
+                          std::vector<ir::ValueType> outputs, const std::string& base,
+                          ir::Node* before);
+
+}  // namespace ember::passes

@@ -1,0 +1,39 @@
+// Helpers the passes share: walking every graph (C4), view chains, and the set of written tensors.
+//
+//   for_each_graph(program.graph(), [&](ir::Graph& g) { ... });   // top level, then subgraphs
+//   WrittenSet w = written_tensors(program);                      // roots any op writes (C1)
+//   if (w.contains(alias_root(v))) { /* never fold v */ }
+#pragma once
+
+#include <functional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+
+namespace ember::passes {
+
+// Calls f on `graph` and then on every nested subgraph, depth first, in program order.
+void for_each_graph(ir::Graph& graph, const std::function<void(ir::Graph&)>& f);
+void for_each_graph(const ir::Graph& graph, const std::function<void(const ir::Graph&)>& f);
+
+// True for ops whose result aliases their first input without writing it (view, select, t...).
+bool is_view_node(const ir::Node& node);
+// The value a view (or an in-place op's result) aliases; null when `v` is not an alias.
+ir::Value* alias_parent(const ir::Value* v);
+// Follows alias_parent to the tensor that owns the storage.
+ir::Value* alias_root(ir::Value* v);
+
+// Every storage root an in-place op writes, directly or through a chain of views, in any graph,
+// plus the graph inputs the program's signature lists as mutated. A write inside a subgraph to
+// one of its inputs marks the outer operand bound to that input too.
+std::unordered_set<const ir::Value*> written_tensors(const ir::Program& program);
+
+// "node add_ (aten::add_.Tensor) in module layer1 (Block): reason".
+std::string node_error(const ir::Node& node, const std::string& reason);
+
+// The static sizes of a tensor type, or false when a dim is symbolic.
+bool static_sizes(const ir::TensorType& type, std::vector<int64_t>* sizes);
+
+}  // namespace ember::passes

@@ -1,0 +1,12 @@
+// aten::erf.out(Tensor self, *, Tensor(a!) out)
+#include <cmath>
+#include "runtime/kernels/portable/unary_family.h"
+
+namespace ember {
+
+Error erf_out(KernelContext& ctx, std::span<EValue*> args) {
+  return unary_op_out<kAcceptFloat>(ctx, args, {"erf", kAcceptNoHalf, /*int_to_float=*/true},
+                                    [](auto x) { return std::erf(x); });
+}
+
+}  // namespace ember

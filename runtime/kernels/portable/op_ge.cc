@@ -1,0 +1,13 @@
+// aten::ge.Tensor_out(Tensor self, Tensor other, *, Tensor(a!) out)
+// aten::ge.Scalar_out(Tensor self, Scalar other, *, Tensor(a!) out)
+#include "runtime/kernels/portable/binary_family.h"
+
+namespace ember {
+
+Error ge_out(KernelContext& ctx, std::span<EValue*> args) {
+  return binary_op_out(ctx, *args[0], *args[1], nullptr, args[2]->to_tensor(),
+                       {"ge", kAcceptAll, false, /*bool_result=*/true},
+                       [](auto x, auto y) { return x >= y; });
+}
+
+}  // namespace ember

@@ -1,0 +1,12 @@
+// aten::tan.out(Tensor self, *, Tensor(a!) out)
+#include <cmath>
+#include "runtime/kernels/portable/unary_family.h"
+
+namespace ember {
+
+Error tan_out(KernelContext& ctx, std::span<EValue*> args) {
+  return unary_op_out<kAcceptFloat>(ctx, args, {"tan", kAcceptNoHalf, /*int_to_float=*/true},
+                                    [](auto x) { return std::tan(x); });
+}
+
+}  // namespace ember

@@ -1,0 +1,56 @@
+#include "tools/compile.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "compiler/emit/pte_writer.h"
+#include "compiler/lower/pipeline.h"
+
+namespace ember::tools {
+
+int compile_command(const CompileCommand& command) {
+  lower::CompileOptions options;
+  options.external_weights = !command.ptd.empty();
+  options.keep_ir = !command.print_ir.empty();
+  ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options);
+  if (!r.ok()) {
+    std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
+    return 1;
+  }
+  if (command.print_ir == "-") {
+    std::fputs(r->ir.c_str(), stdout);
+  } else if (!command.print_ir.empty()) {
+    std::ofstream(command.print_ir) << r->ir;
+  }
+  if (emit::write_file(command.output, r->files.pte) != Error::Ok) {
+    std::fprintf(stderr, "error: cannot write %s\n", command.output.c_str());
+    return 1;
+  }
+  // A program without external weights still gets a valid (empty) .ptd when one is asked for.
+  if (!command.ptd.empty() && r->files.ptd.empty()) r->files.ptd = emit::write_ptd({});
+  if (!command.ptd.empty() && emit::write_file(command.ptd, r->files.ptd) != Error::Ok) {
+    std::fprintf(stderr, "error: cannot write %s\n", command.ptd.c_str());
+    return 1;
+  }
+  const lower::PlanStats& s = r->stats;
+  const double ratio = s.lower_bound == 0 ? 1.0
+                                          : static_cast<double>(s.planned_bytes) /
+                                                static_cast<double>(s.lower_bound);
+  std::printf("compiled %s -> %s%s%s in %.3f s: %zu instructions\n", command.model.c_str(),
+              command.output.c_str(), command.ptd.empty() ? "" : " + ", command.ptd.c_str(),
+              r->seconds, s.instructions);
+  std::printf(
+      "memory: planned %llu bytes, activations %llu bytes, lower bound %llu bytes "
+      "(planned/lower bound %.3f), state %llu bytes\n",
+      static_cast<unsigned long long>(s.planned_bytes),
+      static_cast<unsigned long long>(s.activation_bytes),
+      static_cast<unsigned long long>(s.lower_bound), ratio,
+      static_cast<unsigned long long>(s.state_bytes));
+  std::printf("weights: %llu bytes in the .pte, %llu bytes in the .ptd\n",
+              static_cast<unsigned long long>(s.constant_bytes),
+              static_cast<unsigned long long>(s.external_bytes));
+  for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());
+  return 0;
+}
+
+}  // namespace ember::tools
