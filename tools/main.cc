@@ -14,12 +14,17 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  ember compile MODEL.ep -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
+    "                [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
     "  ember inspect MODEL.pte [--json]\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export) to a .pte program,\n"
-    "         weights in the .ptd with --ptd; prints planned memory against its lower bound\n"
+    "         weights in the .ptd with --ptd; prints planned memory against its lower bound;\n"
+    "         --backend delegates what NAME supports (repeatable, priority order; `loopback` is\n"
+    "         the reference backend) and prints each delegate's nodes and every node left on the\n"
+    "         portable path with the reason; --backend-spec gives the last --backend a compile\n"
+    "         spec (exclude_ops=aten::cumsum,... keeps those ops portable for any backend)\n"
     "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
     "planned\n"
     "         memory of a .pte program\n"
@@ -119,6 +124,16 @@ int compile_main(int argc, char** argv) {
     if (arg == "-o" || arg == "--ptd" || arg == "--print-ir") {
       if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
       (arg == "-o" ? c.output : arg == "--ptd" ? c.ptd : c.print_ir) = argv[++i];
+    } else if (arg == "--backend") {
+      if (i + 1 >= argc) return usage_error("--backend needs a backend name");
+      c.backends.push_back({argv[++i], {}});
+    } else if (arg == "--backend-spec") {
+      if (i + 1 >= argc) return usage_error("--backend-spec needs KEY=VALUE");
+      if (c.backends.empty()) return usage_error("--backend-spec must follow a --backend");
+      const std::string spec = argv[++i];
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) return usage_error("--backend-spec needs KEY=VALUE");
+      c.backends.back().second.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (arg[0] == '-') {
       return usage_error(("unknown option " + arg).c_str());
     } else if (c.model.empty()) {
