@@ -47,7 +47,8 @@ struct DelegateInfo {
 };
 
 // The lines "name<TAB>op" of the compile spec `ember.nodes` that Ember's lowering stores.
-std::vector<std::pair<std::string, std::string>> parse_nodes(const flatbuffers::Vector<uint8_t>* v) {
+std::vector<std::pair<std::string, std::string>> parse_nodes(
+    const flatbuffers::Vector<uint8_t>* v) {
   std::vector<std::pair<std::string, std::string>> out;
   if (v == nullptr) return out;
   const std::string text(v->begin(), v->end());

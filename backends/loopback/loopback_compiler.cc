@@ -53,15 +53,13 @@ class LoopbackBackend final : public partition::CompilerBackend {
   const partition::BackendSupport& support() const override { return support_; }
 
   ir::StatusOr<partition::PreprocessResult> preprocess(
-      const ir::Program& partition,
-      std::span<const partition::CompileSpecEntry>) const override {
+      const ir::Program& partition, std::span<const partition::CompileSpecEntry>) const override {
     // Ember's passes rewrite a program, and the partition is the caller's: work on a copy (the
     // text form without bytes, then the weights, whose bytes are shared and never written).
     ir::StatusOr<std::unique_ptr<ir::Program>> copy =
         ir::parse_program(ir::print_program(partition));
     if (!copy.ok()) {
-      return ir::Status::error("copying the partition program failed: " +
-                               copy.status().message());
+      return ir::Status::error("copying the partition program failed: " + copy.status().message());
     }
     ir::Program& p = **copy;
     p.weights = partition.weights;
@@ -82,6 +80,16 @@ class LoopbackBackend final : public partition::CompilerBackend {
     for (emit::ValueSpec& v : m->method.values) {
       auto* t = std::get_if<emit::TensorSpec>(&v);
       if (t == nullptr || t->storage != emit::TensorSpec::Storage::External) continue;
+      // Constants the nested passes made (folded or lowering's index tensors) are this
+      // delegate's own: they stay in its blob. Only the partition's weights are shared.
+      const size_t cut = t->fqn.rfind(":sha256:");
+      const ir::Weight* w =
+          cut == std::string::npos ? nullptr : partition.find_weight(t->fqn.substr(0, cut));
+      if (w == nullptr || w->nbytes != t->data.size()) {
+        t->storage = emit::TensorSpec::Storage::Constant;
+        t->fqn.clear();
+        continue;
+      }
       bool seen = false;
       for (const partition::NamedBlob& b : out.named_data) seen = seen || b.key == t->fqn;
       if (!seen) out.named_data.push_back({t->fqn, t->data});

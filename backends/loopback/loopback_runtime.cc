@@ -39,8 +39,8 @@ class NestedDataMap final : public NamedDataMap {
     for (flatbuffers::uoffset_t i = 0; values != nullptr && i < values->size(); ++i) {
       const fb::Tensor* t = values->Get(i)->val_as_Tensor();
       if (t == nullptr || t->extra_tensor_info() == nullptr ||
-          t->extra_tensor_info()->fully_qualified_name() == nullptr ||
-          t->sizes() == nullptr || t->dim_order() == nullptr) {
+          t->extra_tensor_info()->fully_qualified_name() == nullptr || t->sizes() == nullptr ||
+          t->dim_order() == nullptr) {
         continue;
       }
       const flatbuffers::String* fqn = t->extra_tensor_info()->fully_qualified_name();
@@ -49,8 +49,7 @@ class NestedDataMap final : public NamedDataMap {
       std::span<const int32_t> sizes(t->sizes()->data(), t->sizes()->size());
       Result<size_t> nbytes = checked_nbytes(dtype, sizes);
       if (!nbytes.ok()) return nbytes.error();
-      return TensorLayout{dtype, sizes, {t->dim_order()->data(), t->dim_order()->size()},
-                          *nbytes};
+      return TensorLayout{dtype, sizes, {t->dim_order()->data(), t->dim_order()->size()}, *nbytes};
     }
     return fail(Error::NotFound, "no tensor of the nested program is named '%.*s'",
                 static_cast<int>(key.size()), key.data());
@@ -159,8 +158,8 @@ class LoopbackBackend final : public Backend {
                     "loopback: no memory for a %zu-byte arena", sz);
         new (&arenas[i]) std::span<uint8_t>(static_cast<uint8_t*>(arena), sz);
       }
-      EMBER_ASSIGN_OR_RETURN(
-          d->planned, make<HierarchicalAllocator>(a, std::span<const std::span<uint8_t>>(arenas, n)));
+      EMBER_ASSIGN_OR_RETURN(d->planned, make<HierarchicalAllocator>(
+                                             a, std::span<const std::span<uint8_t>>(arenas, n)));
     }
     d->memory = MemoryManager{a, d->planned, &d->temp};
     const fb::ExecutionPlan* plan = d->program->flatbuffer()->execution_plan()->Get(0);

@@ -1,6 +1,7 @@
 #include "compiler/lower/emit_program.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "compiler/partition/backend.h"
@@ -292,9 +293,17 @@ class Emitter {
     }
     const int64_t at = instruction_count();
     std::vector<int32_t> args;
-    for (const ir::NamedArg& a : n.args()) {
-      ir::StatusOr<int32_t> v = arg_value(a.value, at);
+    // A Tensor?[] argument ('o' in the kernel's signature, `index`'s indices) is an optional
+    // tensor list in the file even when no entry is None: the kernel accepts only that tag.
+    const char* sig = prim ? nullptr : passes::kernel_signature(op);
+    const size_t sig_len = sig == nullptr ? 0 : std::strlen(sig);
+    for (size_t i = 0; i < n.args().size(); ++i) {
+      ir::StatusOr<int32_t> v = arg_value(n.args()[i].value, at);
       if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      if (i < sig_len && sig[i] == 'o') {
+        auto* list = std::get_if<emit::TensorListSpec>(&method_.values[static_cast<size_t>(*v)]);
+        if (list != nullptr) list->optional = true;
+      }
       args.push_back(*v);
     }
     std::vector<int32_t> outs;

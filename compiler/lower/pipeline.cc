@@ -47,8 +47,8 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
       for (const std::string& n : partition::compiler_backend_names()) {
         known += (known.empty() ? "" : ", ") + n;
       }
-      return ir::Status::error("unknown backend '" + name + "'; registered backends: " +
-                               (known.empty() ? "(none)" : known));
+      return ir::Status::error("unknown backend '" + name +
+                               "'; registered backends: " + (known.empty() ? "(none)" : known));
     }
     auto specs = options.compile_specs.find(name);
     requests.push_back({b, specs == options.compile_specs.end()

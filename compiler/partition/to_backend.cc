@@ -140,7 +140,8 @@ ir::Status stable_sort(ir::Graph& g) {
     }
   }
   if (order.size() != nodes.size()) {
-    return ir::Status::error("delegate insertion made the graph cyclic (a partition is not convex)");
+    return ir::Status::error(
+        "delegate insertion made the graph cyclic (a partition is not convex)");
   }
   for (ir::Node* n : order) EMBER_IR_RETURN_IF_ERROR(g.move_node(n, nullptr));
   return {};
@@ -209,9 +210,8 @@ ir::StatusOr<PartitionProgram> extract_partition(const ir::Program& program,
     for (size_t i = 0; i < n->num_outputs(); ++i) {
       outs.emplace_back(n->output(i)->name(), n->output(i)->type());
     }
-    ir::Node* c =
-        pp.graph().create_node(n->op(), n->overload(), std::move(args), std::move(outs), nullptr,
-                               n->name());
+    ir::Node* c = pp.graph().create_node(n->op(), n->overload(), std::move(args), std::move(outs),
+                                         nullptr, n->name());
     c->set_module_stack(n->module_stack());
     for (size_t i = 0; i < n->num_outputs(); ++i) map[n->output(i)] = c->output(i);
   }
@@ -252,8 +252,8 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
         auto it = replaced.find(v);
         if (it != replaced.end()) v = it->second;
       }
-      const std::string where = "backend '" + backend_name + "', partition " +
-                                std::to_string(pi) + " (nodes " + node_list(p) + ")";
+      const std::string where = "backend '" + backend_name + "', partition " + std::to_string(pi) +
+                                " (nodes " + node_list(p) + ")";
       ir::StatusOr<PartitionProgram> pp = extract_partition(program, p);
       if (!pp.ok()) return ir::Status::error(where + ": " + pp.status().message());
       LoweredDelegate d;
@@ -297,9 +297,9 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
       for (ir::Value* v : pp->arguments) inputs.push_back(ir::Arg::value(v));
       std::vector<std::pair<std::string, ir::ValueType>> outs;
       for (size_t i = 0; i < p.outputs.size(); ++i) {
-        outs.emplace_back(p.outputs.size() == 1 ? dname : g.unique_name(dname + "_" +
-                                                                        std::to_string(i)),
-                          p.outputs[i]->type());
+        outs.emplace_back(
+            p.outputs.size() == 1 ? dname : g.unique_name(dname + "_" + std::to_string(i)),
+            p.outputs[i]->type());
       }
       const int64_t index = static_cast<int64_t>(result.delegates.size());
       ir::Node* call = g.create_node(std::string(passes::kDelegateCallOp), "default",

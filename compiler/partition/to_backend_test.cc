@@ -46,8 +46,8 @@ class RecordingBackend final : public CompilerBackend {
       if (w == nullptr || !w->has_data()) {
         return ir::Status::error("weight " + s.target + " arrived without bytes");
       }
-      r.named_data.push_back({weight_key(s.target, w->bytes()), {w->bytes().begin(),
-                                                                 w->bytes().end()}});
+      r.named_data.push_back(
+          {weight_key(s.target, w->bytes()), {w->bytes().begin(), w->bytes().end()}});
     }
     return r;
   }
@@ -86,8 +86,8 @@ TEST(C16, DelegateTakesThePlaceOfThePartitionsLastNode) {
   auto r = delegate_to_backends(*p, {{&backend, {}}});
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->delegates.size(), 1u);
-  EXPECT_EQ(r->delegates[0].nodes, (std::vector<std::string>{"a (aten::add.Tensor)",
-                                                             "b (aten::mul.Tensor)"}));
+  EXPECT_EQ(r->delegates[0].nodes,
+            (std::vector<std::string>{"a (aten::add.Tensor)", "b (aten::mul.Tensor)"}));
   // x (the input), c, the delegate, whose output is the graph's output (last).
   EXPECT_EQ(node_names(p->graph()), (std::vector<std::string>{"c", "delegate"}));
   const ir::Node* d = find_node(p->graph(), "delegate");
@@ -195,7 +195,8 @@ graph(%p_w: f32[2] parameter "w", %x: f32[2]) {
 
 TEST(C20, CloneOfAConstantThatIsWrittenStaysACopy) {
   // y = self.c.clone(); y[0:2] = x; return y: functionalized, then delegated.
-  auto p = parse(R"(weight "c": f32[4, 3] = hex"000000000000803f0000004000004040000080400000a0400000c0400000e04000000041000010410000204100003041"
+  auto p = parse(
+      R"(weight "c": f32[4, 3] = hex"000000000000803f0000004000004040000080400000a0400000c0400000e04000000041000010410000204100003041"
 graph(%c_c: f32[4, 3] constant "c", %x: f32[2, 3]) {
     %y: f32[4, 3] = aten::clone.default(self=%c_c, memory_format=none)
     %s: f32[2, 3] = aten::slice.Tensor(self=%y, dim=0, start=0, end=2, step=1)

@@ -4,7 +4,8 @@
 // Contract C1: the set of written tensors is computed first, over every graph (in-place writes
 // through any chain of views, writes inside subgraphs, and the signature's mutated lists). A node
 // reading a written tensor, or a view of one, is never folded, nor is a node whose result is
-// written later (C20), and no in-place op is ever run on stored weights. Contract C2: folded constants get the node's static shape, contiguous.
+// written later (C20), and no in-place op is ever run on stored weights. Contract C2: folded
+// constants get the node's static shape, contiguous.
 #include <unordered_map>
 #include <unordered_set>
 
