@@ -18,8 +18,9 @@ int register_compiler_backends() {
   return 0;
 }
 
-int compile_command(const CompileCommand& command) {
-  if (register_compiler_backends() != 0) return 1;
+namespace {
+
+lower::CompileOptions options_of(const CompileCommand& command) {
   lower::CompileOptions options;
   for (const auto& [name, specs] : command.backends) {
     options.backends.push_back(name);
@@ -29,6 +30,27 @@ int compile_command(const CompileCommand& command) {
     }
     if (entries.empty()) options.compile_specs.erase(name);
   }
+  return options;
+}
+
+}  // namespace
+
+int partition_report_command(const CompileCommand& command) {
+  if (register_compiler_backends() != 0) return 1;
+  ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options_of(command));
+  if (!r.ok()) {
+    std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
+    return 1;
+  }
+  std::fputs(r->partition_report.c_str(), stdout);
+  std::printf("delegates: %zu; backends' named data: %llu bytes\n", r->delegates,
+              static_cast<unsigned long long>(r->named_data_bytes));
+  return 0;
+}
+
+int compile_command(const CompileCommand& command) {
+  if (register_compiler_backends() != 0) return 1;
+  lower::CompileOptions options = options_of(command);
   options.external_weights = !command.ptd.empty();
   options.keep_ir = !command.print_ir.empty();
   ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options);

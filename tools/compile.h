@@ -26,4 +26,8 @@ int register_compiler_backends();
 
 int compile_command(const CompileCommand& command);
 
+// `ember inspect MODEL.ep --backend NAME...`: compiles in memory and prints the partition report
+// (each delegate's nodes, every portable node with its reason); writes no file.
+int partition_report_command(const CompileCommand& command);
+
 }  // namespace ember::tools
