@@ -128,16 +128,16 @@ struct MethodSpec {
 // per distinct byte string) or, when `external`, in the .ptd with a tensor layout (ExecuTorch's
 // .ptd map needs one for every key). A weight's layout is its own; an opaque blob is Byte [n].
 struct NamedDataSpec {
-  std::string key;
-  std::vector<uint8_t> data;
+  std::string key = {};
+  std::vector<uint8_t> data = {};
   bool external = false;
   ScalarType dtype = ScalarType::Byte;
-  std::vector<int32_t> sizes;  // empty with Byte: [data.size()]
+  std::vector<int32_t> sizes = {};  // empty with Byte: [data.size()]
 };
 
 struct ProgramSpec {
   std::vector<MethodSpec> methods;
-  std::vector<NamedDataSpec> named_data;  // each key once (a repeated key must hold equal bytes)
+  std::vector<NamedDataSpec> named_data = {};  // each key once (a repeated key must hold equal bytes)
   uint64_t constant_alignment = 16;
   uint64_t segment_alignment = 128;
 };
