@@ -137,8 +137,8 @@ struct NamedDataSpec {
 
 struct ProgramSpec {
   std::vector<MethodSpec> methods;
-  std::vector<NamedDataSpec> named_data =
-      {};  // each key once (a repeated key must hold equal bytes)
+  // Each key once (a repeated key must hold equal bytes).
+  std::vector<NamedDataSpec> named_data = {};
   uint64_t constant_alignment = 16;
   uint64_t segment_alignment = 128;
 };
