@@ -3,13 +3,54 @@
 #include <cstdio>
 #include <fstream>
 
+#include "backends/loopback/loopback_compiler.h"
 #include "compiler/emit/pte_writer.h"
 #include "compiler/lower/pipeline.h"
 
 namespace ember::tools {
 
-int compile_command(const CompileCommand& command) {
+int register_compiler_backends() {
+  ir::Status s = loopback::register_loopback_compiler_backend();
+  if (!s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+namespace {
+
+lower::CompileOptions options_of(const CompileCommand& command) {
   lower::CompileOptions options;
+  for (const auto& [name, specs] : command.backends) {
+    options.backends.push_back(name);
+    auto& entries = options.compile_specs[name];
+    for (const auto& [key, value] : specs) {
+      entries.push_back({key, std::vector<uint8_t>(value.begin(), value.end())});
+    }
+    if (entries.empty()) options.compile_specs.erase(name);
+  }
+  return options;
+}
+
+}  // namespace
+
+int partition_report_command(const CompileCommand& command) {
+  if (register_compiler_backends() != 0) return 1;
+  ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options_of(command));
+  if (!r.ok()) {
+    std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
+    return 1;
+  }
+  std::fputs(r->partition_report.c_str(), stdout);
+  std::printf("delegates: %zu; backends' named data: %llu bytes\n", r->delegates,
+              static_cast<unsigned long long>(r->named_data_bytes));
+  return 0;
+}
+
+int compile_command(const CompileCommand& command) {
+  if (register_compiler_backends() != 0) return 1;
+  lower::CompileOptions options = options_of(command);
   options.external_weights = !command.ptd.empty();
   options.keep_ir = !command.print_ir.empty();
   ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options);
@@ -17,6 +58,7 @@ int compile_command(const CompileCommand& command) {
     std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
     return 1;
   }
+  if (!r->partition_report.empty()) std::fputs(r->partition_report.c_str(), stdout);
   if (command.print_ir == "-") {
     std::fputs(r->ir.c_str(), stdout);
   } else if (!command.print_ir.empty()) {
@@ -49,6 +91,11 @@ int compile_command(const CompileCommand& command) {
   std::printf("weights: %llu bytes in the .pte, %llu bytes in the .ptd\n",
               static_cast<unsigned long long>(s.constant_bytes),
               static_cast<unsigned long long>(s.external_bytes));
+  if (!command.backends.empty()) {
+    std::printf("delegates: %zu; backends' named data: %llu bytes, once per key, in the %s\n",
+                r->delegates, static_cast<unsigned long long>(r->named_data_bytes),
+                command.ptd.empty() ? ".pte" : ".ptd");
+  }
   for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());
   return 0;
 }

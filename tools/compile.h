@@ -2,10 +2,13 @@
 //
 //   CompileCommand c; c.model = "mlp.ep"; c.output = "mlp.pte"; c.ptd = "mlp.ptd";
 //   int status = compile_command(c);   // 0 on success; errors on stderr, one per line
-//   // stdout: "planned N bytes (activations M, lower bound L) ..."
+//   // stdout: "planned N bytes (activations M, lower bound L) ..."; with backends, the
+//   // partition report: each delegate's nodes, and every node left portable with its reason
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ember::tools {
 
@@ -14,8 +17,17 @@ struct CompileCommand {
   std::string output;
   std::string ptd;       // empty: weights stay in the .pte
   std::string print_ir;  // "-": print the lowered IR to stdout; a path: write it there
+  // --backend NAME, in priority order, each with its --backend-spec KEY=VALUE compile specs.
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> backends;
 };
 
+// Registers the compiler backends `ember compile --backend` knows (loopback). Idempotent.
+int register_compiler_backends();
+
 int compile_command(const CompileCommand& command);
+
+// `ember inspect MODEL.ep --backend NAME...`: compiles in memory and prints the partition report
+// (each delegate's nodes, every portable node with its reason); writes no file.
+int partition_report_command(const CompileCommand& command);
 
 }  // namespace ember::tools

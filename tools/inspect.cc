@@ -39,11 +39,38 @@ struct IoInfo {
   TensorInfo tensor{};
 };
 
+struct DelegateInfo {
+  std::string backend, where;
+  int64_t blob_bytes = -1;  // -1: unknown (inline data or a bad index)
+  std::vector<std::string> spec_keys;
+  std::vector<std::pair<std::string, std::string>> nodes;  // name, op (compile spec ember.nodes)
+};
+
+// The lines "name<TAB>op" of the compile spec `ember.nodes` that Ember's lowering stores.
+std::vector<std::pair<std::string, std::string>> parse_nodes(
+    const flatbuffers::Vector<uint8_t>* v) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (v == nullptr) return out;
+  const std::string text(v->begin(), v->end());
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    const size_t tab = line.find('\t');
+    if (!line.empty()) {
+      out.emplace_back(line.substr(0, tab), tab == std::string::npos ? "" : line.substr(tab + 1));
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
 struct MethodReport {
   std::string name;
   std::vector<IoInfo> inputs, outputs;
   std::vector<std::pair<std::string, int>> operator_calls;
-  std::vector<std::pair<std::string, std::string>> delegates;  // id, where
+  std::vector<DelegateInfo> delegates;
   int64_t num_constants = 0, constant_bytes = 0, num_external = 0, external_bytes = 0;
   std::vector<int64_t> arenas;
   size_t num_instructions = 0;
@@ -124,7 +151,24 @@ Result<std::string> inspect_program(const Program& program, bool json) {
                             : ref->location() == fb::DataLocation::INLINE
                                 ? "inline " + std::to_string(ref->index())
                                 : "segment " + std::to_string(ref->index());
-        r.delegates.emplace_back(d->id() ? d->id()->str() : "?", where);
+        DelegateInfo info;
+        info.backend = d->id() ? d->id()->str() : "?";
+        info.where = where;
+        if (ref != nullptr && ref->location() == fb::DataLocation::SEGMENT &&
+            root->segments() != nullptr && ref->index() < root->segments()->size()) {
+          info.blob_bytes = static_cast<int64_t>(root->segments()->Get(ref->index())->size());
+        }
+        if (d->compile_specs() != nullptr) {
+          for (const fb::CompileSpec* cs : *d->compile_specs()) {
+            const std::string key = cs->key() ? cs->key()->str() : "";
+            if (key == "ember.nodes") {
+              info.nodes = parse_nodes(cs->value());
+            } else {
+              info.spec_keys.push_back(key);
+            }
+          }
+        }
+        r.delegates.push_back(std::move(info));
       }
     }
     if (plan->values() != nullptr) {
@@ -152,13 +196,29 @@ Result<std::string> inspect_program(const Program& program, bool json) {
       cs == nullptr || cs->offsets() == nullptr || cs->offsets()->size() == 0;
   const char* constant_location =
       deprecated_constants ? "inline constant_buffer (deprecated)" : "constant segment";
+  // The program's own named data: key and stored bytes (the segment it names).
+  std::vector<std::pair<std::string, int64_t>> named;
+  if (root->named_data() != nullptr) {
+    for (const fb::NamedData* nd : *root->named_data()) {
+      int64_t bytes = -1;
+      if (root->segments() != nullptr && nd->segment_index() < root->segments()->size()) {
+        bytes = static_cast<int64_t>(root->segments()->Get(nd->segment_index())->size());
+      }
+      named.emplace_back(nd->key() ? nd->key()->str() : "?", bytes);
+    }
+  }
   std::ostringstream out;
   const ExtendedHeader& h = program.header();
   if (json) {
     out << "{\"file_size\": " << program.file_size()
         << ", \"extended_header\": " << (h.present ? "true" : "false")
         << ", \"segments\": " << (root->segments() ? root->segments()->size() : 0)
-        << ", \"methods\": [";
+        << ", \"named_data\": [";
+    for (size_t i = 0; i < named.size(); ++i) {
+      out << (i ? ", " : "") << "{\"key\": " << json_string(named[i].first)
+          << ", \"bytes\": " << named[i].second << "}";
+    }
+    out << "], \"methods\": [";
     for (size_t m = 0; m < reports.size(); ++m) {
       const MethodReport& r = reports[m];
       out << (m ? ", " : "") << "{\"name\": " << json_string(r.name);
@@ -186,8 +246,18 @@ Result<std::string> inspect_program(const Program& program, bool json) {
       }
       out << "], \"delegates\": [";
       for (size_t i = 0; i < r.delegates.size(); ++i) {
-        out << (i ? ", " : "") << "{\"backend\": " << json_string(r.delegates[i].first)
-            << ", \"processed\": " << json_string(r.delegates[i].second) << "}";
+        const DelegateInfo& d = r.delegates[i];
+        out << (i ? ", " : "") << "{\"backend\": " << json_string(d.backend)
+            << ", \"processed\": " << json_string(d.where) << ", \"blob_bytes\": " << d.blob_bytes
+            << ", \"compile_specs\": [";
+        for (size_t k = 0; k < d.spec_keys.size(); ++k)
+          out << (k ? ", " : "") << json_string(d.spec_keys[k]);
+        out << "], \"nodes\": [";
+        for (size_t k = 0; k < d.nodes.size(); ++k) {
+          out << (k ? ", " : "") << "{\"name\": " << json_string(d.nodes[k].first)
+              << ", \"op\": " << json_string(d.nodes[k].second) << "}";
+        }
+        out << "]}";
       }
       out << "], \"constants\": {\"count\": " << r.num_constants
           << ", \"bytes\": " << r.constant_bytes
@@ -207,6 +277,10 @@ Result<std::string> inspect_program(const Program& program, bool json) {
       << (h.present ? "extended header, segment base " + std::to_string(h.segment_base_offset)
                     : std::string("no extended header"))
       << ", " << (root->segments() ? root->segments()->size() : 0) << " segment(s)\n";
+  if (!named.empty()) {
+    out << "named data (backends' weights, one copy per key): " << named.size() << " key(s)\n";
+    for (const auto& [key, bytes] : named) out << "  " << key << ": " << bytes << " bytes\n";
+  }
   for (const MethodReport& r : reports) {
     out << "method '" << r.name << "': " << r.num_instructions << " instruction(s)\n";
     for (int pass = 0; pass < 2; ++pass) {
@@ -227,7 +301,15 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     out << "  operators:" << (r.operator_calls.empty() ? " none" : "") << "\n";
     for (const auto& [op, n] : r.operator_calls) out << "    " << op << " x" << n << "\n";
     out << "  delegates:" << (r.delegates.empty() ? " none" : "") << "\n";
-    for (const auto& [id, where] : r.delegates) out << "    " << id << " (" << where << ")\n";
+    for (size_t i = 0; i < r.delegates.size(); ++i) {
+      const DelegateInfo& d = r.delegates[i];
+      out << "    " << i << ": " << d.backend << " (" << d.where;
+      if (d.blob_bytes >= 0) out << ", " << d.blob_bytes << " bytes";
+      out << ")";
+      for (const std::string& k : d.spec_keys) out << " spec " << k;
+      out << (d.nodes.empty() ? "\n" : ", " + std::to_string(d.nodes.size()) + " node(s):\n");
+      for (const auto& [name, op] : d.nodes) out << "      " << name << " (" << op << ")\n";
+    }
     out << "  constants: " << r.num_constants << " (" << r.constant_bytes << " bytes, "
         << constant_location << ")";
     if (r.num_external > 0)

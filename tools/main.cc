@@ -14,15 +14,23 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  ember compile MODEL.ep -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
+    "                [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
     "  ember inspect MODEL.pte [--json]\n"
+    "  ember inspect MODEL.ep --backend NAME [--backend-spec KEY=VALUE]...\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export) to a .pte program,\n"
-    "         weights in the .ptd with --ptd; prints planned memory against its lower bound\n"
+    "         weights in the .ptd with --ptd; prints planned memory against its lower bound;\n"
+    "         --backend delegates what NAME supports (repeatable, priority order; `loopback` is\n"
+    "         the reference backend) and prints each delegate's nodes and every node left on the\n"
+    "         portable path with the reason; --backend-spec gives the last --backend a compile\n"
+    "         spec (exclude_ops=aten::cumsum,... keeps those ops portable for any backend)\n"
     "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
     "planned\n"
-    "         memory of a .pte program\n"
+    "         memory of a .pte program (each delegate with its nodes); of an exported program\n"
+    "         with --backend, what each backend would take and why every other node stays\n"
+    "         portable, without writing anything\n"
     "run      runs a method with inputs from .npy files (random ones of the declared shape when "
     "none\n"
     "         are given), prints each output, writes DIR/output_N.npy, and with --repeat N prints\n"
@@ -44,9 +52,18 @@ bool parse_int(const char* s, int* out) {
 int inspect_main(int argc, char** argv) {
   std::string model;
   bool json = false;
+  ember::tools::CompileCommand plan;  // MODEL.ep --backend NAME...: the partition report only
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+      plan.backends.push_back({argv[++i], {}});
+    } else if (std::strcmp(argv[i], "--backend-spec") == 0 && i + 1 < argc &&
+               !plan.backends.empty()) {
+      const std::string spec = argv[++i];
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) return usage_error("--backend-spec needs KEY=VALUE");
+      plan.backends.back().second.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (argv[i][0] == '-') {
       return usage_error((std::string("unknown option ") + argv[i]).c_str());
     } else if (model.empty()) {
@@ -56,6 +73,11 @@ int inspect_main(int argc, char** argv) {
     }
   }
   if (model.empty()) return usage_error("inspect needs a program file");
+  if (!plan.backends.empty()) {
+    // An exported program: what each backend would take, and why the rest stays portable.
+    plan.model = model;
+    return ember::tools::partition_report_command(plan);
+  }
   ember::ModuleOptions options;
   options.load_mode = ember::LoadMode::File;
   ember::Module module(model, options);
@@ -119,6 +141,16 @@ int compile_main(int argc, char** argv) {
     if (arg == "-o" || arg == "--ptd" || arg == "--print-ir") {
       if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
       (arg == "-o" ? c.output : arg == "--ptd" ? c.ptd : c.print_ir) = argv[++i];
+    } else if (arg == "--backend") {
+      if (i + 1 >= argc) return usage_error("--backend needs a backend name");
+      c.backends.push_back({argv[++i], {}});
+    } else if (arg == "--backend-spec") {
+      if (i + 1 >= argc) return usage_error("--backend-spec needs KEY=VALUE");
+      if (c.backends.empty()) return usage_error("--backend-spec must follow a --backend");
+      const std::string spec = argv[++i];
+      const size_t eq = spec.find('=');
+      if (eq == std::string::npos || eq == 0) return usage_error("--backend-spec needs KEY=VALUE");
+      c.backends.back().second.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
     } else if (arg[0] == '-') {
       return usage_error(("unknown option " + arg).c_str());
     } else if (c.model.empty()) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "backends/loopback/loopback_runtime.h"
 #include "runtime/executor/module.h"
 #include "runtime/platform/clock.h"
 #include "tools/npy.h"
@@ -68,6 +69,11 @@ void print_values(const Tensor& t) {
 }  // namespace
 
 int run_command(const RunOptions& o) {
+  // The backends this runtime carries, registered before any method loads.
+  if (loopback::register_loopback_backend() != Error::Ok) {
+    std::fprintf(stderr, "error: %s\n", last_error_message());
+    return 1;
+  }
   Result<LoadMode> mode = parse_load_mode(o.load_mode);
   if (!mode.ok()) return report(mode.error());
   ModuleOptions options;

@@ -124,8 +124,21 @@ struct MethodSpec {
   void call(const std::string& op_name, const std::string& overload, std::vector<int32_t> args);
 };
 
+// Bytes stored once under a key for backends (their weights): in the .pte's named_data (a segment
+// per distinct byte string) or, when `external`, in the .ptd with a tensor layout (ExecuTorch's
+// .ptd map needs one for every key). A weight's layout is its own; an opaque blob is Byte [n].
+struct NamedDataSpec {
+  std::string key = {};
+  std::vector<uint8_t> data = {};
+  bool external = false;
+  ScalarType dtype = ScalarType::Byte;
+  std::vector<int32_t> sizes = {};  // empty with Byte: [data.size()]
+};
+
 struct ProgramSpec {
   std::vector<MethodSpec> methods;
+  // Each key once (a repeated key must hold equal bytes).
+  std::vector<NamedDataSpec> named_data = {};
   uint64_t constant_alignment = 16;
   uint64_t segment_alignment = 128;
 };

@@ -158,7 +158,50 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
     }
   }
 
-  // Segments in EXIR's order: constants, mutable data, delegate blobs.
+  // Backend named data: the .pte's ones get a segment per distinct byte string; the .ptd's join
+  // the external tensors (one entry per key there too).
+  std::vector<std::pair<std::string, uint32_t>> pte_named;  // key, index into named_blobs
+  std::vector<const std::vector<uint8_t>*> named_blobs;
+  for (size_t i = 0; i < spec.named_data.size(); ++i) {
+    const NamedDataSpec& nd = spec.named_data[i];
+    EMBER_CHECK(!nd.key.empty(), Error::InvalidArgument, "named data %zu has no key", i);
+    bool seen = false;
+    for (size_t j = 0; j < i; ++j) {
+      const NamedDataSpec& other = spec.named_data[j];
+      if (other.key != nd.key) continue;
+      EMBER_CHECK(other.data == nd.data && other.external == nd.external, Error::InvalidArgument,
+                  "named data '%s' is stored twice with different contents", nd.key.c_str());
+      seen = true;
+    }
+    if (seen) continue;
+    if (nd.external) {
+      std::vector<int32_t> sizes = nd.sizes;
+      if (sizes.empty() && nd.dtype == ScalarType::Byte) {
+        sizes.push_back(static_cast<int32_t>(nd.data.size()));
+      }
+      Result<size_t> nbytes = checked_nbytes(nd.dtype, sizes);
+      if (!nbytes.ok()) return nbytes.error();
+      EMBER_CHECK(*nbytes == nd.data.size(), Error::InvalidArgument,
+                  "named data '%s' holds %zu bytes, its layout needs %zu", nd.key.c_str(),
+                  nd.data.size(), *nbytes);
+      bool stored = false;
+      for (const NamedTensor& e : externals) {
+        if (e.key != nd.key) continue;
+        EMBER_CHECK(e.data == nd.data && e.sizes == sizes && e.dtype == nd.dtype,
+                    Error::InvalidArgument,
+                    "'%s' is stored twice with different contents or layout", nd.key.c_str());
+        stored = true;
+      }
+      if (!stored) externals.push_back({nd.key, nd.dtype, sizes, {}, nd.data});
+      continue;
+    }
+    uint32_t blob = 0;
+    while (blob < named_blobs.size() && *named_blobs[blob] != nd.data) ++blob;
+    if (blob == named_blobs.size()) named_blobs.push_back(&nd.data);
+    pte_named.emplace_back(nd.key, blob);
+  }
+
+  // Segments in EXIR's order: constants, mutable data, delegate blobs, then named data.
   SegmentTable segments;
   const uint32_t constant_segment = segments.add(constants.bytes, spec.segment_alignment);
   const bool has_mutable = mutables.offsets.size() > 1;
@@ -167,6 +210,9 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
   std::vector<uint32_t> blob_segment;
   for (const auto& blob : delegate_blobs)
     blob_segment.push_back(segments.add(blob, spec.segment_alignment));
+  std::vector<uint32_t> named_segment;
+  for (const std::vector<uint8_t>* blob : named_blobs)
+    named_segment.push_back(segments.add(*blob, spec.segment_alignment));
 
   flatbuffers::FlatBufferBuilder fbb(4096);
   std::vector<flatbuffers::Offset<fb::ExecutionPlan>> plans;
@@ -305,11 +351,19 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
         fb::CreateSubsegmentOffsets(fbb, mutable_segment, fbb.CreateVector(mutables.offsets))};
     mutable_tables = fbb.CreateVector(m);
   }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::NamedData>>> named_table;
+  if (!pte_named.empty()) {
+    std::vector<flatbuffers::Offset<fb::NamedData>> named;
+    for (const auto& [key, blob] : pte_named) {
+      named.push_back(fb::CreateNamedData(fbb, fbb.CreateString(key), named_segment[blob]));
+    }
+    named_table = fbb.CreateVector(named);
+  }
   const std::vector<flatbuffers::Offset<fb::Buffer>> no_buffers;
   const std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> no_inline;
   const auto root = fb::CreateProgram(fbb, 0, fbb.CreateVector(plans), fbb.CreateVector(no_buffers),
                                       fbb.CreateVector(no_inline), fbb.CreateVector(segment_tables),
-                                      constant_table, mutable_tables);
+                                      constant_table, mutable_tables, named_table);
   fb::FinishProgramBuffer(fbb, root);
 
   WrittenProgram out;

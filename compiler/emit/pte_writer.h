@@ -5,7 +5,9 @@
 //   write_file("model.pte", w->pte);  if (!w->ptd.empty()) write_file("model.ptd", w->ptd);
 //
 // Constants go in one constant segment (each aligned to 16), initial values of mutable tensors in
-// a mutable-data segment, delegate blobs in segments of their own (identical blobs stored once);
+// a mutable-data segment, delegate blobs in segments of their own (identical blobs stored once),
+// backends' named data (ProgramSpec::named_data) in segments named by the program's named_data
+// (one per distinct byte string) or, when external, in the .ptd;
 // the 32-byte eh00 header is written whenever there is segment data. External tensors go to the
 // .ptd, one segment per distinct byte string, keyed by their `fqn`.
 #pragma once

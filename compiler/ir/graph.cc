@@ -313,6 +313,16 @@ Status Graph::erase_node(Node* node) {
   return Status();
 }
 
+Status Graph::move_node(Node* node, Node* before) {
+  if (node->owner_ != this || (before != nullptr && before->owner_ != this)) {
+    return Status::error("move_node: the node does not belong to this graph");
+  }
+  if (node == before) return {};
+  // splice keeps every list iterator valid, so position_ still points at the node.
+  nodes_.splice(before != nullptr ? before->position_ : nodes_.end(), nodes_, node->position_);
+  return {};
+}
+
 Node* Graph::next(const Node* node) const {
   auto it = node->position_;
   ++it;

@@ -223,6 +223,9 @@ class Graph {
                     std::string name = "");
   // Erases a node whose outputs have no uses left.
   Status erase_node(Node* node);
+  // Moves `node` (of this graph) before `before`, or to the end when null. Values and uses are
+  // unchanged: the caller keeps every use after its definition (delegate insertion re-sorts).
+  Status move_node(Node* node, Node* before);
 
   // Nodes in program order.
   class NodeRange {

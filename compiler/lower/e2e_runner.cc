@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/loopback/loopback_runtime.h"
 #include "runtime/executor/module.h"
 #include "tools/npy.h"
 
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
       model = a;
     }
   }
+  if (ember::loopback::register_loopback_backend() != ember::Error::Ok) return fail("register");
   ember::ModuleOptions options;
   options.data_path = ptd;
   ember::Module module(model, options);

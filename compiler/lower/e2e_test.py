@@ -1,6 +1,11 @@
 """End-to-end tests of `ember compile`: export with ember.export, compile, run with Ember's runtime
 and compare with eager PyTorch (fp32: rtol 1e-4).
 
+Every model is exported once and compiled four times: portable with weights in the .pte, portable
+with a .ptd, delegated to the reference backend (`--backend loopback`, its named data in the .pte)
+and delegated with a .ptd; each run is compared with eager. `--model delegation` runs the models
+of the delegation contracts (C16-C20) the same way, with their extra checks.
+
     /usr/bin/python3 e2e_test.py --ember EMBER --runner RUNNER --python-dir DIR --work DIR [--model M]
 
 Each model is one CTest test. A model whose ops Ember cannot run yet exits with 77 (CTest: skipped)
@@ -175,6 +180,47 @@ class Decoder(torch.nn.Module):
         return self.out(self.rms(h))
 
 
+class BufferCumsum(torch.nn.Module):  # C16 test 2 (cumsum kept portable by a compile spec)
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.arange(4.0))
+
+    def forward(self, x):
+        a = x + self.buf
+        self.buf.add_(x.cumsum(0))
+        return a * 2 + self.buf
+
+
+class UnusedInput(torch.nn.Module):  # C17
+    def forward(self, x, unused, y):
+        return x + y
+
+
+class WhereIndex(torch.nn.Module):  # C18
+    def forward(self, x, idx, mask):
+        return torch.where(mask, x, 0.0)[idx]
+
+
+class SharedWeight(torch.nn.Module):  # C19
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.lin(x) + torch.nn.functional.linear(x, self.lin.weight)
+
+
+class CloneWrite(torch.nn.Module):  # C20
+    def __init__(self):
+        super().__init__()
+        self.c = torch.arange(12.0).reshape(4, 3)
+
+    def forward(self, x):
+        y = self.c.clone()
+        y[0:2] = x
+        return y
+
+
 def torchvision_model(name):
     import torchvision
     return getattr(torchvision.models, name)()
@@ -218,16 +264,86 @@ def models():
         "llama_kv_cache": (Decoder, [(torch.tensor([[3]]), torch.tensor([0])),
                                      (torch.tensor([[7]]), torch.tensor([1])),
                                      (torch.tensor([[1]]), torch.tensor([2]))], None, False),
+        # The delegation contracts (run together by --model delegation).
+        "c16_buffer_cumsum": (BufferCumsum, [(r(4),), (r(4),)], None, True),
+        "c17_unused_input": (UnusedInput, [(r(3), r(3) * 100, r(3))], None, True),
+        "c18_where_index": (WhereIndex, [(r(3, 4), torch.tensor([2, 0, 2, 1]),
+                                         torch.tensor([[True, False, True, True]] * 3))],
+                            None, True),
+        "c19_shared_weight": (SharedWeight, [(r(2, 4),)], None, True),
+        "c20_clone_write": (CloneWrite, [(r(2, 3),), (r(2, 3) + 5,)], None, True),
     }
+
+
+# Per model: compile specs for the loopback runs, and whether the delegates must take every node.
+DELEGATION = {
+    "c16_buffer_cumsum": {"specs": ["exclude_ops=aten::cumsum"], "full": False},
+    "c17_unused_input": {"full": True},
+    "c18_where_index": {"full": True},
+    "c19_shared_weight": {"full": True},
+    "c20_clone_write": {"full": True},
+}
+
+
+def inspect_json(args, pte):
+    import json
+    r = run([args.ember, "inspect", pte, "--json"])
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def check_delegated(args, name, mode, pte, ptd):
+    """What a loopback compile must show in the file: delegates with their nodes, C16-C19."""
+    info = inspect_json(args, pte)
+    method = info["methods"][0]
+    delegates = method["delegates"]
+    assert delegates, f"{name} ({mode}): nothing was delegated"
+    for d in delegates:
+        assert d["backend"] == "loopback" and d["blob_bytes"] > 0 and d["nodes"], d
+    extra = DELEGATION.get(name, {})
+    if extra.get("full"):
+        # Fully delegated: the program's only instructions are delegate calls.
+        assert not method["operators"], f"{name}: portable ops remain: {method['operators']}"
+    if name == "c16_buffer_cumsum":
+        ops = [o["name"] for o in method["operators"]]
+        assert any(o.startswith("aten::cumsum") for o in ops), ops
+        assert all(n["op"] != "aten::cumsum.default" for d in delegates for n in d["nodes"])
+    if name == "c19_shared_weight":
+        # One stored copy of lin.weight, however many nodes read it (C19). Both linears read
+        # its transpose, which folding computes once (`lin.weight@t`).
+        if ptd:
+            data = open(ptd, "rb").read()
+            count = data.count(b"lin.weight")
+            keys = [k["key"] for k in info["named_data"]]
+            assert count == 1 and not keys, (count, keys)
+        else:
+            keys = [k["key"] for k in info["named_data"] if k["key"].startswith("lin.weight")]
+            assert len(keys) == 1, info["named_data"]
+    if name == "c19_shared_weight":
+        # The delegate keeps pointers into its blob (C25): `ember run` with every load mode,
+        # three executions each, gives eager's output.
+        x = os.path.join(os.path.dirname(pte), "out_" + mode, "in0_0.npy")
+        expected = np.load(os.path.join(os.path.dirname(pte), "out_" + mode, "call0_out0.npy"))
+        for load_mode in ("file", "mmap", "mlock-ignore"):
+            out_dir = os.path.join(os.path.dirname(pte), f"run_{mode}_{load_mode}")
+            cmd = [args.ember, "run", pte, "--input", x, "--output-dir", out_dir, "--repeat", "2",
+                   "--load-mode", load_mode] + (["--ptd", ptd] if ptd else [])
+            r = run(cmd)
+            assert r.returncode == 0, r.stderr
+            got = np.load(os.path.join(out_dir, "output_0.npy"))
+            assert np.array_equal(got, expected), (load_mode, got, expected)
+    print(f"   {name} ({mode}): {len(delegates)} delegate(s), "
+          f"{sum(len(d['nodes']) for d in delegates)} node(s) delegated, "
+          f"{len(method['operators'])} portable op(s), {len(info['named_data'])} named data key(s)")
 
 
 def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def compile_model(args, ep, pte, ptd=None):
+def compile_model(args, ep, pte, ptd=None, backend_args=()):
     cmd = [args.ember, "compile", ep, "-o", pte] + (["--ptd", ptd] if ptd else [])
-    return run(cmd)
+    return run(cmd + list(backend_args))
 
 
 def execute(args, pte, calls, out_dir, ptd=None):
@@ -279,10 +395,15 @@ def check_model(args, name):
     if dynamic == "batch":
         dyn = [{0: ember.Dim("batch", 1, 8)}]
     ember.export(copy.deepcopy(module), calls[0], ep, dynamic_shapes=dyn)
-    for mode in ("pte", "ptd"):
+    for mode in ("pte", "ptd", "loopback", "loopback_ptd"):
         pte = os.path.join(work, f"{name}_{mode}.pte")
-        ptd = os.path.join(work, f"{name}_{mode}.ptd") if mode == "ptd" else None
-        r = compile_model(args, ep, pte, ptd)
+        ptd = os.path.join(work, f"{name}_{mode}.ptd") if mode.endswith("ptd") else None
+        backend_args = []
+        if mode.startswith("loopback"):
+            backend_args = ["--backend", "loopback"]
+            for spec in DELEGATION.get(name, {}).get("specs", []):
+                backend_args += ["--backend-spec", spec]
+        r = compile_model(args, ep, pte, ptd, backend_args)
         print(r.stdout, end="")
         if r.returncode != 0:
             missing = re.findall(r"distinct op\(s\):([^)]*)\)", r.stderr)
@@ -300,6 +421,8 @@ def check_model(args, name):
                 return SKIP
             raise AssertionError(f"{name} ({mode}): run failed: {r.stderr}")
         compare(name, expected, os.path.join(work, "out_" + mode))
+        if mode.startswith("loopback"):
+            check_delegated(args, name, mode, pte, ptd)
         print(f"ok {name} ({mode})")
     return 0
 
@@ -339,7 +462,12 @@ def main():
     p.add_argument("--model", default="all")
     args = p.parse_args()
     sys.path.insert(0, args.python_dir)
-    names = list(models()) + ["wrong_ptd"] if args.model == "all" else [args.model]
+    if args.model == "all":
+        names = list(models()) + ["wrong_ptd"]
+    elif args.model == "delegation":
+        names = list(DELEGATION)
+    else:
+        names = [args.model]
     status = 0
     for name in names:
         rc = check_wrong_ptd(args) if name == "wrong_ptd" else check_model(args, name)

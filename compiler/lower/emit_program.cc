@@ -1,9 +1,10 @@
 #include "compiler/lower/emit_program.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
-#include "compiler/lower/sha256.h"
+#include "compiler/partition/backend.h"
 #include "compiler/passes/kernel_eval.h"
 #include "compiler/passes/op_table.h"
 #include "compiler/passes/pass_util.h"
@@ -139,14 +140,14 @@ class Emitter {
         continue;
       }
       if (options_.external_weights) {
-        const std::string hash = sha256_hex(bytes);
-        auto [it, inserted] = keys_->emplace(spec.target, hash);
-        if (!inserted && it->second != hash) {
+        const std::string key = partition::weight_key(spec.target, bytes);
+        auto [it, inserted] = keys_->emplace(spec.target, key);
+        if (!inserted && it->second != key) {
           return ir::Status::error("weight " + spec.target +
                                    " is redefined with different bytes in one export (C22)");
         }
         t.storage = emit::TensorSpec::Storage::External;
-        t.fqn = spec.target + ":sha256:" + hash;
+        t.fqn = key;
         result_.stats.external_bytes += bytes.size();
       } else {
         t.storage = emit::TensorSpec::Storage::Constant;
@@ -234,7 +235,53 @@ class Emitter {
     return ir::Status::error("an unknown argument kind");
   }
 
+  // A delegate call: its arguments, then its outputs (planned like any activation), and the
+  // blob, compile specs and backend id in the method's delegate table.
+  ir::Status emit_delegate(const ir::Node& n) {
+    const ir::Arg* index = n.arg("index");
+    const ir::Arg* inputs = n.arg("inputs");
+    const auto* table = options_.delegates;
+    if (index == nullptr || inputs == nullptr || table == nullptr || index->as_int() < 0 ||
+        static_cast<size_t>(index->as_int()) >= table->size()) {
+      return ir::Status::error(passes::node_error(n, "a delegate call without its blob"));
+    }
+    const partition::LoweredDelegate& d = (*table)[static_cast<size_t>(index->as_int())];
+    const int64_t at = instruction_count();
+    std::vector<int32_t> args;
+    for (const ir::Arg& a : inputs->as_list()) {
+      if (a.kind() != ir::ArgKind::Value) {
+        return ir::Status::error(passes::node_error(n, "a delegate argument is not a value"));
+      }
+      ir::StatusOr<int32_t> v = arg_value(a, at);
+      if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      args.push_back(*v);
+    }
+    for (size_t i = 0; i < n.num_outputs(); ++i) {
+      const ir::Value* v = n.output(i);
+      if (!v->is_tensor()) {
+        return ir::Status::error(passes::node_error(n, "a delegate output is not a tensor"));
+      }
+      const int32_t idx = method_.add(tensor_spec(v->tensor_type()));
+      planned_.push_back({v, idx, false});
+      first_def_[v] = at;
+      index_[v] = idx;
+      use(v, at);
+      args.push_back(idx);
+    }
+    emit::DelegateSpec spec;
+    spec.id = d.backend;
+    spec.processed = d.processed;
+    for (const partition::CompileSpecEntry& c : d.compile_specs) {
+      spec.compile_specs.emplace_back(c.key, c.value);
+    }
+    method_.delegates.push_back(std::move(spec));
+    method_.append<emit::DelegateCallSpec>(static_cast<int32_t>(method_.delegates.size() - 1),
+                                           std::move(args));
+    return {};
+  }
+
   ir::Status emit_node(const ir::Node& n) {
+    if (passes::is_delegate_call(n)) return emit_delegate(n);
     if (n.num_subgraphs() > 0) {
       return ir::Status::error(
           passes::node_error(n, "control flow is not emitted yet (JumpFalse chains)"));
@@ -246,9 +293,17 @@ class Emitter {
     }
     const int64_t at = instruction_count();
     std::vector<int32_t> args;
-    for (const ir::NamedArg& a : n.args()) {
-      ir::StatusOr<int32_t> v = arg_value(a.value, at);
+    // A Tensor?[] argument ('o' in the kernel's signature, `index`'s indices) is an optional
+    // tensor list in the file even when no entry is None: the kernel accepts only that tag.
+    const char* sig = prim ? nullptr : passes::kernel_signature(op);
+    const size_t sig_len = sig == nullptr ? 0 : std::strlen(sig);
+    for (size_t i = 0; i < n.args().size(); ++i) {
+      ir::StatusOr<int32_t> v = arg_value(n.args()[i].value, at);
       if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      if (i < sig_len && sig[i] == 'o') {
+        auto* list = std::get_if<emit::TensorListSpec>(&method_.values[static_cast<size_t>(*v)]);
+        if (list != nullptr) list->optional = true;
+      }
       args.push_back(*v);
     }
     std::vector<int32_t> outs;

@@ -5,10 +5,10 @@
 //   emit::ProgramSpec spec{.methods = {m->method}};
 //   Result<emit::WrittenProgram> files = emit::write_program(spec);
 //
-// Needs: lower_to_out_variants (every top-level node an out variant or a prim op). Tensors are
-// planned in memory id 1 (plan/memory_planner.h); written buffers get exclusive planned storage
-// with their initial bytes (Mutable) and a final copy into it; user inputs are unplanned (the
-// caller's memory, so writes to them are seen by the caller); outputs are planned.
+// Needs: lower_to_out_variants (every top-level node an out variant, a prim op or a delegate call).
+// Tensors are planned in memory id 1 (plan/memory_planner.h); written buffers get exclusive planned
+// storage with their initial bytes (Mutable) and a final copy into it; user inputs are unplanned
+// (the caller's memory, so writes to them are seen by the caller); outputs are planned.
 #pragma once
 
 #include <cstdint>
@@ -18,12 +18,15 @@
 #include "compiler/emit/program_spec.h"
 #include "compiler/ir/graph.h"
 #include "compiler/ir/status.h"
+#include "compiler/partition/to_backend.h"
 
 namespace ember::lower {
 
 struct EmitOptions {
   bool external_weights = false;  // weights go to the .ptd, keyed `fqn:sha256:<hex>` (C21)
   std::string method_name = "forward";
+  // The blobs of the program's delegate call nodes (compiler/partition/to_backend.h), by index.
+  const std::vector<partition::LoweredDelegate>* delegates = nullptr;
 };
 
 struct PlanStats {
@@ -41,8 +44,8 @@ struct EmittedMethod {
   PlanStats stats;
 };
 
-// `ptd_keys` carries fqn → SHA-256 across the methods of one export: the same name with other
-// bytes is refused, naming it (C22).
+// `ptd_keys` carries fqn → weight key (fqn:sha256:hex) across the methods of one export: the same
+// name with other bytes is refused, naming it (C22).
 ir::StatusOr<EmittedMethod> emit_method(const ir::Program& program, const EmitOptions& options,
                                         std::map<std::string, std::string>* ptd_keys);
 

@@ -9,7 +9,7 @@
 #include "compiler/emit/pte_writer.h"
 #include "compiler/ir/parser.h"
 #include "compiler/lower/pipeline.h"
-#include "compiler/lower/sha256.h"
+#include "compiler/partition/backend.h"
 
 namespace ember::lower {
 namespace {
@@ -56,7 +56,7 @@ TEST(EmitProgram, SharedWeightIsStoredOnceAcrossMethods) {
   auto files = emit::write_program(spec);
   ASSERT_TRUE(files.ok());
   const std::vector<uint8_t> bytes = {0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
-  const std::string key = "linear.weight:sha256:" + sha256_hex(bytes);
+  const std::string key = partition::weight_key("linear.weight", bytes);
   EXPECT_EQ(count(files->ptd, key), 1u);  // C22 test 1: one entry
   EXPECT_EQ(count(files->pte, key), 2u);  // each method's tensor names it (C21 key)
 }

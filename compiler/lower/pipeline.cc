@@ -4,11 +4,14 @@
 
 #include "compiler/import/exported_program.h"
 #include "compiler/ir/printer.h"
+#include "compiler/passes/kernel_eval.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::lower {
 
-ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes) {
+ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
+                      const std::vector<partition::BackendRequest>& backends,
+                      partition::DelegationResult* delegation) {
   passes::PassContext ctx;
   EMBER_IR_RETURN_IF_ERROR(passes::remove_aliases(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::drop_assertions(program, ctx));
@@ -17,6 +20,13 @@ ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes) {
   EMBER_IR_RETURN_IF_ERROR(passes::fold_constants(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::functionalize(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
+  if (!backends.empty()) {
+    if (delegation == nullptr) return ir::Status::error("run_passes: backends need a result");
+    ir::StatusOr<partition::DelegationResult> d =
+        partition::delegate_to_backends(program, backends);
+    if (!d.ok()) return d.status();
+    *delegation = std::move(*d);
+  }
   EMBER_IR_RETURN_IF_ERROR(passes::lower_to_out_variants(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::fold_constants(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::dedupe_constants(program, ctx));
@@ -29,16 +39,55 @@ ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes) {
 ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CompileResult result;
-  EMBER_IR_RETURN_IF_ERROR(run_passes(program, &result.notes));
+  std::vector<partition::BackendRequest> requests;
+  for (const std::string& name : options.backends) {
+    const partition::CompilerBackend* b = partition::find_compiler_backend(name);
+    if (b == nullptr) {
+      std::string known;
+      for (const std::string& n : partition::compiler_backend_names()) {
+        known += (known.empty() ? "" : ", ") + n;
+      }
+      return ir::Status::error("unknown backend '" + name +
+                               "'; registered backends: " + (known.empty() ? "(none)" : known));
+    }
+    auto specs = options.compile_specs.find(name);
+    requests.push_back({b, specs == options.compile_specs.end()
+                               ? std::vector<partition::CompileSpecEntry>{}
+                               : specs->second});
+  }
+  for (const auto& [name, specs] : options.compile_specs) {
+    bool asked = false;
+    for (const std::string& b : options.backends) asked = asked || b == name;
+    if (!asked) return ir::Status::error("compile specs for backend '" + name + "', not requested");
+  }
+  partition::DelegationResult delegation;
+  EMBER_IR_RETURN_IF_ERROR(run_passes(program, &result.notes, requests, &delegation));
   if (options.keep_ir) result.ir = ir::print_program(program);
   std::map<std::string, std::string> keys;
   EmitOptions eo;
   eo.external_weights = options.external_weights;
+  eo.delegates = &delegation.delegates;
   ir::StatusOr<EmittedMethod> m = emit_method(program, eo, &keys);
   if (!m.ok()) return m.status();
   result.stats = m->stats;
   emit::ProgramSpec spec;
   spec.methods.push_back(std::move(m->method));
+  // Backends' named data: once per key (C19), beside the program's own weights.
+  for (partition::NamedBlob& blob : delegation.named_data) {
+    emit::NamedDataSpec nd;
+    nd.key = blob.key;
+    nd.external = options.external_weights;
+    auto type = delegation.weight_types.find(blob.key);
+    if (type != delegation.weight_types.end()) {
+      nd.dtype = passes::to_scalar_type(type->second.dtype);
+      for (const ir::Dim& d : type->second.shape) nd.sizes.push_back(static_cast<int32_t>(d.value));
+    }
+    result.named_data_bytes += blob.data.size();
+    nd.data = std::move(blob.data);
+    spec.named_data.push_back(std::move(nd));
+  }
+  result.partition_report = std::move(delegation.report);
+  result.delegates = delegation.delegates.size();
   Result<emit::WrittenProgram> files = emit::write_program(spec);
   if (!files.ok()) {
     return ir::Status::error(std::string("writing the program failed: ") + last_error_message());

@@ -8,6 +8,7 @@
 // unsupported node at once.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,17 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/status.h"
 #include "compiler/lower/emit_program.h"
+#include "compiler/partition/to_backend.h"
 
 namespace ember::lower {
 
 struct CompileOptions {
-  bool external_weights = false;
-  bool keep_ir = false;  // fill CompileResult::ir with the lowered program's text
+  bool external_weights = false;  // weights, and backends' named data, go to the .ptd
+  bool keep_ir = false;           // fill CompileResult::ir with the lowered program's text
+  // Registered compiler backends (compiler/partition/backend.h) to delegate to, in priority
+  // order: each takes what it supports of what the earlier ones left.
+  std::vector<std::string> backends;
+  std::map<std::string, std::vector<partition::CompileSpecEntry>> compile_specs;  // by backend
 };
 
 struct CompileResult {
@@ -29,13 +35,21 @@ struct CompileResult {
   std::vector<std::string> notes;
   std::string ir;
   double seconds = 0;  // compile time, import excluded
+  // With backends: what each took and why the rest stays portable (describe_partitions).
+  std::string partition_report;
+  size_t delegates = 0;
+  uint64_t named_data_bytes = 0;  // stored once per key, in the .pte or the .ptd
 };
 
 // Runs every pass on `program` (which it rewrites), then plans and writes it.
 ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileOptions& options);
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options);
 
-// The passes alone (import → lowered IR), for tests and `--print-ir`.
-ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes);
+// The passes alone (import → lowered IR), for tests and `--print-ir`. With `backends`, their
+// partitions become delegate calls after functionalization (to_backend.h) and `delegation`
+// (required then) receives the blobs.
+ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
+                      const std::vector<partition::BackendRequest>& backends = {},
+                      partition::DelegationResult* delegation = nullptr);
 
 }  // namespace ember::lower

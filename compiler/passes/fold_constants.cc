@@ -3,8 +3,9 @@
 //
 // Contract C1: the set of written tensors is computed first, over every graph (in-place writes
 // through any chain of views, writes inside subgraphs, and the signature's mutated lists). A node
-// reading a written tensor, or a view of one, is never folded, and no in-place op is ever run on
-// stored weights. Contract C2: folded constants get the node's static shape, contiguous.
+// reading a written tensor, or a view of one, is never folded, nor is a node whose result is
+// written later (C20), and no in-place op is ever run on stored weights. Contract C2: folded
+// constants get the node's static shape, contiguous.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -51,6 +52,14 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
   for (ir::Node* n : nodes) {
     if (n->num_subgraphs() > 0 || !mutated_arguments(*n).empty() || n->num_outputs() == 0) continue;
     if (is_prim_op(n->qualified_op())) continue;
+    // A result that is written later (the clone of a constant, then `y[0:2] = x`) is fresh
+    // mutable storage, not a constant: folding it would make the write a write of a constant,
+    // and the value returned would miss it (C20).
+    bool written_result = false;
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      written_result = written_result || written.count(n->output(i)) != 0;
+    }
+    if (written_result) continue;
     bool foldable = true;
     size_t tensor_inputs = 0;
     std::string first_fqn;

@@ -461,9 +461,11 @@ const LoweringRule* find_rule(const ir::Node& node) {
   return find_rule_by_name(node.qualified_op());
 }
 
+bool is_delegate_call(const ir::Node& node) { return node.op() == kDelegateCallOp; }
+
 bool is_lowered(const ir::Node& node) {
   const std::string op = node.qualified_op();
-  if (is_prim_op(op)) return true;
+  if (is_prim_op(op) || is_delegate_call(node)) return true;
   const std::string& ov = node.overload();
   const bool out_form =
       ov == "out" || (ov.size() > 4 && ov.compare(ov.size() - 4, 4, "_out") == 0) ||
@@ -473,6 +475,7 @@ bool is_lowered(const ir::Node& node) {
 }
 
 std::optional<KernelForm> direct_kernel_form(const ir::Node& node) {
+  if (is_delegate_call(node)) return std::nullopt;  // no kernel: constant folding leaves it
   if (is_lowered(node)) {
     return KernelForm{node.op(), node.overload(), node.args()};
   }

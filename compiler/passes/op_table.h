@@ -44,6 +44,12 @@ bool is_prim_op(std::string_view qualified);
 // True for kernels whose out argument is one Tensor[] (split_copy, unbind_copy): the list is
 // passed, then passed again.
 bool is_list_out_kernel(std::string_view name);
+// The op of a delegate call node (compiler/partition/to_backend.h): `backend` (string), `index`
+// (int, into the lowering's delegate table) and `inputs` (the call's arguments); its outputs are
+// the partition's results. Lowering, folding and the verifier leave it as it is; emit writes a
+// DelegateCall.
+inline constexpr std::string_view kDelegateCallOp = "executorch::call_delegate";
+bool is_delegate_call(const ir::Node& node);
 // True when the portable kernel registry holds `name` ("aten::relu.out").
 bool kernel_exists(std::string_view name);
 // The kernel's signature letters, or null when unknown.

@@ -5,8 +5,10 @@
 //   EMBER_IR_RETURN_IF_ERROR(lower_to_out_variants(program, ctx));
 //
 // Order used by `ember compile` (compiler/lower/pipeline.h): remove_aliases → drop_assertions →
-// fold_constants → functionalize → lower_to_out_variants → fold_constants → dedupe_constants →
-// eliminate_dead_code → verify_support. Each pass documents what it needs and what it guarantees;
+// fold_constants → functionalize → eliminate_dead_code → [delegate_to_backends, with --backend:
+// compiler/partition/to_backend.h] → lower_to_out_variants → fold_constants → dedupe_constants →
+// eliminate_dead_code → verify_support. Delegate call nodes (op_table.h, kDelegateCallOp) pass
+// through every later pass unchanged. Each pass documents what it needs and what it guarantees;
 // every error names the node, the op, the module path and the reason.
 #pragma once
 
@@ -36,8 +38,9 @@ ir::Status drop_assertions(ir::Program& program, PassContext& ctx);
 // Needs: any IR (in-place ops allowed). Guarantees: a node whose tensor inputs are all unwritten
 // weights is replaced by a new constant weight computed with the portable kernels. A tensor that
 // any in-place op writes, directly or through views, in any graph, or that the signature lists as
-// mutated, is never folded, nor is anything viewing it (C1). Folded constants have static shapes
-// (C2).
+// mutated, is never folded, nor is anything viewing it (C1), nor is the node computing it (the
+// clone of a constant that is then written stays fresh storage: C20). Folded constants have
+// static shapes (C2).
 ir::Status fold_constants(ir::Program& program, PassContext& ctx);
 
 // Needs: remove_aliases. Guarantees: no in-place op and no view of a written tensor remains; each

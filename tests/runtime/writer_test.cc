@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "compiler/emit/pte_writer.h"
+#include "ember/schema/program_generated.h"
 #include "runtime/executor/header.h"
 #include "tests/runtime/test_util.h"
 
@@ -81,6 +82,45 @@ TEST(Writer, ConstantsGoInAnAlignedSegmentBehindTheHeader) {
   Result<Method> method = program->load_method("forward", &memory.manager);
   ASSERT_TRUE(method.ok()) << last_error_message();
   EXPECT_EQ(method->get_output(1)->to_tensor().data<uint8_t>()[7], 2);
+}
+
+TEST(Writer, NamedDataIsStoredOncePerKeyAndReadBack) {
+  MethodSpec m;
+  std::vector<uint8_t> c(12, 1);
+  m.outputs = {m.add(TensorSpec::constant(ScalarType::Float, {3}, c))};
+  ProgramSpec spec{{m}};
+  const std::vector<uint8_t> w1 = {1, 2, 3, 4, 5}, w2 = {9, 8, 7, 6};
+  spec.named_data.push_back({"a", w1});
+  spec.named_data.push_back({"a", w1});  // the same key again: stored once
+  spec.named_data.push_back({"b", w1});  // other key, same bytes: one segment
+  spec.named_data.push_back({"c", w2, /*external=*/true, ScalarType::Byte, {}});
+  Result<WrittenProgram> w = write_program(spec);
+  ASSERT_TRUE(w.ok()) << last_error_message();
+  EXPECT_FALSE(w->ptd.empty());  // "c" went to the .ptd
+
+  AlignedBytes bytes(w->pte);
+  BufferDataLoader loader(bytes.data.get(), bytes.size);
+  Result<Program> program = Program::load(&loader);
+  ASSERT_TRUE(program.ok()) << last_error_message();
+  const NamedDataMap* named = program->named_data();
+  ASSERT_NE(named, nullptr);
+  ASSERT_EQ(named->num_keys(), 2u);
+  EXPECT_EQ(*named->key(0), "a");
+  EXPECT_EQ(*named->key(1), "b");
+  for (const char* key : {"a", "b"}) {
+    Result<FreeableBuffer> data = named->get_data(key);
+    ASSERT_TRUE(data.ok()) << last_error_message();
+    EXPECT_EQ(std::vector<uint8_t>(data->bytes(), data->bytes() + data->size()), w1) << key;
+  }
+  EXPECT_EQ(named->get_data("c").error(), Error::NotFound);
+  // constants, then one segment for the bytes "a" and "b" share.
+  EXPECT_EQ(program->flatbuffer()->segments()->size(), 2u);
+
+  // One key with two different contents is refused, naming it.
+  spec.named_data.push_back({"a", w2});
+  Result<WrittenProgram> bad = write_program(spec);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(last_error_message()).find("'a'"), std::string::npos);
 }
 
 TEST(Writer, RefusesSpecsTheFormatCannotHold) {

@@ -11,9 +11,9 @@
 #include <span>
 #include <string>
 
-namespace ember::lower {
+namespace ember::partition {
 
 std::array<uint8_t, 32> sha256(std::span<const uint8_t> data);
 std::string sha256_hex(std::span<const uint8_t> data);
 
-}  // namespace ember::lower
+}  // namespace ember::partition

@@ -1,9 +1,9 @@
-#include "compiler/lower/sha256.h"
+#include "compiler/partition/sha256.h"
 
 #include <cstring>
 #include <vector>
 
-namespace ember::lower {
+namespace ember::partition {
 
 namespace {
 
@@ -91,4 +91,4 @@ std::string sha256_hex(std::span<const uint8_t> data) {
   return s;
 }
 
-}  // namespace ember::lower
+}  // namespace ember::partition

@@ -1,11 +1,11 @@
-#include "compiler/lower/sha256.h"
+#include "compiler/partition/sha256.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace ember::lower {
+namespace ember::partition {
 namespace {
 
 std::string hex_of(const std::string& s) {
@@ -22,4 +22,4 @@ TEST(Sha256, KnownVectors) {  // FIPS 180-4 examples
 }
 
 }  // namespace
-}  // namespace ember::lower
+}  // namespace ember::partition
