@@ -239,6 +239,49 @@ def _record_module_stack(module):
             h.remove()
 
 
+def _native_mha_decomposition(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
+                              proj_weight, proj_bias, mask=None, need_weights=True,
+                              average_attn_weights=True, mask_type=None):
+    """aten::_native_multi_head_attention in ATen ops Ember compiles.
+
+    PyTorch 1.13 runs an eval nn.MultiheadAttention(batch_first=True) without gradients through
+    this fused op (its "fast path"); the exporter always captures without gradients, so every
+    such module reaches it. Inputs are (batch, seq, embed); the scaling, softmax and projections
+    follow nn.functional.multi_head_attention_forward. Only a key-padding mask (mask_type 1, what
+    the fast path passes for `key_padding_mask`) is supported.
+    """
+    if mask is not None and mask_type != 1:
+        raise ExportError("nn.MultiheadAttention's fused path with an attention mask "
+                          f"(mask_type={mask_type}) is not supported by the exporter; pass the "
+                          "mask as key_padding_mask or call the module with gradients enabled")
+    b, l, e = query.shape
+    s_len = key.shape[1]
+    head = e // num_head
+    wq, wk, wv = qkv_weight.chunk(3)
+    bq, bk, bv = qkv_bias.chunk(3)
+    f = torch.nn.functional
+    q = f.linear(query, wq, bq).reshape(b, l, num_head, head).transpose(1, 2)
+    k = f.linear(key, wk, bk).reshape(b, s_len, num_head, head).transpose(1, 2)
+    v = f.linear(value, wv, bv).reshape(b, s_len, num_head, head).transpose(1, 2)
+    scores = torch.matmul(q * (float(head) ** -0.5), k.transpose(-2, -1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.reshape(b, 1, 1, s_len).to(torch.bool), float("-inf"))
+    attn = torch.softmax(scores, dim=-1)
+    out = torch.matmul(attn, v).transpose(1, 2).reshape(b, l, e)
+    out = f.linear(out, proj_weight, proj_bias)
+    if not need_weights:
+        return out, torch.zeros((0,), dtype=query.dtype)
+    return out, attn.mean(dim=1) if average_attn_weights else attn
+
+
+def _make_fx_decompositions():
+    table = {}
+    native_mha = getattr(torch.ops.aten, "_native_multi_head_attention", None)
+    if native_mha is not None:
+        table[native_mha.default] = _native_mha_decomposition
+    return table
+
+
 def _capture_make_fx(module, inputs, dims, state):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils.stateless import functional_call
@@ -264,7 +307,8 @@ def _capture_make_fx(module, inputs, dims, state):
         args += [x.detach().clone() for x in inputs]
     try:
         with torch.no_grad(), _record_module_stack(module), _restoring(constants):
-            gm = make_fx(program, tracing_mode=mode)(*args)
+            gm = make_fx(program, decomposition_table=_make_fx_decompositions(),
+                         tracing_mode=mode)(*args)
     except ExportError:
         raise
     except Exception as e:  # make_fx raises many types; say where it failed
