@@ -1,7 +1,7 @@
 #include "tools/inspect.h"
 
-#include <cinttypes>
 #include <algorithm>
+#include <cinttypes>
 #include <map>
 #include <span>
 #include <sstream>

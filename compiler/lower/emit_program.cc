@@ -311,8 +311,8 @@ class Emitter {
   // instead, so the result never aliases an operand, a weight or a constant.
   ir::Status emit_control_flow(const ir::Node& n) {
     if (n.op() != "higher_order::cond" || n.num_subgraphs() != 2) {
-      return ir::Status::error(passes::node_error(
-          n, "control flow other than cond (two branches) is not emitted yet"));
+      return ir::Status::error(
+          passes::node_error(n, "control flow other than cond (two branches) is not emitted yet"));
     }
     const ir::Arg* pred = n.arg("pred");
     const ir::Arg* operands = n.arg("operands");
@@ -401,8 +401,8 @@ class Emitter {
         const ir::Value* out = branches[b]->outputs()[j];
         auto it = index_.find(out);
         if (it == index_.end()) {
-          return ir::Status::error(passes::node_error(
-              n, "cond: branch output %" + out->name() + " is not computed"));
+          return ir::Status::error(
+              passes::node_error(n, "cond: branch output %" + out->name() + " is not computed"));
         }
         const int64_t at = instruction_count();
         if (moved[j]) {

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -62,27 +62,41 @@ class PrimOps : public ::testing::Test {
 TEST_F(PrimOps, EveryNameOfThePteFormatIsRegistered) {
   // docs/pte-format.md §4.8, "Prim ops registered by the runtime" (et_copy_index and et_view are
   // not implemented yet).
-  for (const char* name :
-       {"aten::sym_size.int", "aten::sym_numel", "aten::_local_scalar_dense",
-        "executorch_prim::add.Scalar", "executorch_prim::sub.Scalar", "executorch_prim::mul.Scalar",
-        "executorch_prim::floordiv.Scalar", "executorch_prim::truediv.Scalar",
-        "executorch_prim::mod.Scalar", "executorch_prim::eq.Scalar", "executorch_prim::gt.Scalar",
-        "executorch_prim::lt.Scalar", "executorch_prim::ge.Scalar", "executorch_prim::le.Scalar",
-        "executorch_prim::neg.Scalar", "executorch_prim::ceil.Scalar",
-        "executorch_prim::round.Scalar", "executorch_prim::trunc.Scalar",
-        "executorch_prim::sym_float.Scalar", "executorch_prim::sym_int.Scalar",
-        "executorch_prim::sym_max.Scalar", "executorch_prim::sym_min.Scalar",
-        "executorch_prim::sym_not.Scalar", "executorch_prim::sym_ite.Scalar",
-        "executorch_prim::floordiv.int", "executorch_prim::mod.int"}) {
+  for (const char* name : {"aten::sym_size.int",
+                           "aten::sym_numel",
+                           "aten::_local_scalar_dense",
+                           "executorch_prim::add.Scalar",
+                           "executorch_prim::sub.Scalar",
+                           "executorch_prim::mul.Scalar",
+                           "executorch_prim::floordiv.Scalar",
+                           "executorch_prim::truediv.Scalar",
+                           "executorch_prim::mod.Scalar",
+                           "executorch_prim::eq.Scalar",
+                           "executorch_prim::gt.Scalar",
+                           "executorch_prim::lt.Scalar",
+                           "executorch_prim::ge.Scalar",
+                           "executorch_prim::le.Scalar",
+                           "executorch_prim::neg.Scalar",
+                           "executorch_prim::ceil.Scalar",
+                           "executorch_prim::round.Scalar",
+                           "executorch_prim::trunc.Scalar",
+                           "executorch_prim::sym_float.Scalar",
+                           "executorch_prim::sym_int.Scalar",
+                           "executorch_prim::sym_max.Scalar",
+                           "executorch_prim::sym_min.Scalar",
+                           "executorch_prim::sym_not.Scalar",
+                           "executorch_prim::sym_ite.Scalar",
+                           "executorch_prim::floordiv.int",
+                           "executorch_prim::mod.int"}) {
     EXPECT_NE(find_kernel(name), nullptr) << name;
   }
   EXPECT_EQ(prim_kernels().size(), 26u);
 }
 
 TEST_F(PrimOps, IntArithmeticFollowsPython) {
-  EXPECT_EQ(int_result("executorch_prim::add.Scalar", I(7), I(-9)), -2);    // 7 + -9
-  EXPECT_EQ(int_result("executorch_prim::sub.Scalar", I(7), I(9)), -2);     // 7 - 9
-  EXPECT_EQ(int_result("executorch_prim::mul.Scalar", I(-3), I(5)), -15);   // -3 * 5
+  EXPECT_EQ(int_result("executorch_prim::add.Scalar", I(7), I(-9)), -2);       // 7 + -9
+  EXPECT_EQ(int_result("executorch_prim::sub.Scalar", I(7), I(9)), -2);        // 7 - 9
+  EXPECT_EQ(int_result("executorch_prim::mul.Scalar", I(-3), I(5)), -15);      // -3 * 5
   EXPECT_EQ(int_result("executorch_prim::floordiv.Scalar", I(-7), I(2)), -4);  // -7 // 2
   EXPECT_EQ(int_result("executorch_prim::floordiv.Scalar", I(7), I(-2)), -4);  // 7 // -2
   EXPECT_EQ(int_result("executorch_prim::floordiv.int", I(-8), I(2)), -4);     // -8 // 2
@@ -104,11 +118,11 @@ TEST_F(PrimOps, FloatArithmeticFollowsPython) {
 }
 
 TEST_F(PrimOps, ComparisonsAndConversions) {
-  EXPECT_TRUE(bool_result("executorch_prim::gt.Scalar", I(6), I(5)));     // 6 > 5
-  EXPECT_FALSE(bool_result("executorch_prim::lt.Scalar", I(6), I(5)));    // 6 < 5
-  EXPECT_TRUE(bool_result("executorch_prim::ge.Scalar", I(5), D(5.0)));   // 5 >= 5.0
-  EXPECT_TRUE(bool_result("executorch_prim::le.Scalar", D(4.5), I(5)));   // 4.5 <= 5
-  EXPECT_TRUE(bool_result("executorch_prim::eq.Scalar", I(3), D(3.0)));   // 3 == 3.0
+  EXPECT_TRUE(bool_result("executorch_prim::gt.Scalar", I(6), I(5)));    // 6 > 5
+  EXPECT_FALSE(bool_result("executorch_prim::lt.Scalar", I(6), I(5)));   // 6 < 5
+  EXPECT_TRUE(bool_result("executorch_prim::ge.Scalar", I(5), D(5.0)));  // 5 >= 5.0
+  EXPECT_TRUE(bool_result("executorch_prim::le.Scalar", D(4.5), I(5)));  // 4.5 <= 5
+  EXPECT_TRUE(bool_result("executorch_prim::eq.Scalar", I(3), D(3.0)));  // 3 == 3.0
   // round() rounds half to even: round(2.5) == 2, round(-0.5) == 0, round(3.5) == 4
   for (auto [in, out] : {std::pair{2.5, 2}, {-0.5, 0}, {3.5, 4}}) {
     std::vector<EValue> args{D(in), I(0)};

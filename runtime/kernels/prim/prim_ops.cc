@@ -39,8 +39,7 @@ Error write(const char* op, EValue& out, Num r) {
     if (!r.is_int) {
       EMBER_CHECK(std::isfinite(r.d) && std::trunc(r.d) == r.d && fits_int64(r.d),
                   Error::InvalidArgument,
-                  "%s: result %g does not fit the int value the program declared for it", op,
-                  r.d);
+                  "%s: result %g does not fit the int value the program declared for it", op, r.d);
       r = int_num(static_cast<int64_t>(r.d));
     }
     out = EValue::from_int(r.i);
@@ -160,14 +159,14 @@ Error compare(const char* op, CmpOp kind, std::span<EValue*> args) {
   bool r = false;
   if (a.is_int && b.is_int) {
     const int64_t x = a.i, y = b.i;
-    r = kind == CmpOp::Eq ? x == y
+    r = kind == CmpOp::Eq   ? x == y
         : kind == CmpOp::Gt ? x > y
         : kind == CmpOp::Lt ? x < y
         : kind == CmpOp::Ge ? x >= y
                             : x <= y;
   } else {
     const double x = a.as_double(), y = b.as_double();
-    r = kind == CmpOp::Eq ? x == y
+    r = kind == CmpOp::Eq   ? x == y
         : kind == CmpOp::Gt ? x > y
         : kind == CmpOp::Lt ? x < y
         : kind == CmpOp::Ge ? x >= y
@@ -228,11 +227,12 @@ Error prim_sym_float(KernelContext&, std::span<EValue*> args) {
 }
 
 // Python's int(), math.ceil(), round() and math.trunc() of a number, each an int.
-#define EMBER_PRIM_TO_INT(fn, name, rounding)                                      \
-  Error fn(KernelContext&, std::span<EValue*> args) {                            \
-    const Num a = read(*args[0]);                                                \
-    if (a.is_int) return write(name, *args[1], a);                               \
-    return to_int(name, a.d, [](double v) { return rounding(v); }, *args[1]);     \
+#define EMBER_PRIM_TO_INT(fn, name, rounding)                       \
+  Error fn(KernelContext&, std::span<EValue*> args) {               \
+    const Num a = read(*args[0]);                                   \
+    if (a.is_int) return write(name, *args[1], a);                  \
+    return to_int(                                                  \
+        name, a.d, [](double v) { return rounding(v); }, *args[1]); \
   }
 EMBER_PRIM_TO_INT(prim_sym_int, "executorch_prim::sym_int.Scalar", std::trunc)
 EMBER_PRIM_TO_INT(prim_trunc, "executorch_prim::trunc.Scalar", std::trunc)
