@@ -12,6 +12,7 @@
 #include "compiler/lower/pipeline.h"
 #include "compiler/passes/op_table.h"
 #include "compiler/passes/pass_util.h"
+#include "runtime/kernels/portable/portable.h"
 
 namespace ember::lower {
 namespace {
@@ -149,6 +150,17 @@ TEST(ControlFlow, PassThroughBranchIsCopied) {
   }
   EXPECT_EQ(moves, 0);
   EXPECT_EQ(clones, 2);
+}
+
+// C12: the op set of the compiler's prim lowering and of the runtime's prim ops is one.
+TEST(PrimOps, C12_EveryPrimOpTheCompilerEmitsIsARuntimeKernel) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  ASSERT_FALSE(passes::prim_ops().empty());
+  for (const char* op : passes::prim_ops()) {
+    EXPECT_NE(find_kernel(passes::runtime_op_name(op)), nullptr) << op;
+  }
+  EXPECT_EQ(passes::runtime_op_name("aten::sym_numel.default"), "aten::sym_numel");
+  EXPECT_EQ(passes::runtime_op_name("executorch_prim::gt.Scalar"), "executorch_prim::gt.Scalar");
 }
 
 }  // namespace
