@@ -234,11 +234,16 @@ def models():
         "mobilenet_v2": (lambda: torchvision_model("mobilenet_v2"), [(r(1, 3, 64, 64),)], None,
                          False),
         # PyTorch 1.13 runs an eval-mode encoder layer with ReLU/GELU as one fused op
-        # (_transformer_encoder_layer_fwd), which has no kernel: this case shows the skip.
+        # (_transformer_encoder_layer_fwd), which the exporter decomposes into ATen ops.
         "transformer_fastpath": (lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True), 2,
             enable_nested_tensor=False),
-            [(r(1, 5, 32),)], None, False),
+            [(r(1, 5, 32),)], None, True),
+        "transformer_fastpath_gelu_norm_first": (lambda: torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+                                             activation="gelu", norm_first=True), 2,
+            enable_nested_tensor=False),
+            [(r(2, 5, 32),)], None, True),
         # batch_first=False keeps both the layer and its attention off PyTorch's fused fast path.
         "transformer": (lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0), 2,

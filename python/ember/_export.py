@@ -274,11 +274,49 @@ def _native_mha_decomposition(query, key, value, embed_dim, num_head, qkv_weight
     return out, attn.mean(dim=1) if average_attn_weights else attn
 
 
+def _encoder_layer_decomposition(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                 proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
+                                 norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+                                 ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """aten::_transformer_encoder_layer_fwd (the fast path of an eval
+    nn.TransformerEncoderLayer(batch_first=True) without gradients) in ATen ops: self-attention
+    through the decomposition above, then the feed-forward block, with the layer norms before
+    (norm_first) or after each residual add, as nn.TransformerEncoderLayer.forward computes."""
+    if mask is not None:
+        raise ExportError("nn.TransformerEncoderLayer's fused path with a mask is not supported by "
+                          "the exporter; construct the layer with batch_first=False")
+    f = torch.nn.functional
+
+    def attention(x):
+        return _native_mha_decomposition(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
+                                         proj_weight, proj_bias, need_weights=False)[0]
+
+    def feed_forward(x):
+        h = f.linear(x, ffn_weight_1, ffn_bias_1)
+        h = f.gelu(h) if use_gelu else torch.relu(h)
+        return f.linear(h, ffn_weight_2, ffn_bias_2)
+
+    def norm1(x):
+        return f.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+
+    def norm2(x):
+        return f.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
 def _make_fx_decompositions():
     table = {}
     native_mha = getattr(torch.ops.aten, "_native_multi_head_attention", None)
     if native_mha is not None:
         table[native_mha.default] = _native_mha_decomposition
+    encoder_layer = getattr(torch.ops.aten, "_transformer_encoder_layer_fwd", None)
+    if encoder_layer is not None:
+        table[encoder_layer.default] = _encoder_layer_decomposition
     return table
 
 
