@@ -6,6 +6,7 @@ own test expectations); the demo program is checked against eager PyTorch.
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -165,6 +166,35 @@ class InspectTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         c = json.loads(r.stdout)["methods"][0]["constants"]
         self.assertEqual((c["external_count"], c["external_bytes"]), (2, 24))
+
+    def test_memory_numbers_agree_with_compile(self):
+        """`ember inspect` recomputes planned, activation and lower-bound bytes from the .pte
+        (lifetimes over the instruction list); they must equal what `ember compile` planned."""
+        seeds = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compiler",
+                             "import", "testdata", "fuzz_seeds")
+        # conv: reuse across a conv stack; buffer_view: mutable state; dynamic_flatten: bounds.
+        for model in ("conv", "buffer_view", "dynamic_flatten", "mlp"):
+            with tempfile.TemporaryDirectory() as tmp:
+                pte = os.path.join(tmp, model + ".pte")
+                r = ember("compile", os.path.join(seeds, model + ".ep"), "-o", pte)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                m = re.search(r"memory: planned (\d+) bytes, activations (\d+) bytes, "
+                              r"lower bound (\d+) bytes", r.stdout)
+                self.assertIsNotNone(m, r.stdout)
+                compiled = tuple(int(g) for g in m.groups())
+                r = ember("inspect", pte, "--json")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                mem = json.loads(r.stdout)["methods"][0]["memory"]
+                got = (mem["planned_bytes"], mem["activation_bytes"], mem["lower_bound_bytes"])
+                self.assertEqual(got, compiled, model)
+                planned, activations, lower = got
+                self.assertLessEqual(lower, planned, model)
+                self.assertLessEqual(planned, activations, model)
+                self.assertGreater(lower, 0, model)
+                r = ember("inspect", pte)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"memory: planned {planned} bytes, activations {activations} bytes, "
+                              f"lower bound {lower} bytes", r.stdout)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 #include "tools/inspect.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include "ember/schema/program_generated.h"
@@ -31,6 +33,116 @@ const char* dynamism_name(ShapeDynamism d) {
   return d == ShapeDynamism::Static         ? "static"
          : d == ShapeDynamism::DynamicBound ? "dynamic_bound"
                                             : "dynamic_unbound";
+}
+
+// What the planned memory of a method costs, from the .pte alone: `planned` is the arenas' total,
+// `activations` every planned tensor side by side (no reuse), `lower_bound` the largest set of
+// planned tensors live at one instruction (no placement can use less). Sizes are rounded up to 16
+// bytes and lifetimes run from a tensor's first to its last reference, as in Ember's planner
+// (compiler/plan/memory_planner.h): method outputs live to the end, mutable state (planned with
+// initial data) for the whole execution, a Move target's later readers keep its sources alive, and
+// a Move target itself (a cond result) takes memory at its first reference only.
+struct MemoryStats {
+  int64_t planned = 0;
+  int64_t activations = 0;
+  int64_t lower_bound = 0;
+};
+
+MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t> arenas) {
+  MemoryStats stats;
+  for (int64_t a : arenas) stats.planned += a;
+  const auto* values = plan->values();
+  if (values == nullptr) return stats;
+  const size_t n = values->size();
+  constexpr int64_t kUnseen = -1;
+  std::vector<int64_t> first(n, kUnseen), last(n, kUnseen);
+  std::vector<std::vector<size_t>> moved_into(n);  // Move destination -> its sources
+  int64_t pc = 0;
+  // References value `v` at `pc`, with the list items it holds and what was moved into it.
+  auto touch = [&](auto&& self, int64_t v, int depth) -> void {
+    if (v < 0 || static_cast<size_t>(v) >= n || depth > 8) return;
+    const size_t i = static_cast<size_t>(v);
+    if (first[i] == kUnseen) first[i] = pc;
+    last[i] = pc;
+    const fb::EValue* e = values->Get(static_cast<uint32_t>(i));
+    const flatbuffers::Vector<int32_t>* items = nullptr;
+    if (const fb::TensorList* l = e->val_as_TensorList()) items = l->items();
+    if (const fb::OptionalTensorList* l = e->val_as_OptionalTensorList()) items = l->items();
+    if (items != nullptr) {
+      for (int32_t item : *items) self(self, item, depth + 1);
+    }
+    for (size_t src : moved_into[i]) self(self, static_cast<int64_t>(src), depth + 1);
+  };
+  auto touch_args = [&](const flatbuffers::Vector<int32_t>* args) {
+    if (args == nullptr) return;
+    for (int32_t a : *args) touch(touch, a, 0);
+  };
+  if (plan->chains() != nullptr) {
+    for (const fb::Chain* chain : *plan->chains()) {
+      if (chain->instructions() == nullptr) continue;
+      for (const fb::Instruction* ins : *chain->instructions()) {
+        if (const fb::KernelCall* c = ins->instr_args_as_KernelCall()) touch_args(c->args());
+        if (const fb::DelegateCall* c = ins->instr_args_as_DelegateCall()) touch_args(c->args());
+        if (const fb::JumpFalseCall* c = ins->instr_args_as_JumpFalseCall()) {
+          touch(touch, c->cond_value_index(), 0);
+        }
+        if (const fb::FreeCall* c = ins->instr_args_as_FreeCall()) {
+          touch(touch, c->value_index(), 0);
+        }
+        if (const fb::MoveCall* c = ins->instr_args_as_MoveCall()) {
+          touch(touch, c->move_from(), 0);
+          touch(touch, c->move_to(), 0);
+          const int32_t from = c->move_from(), to = c->move_to();
+          if (from >= 0 && to >= 0 && static_cast<size_t>(from) < n &&
+              static_cast<size_t>(to) < n && from != to) {
+            moved_into[static_cast<size_t>(to)].push_back(static_cast<size_t>(from));
+          }
+        }
+        ++pc;
+      }
+    }
+  }
+  const int64_t end = pc + 1;  // "after the last instruction": outputs and state live to here
+  // Outputs live to the end, and so do the tensors moved into them.
+  std::vector<bool> to_end(n, false), move_target(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    move_target[i] = !moved_into[i].empty();
+  }
+  auto mark_end = [&](auto&& self, size_t v, int depth) -> void {
+    if (to_end[v] || depth > 8) return;
+    to_end[v] = true;
+    for (size_t src : moved_into[v]) self(self, src, depth + 1);
+  };
+  if (plan->outputs() != nullptr) {
+    for (int32_t o : *plan->outputs()) {
+      if (o >= 0 && static_cast<size_t>(o) < n) mark_end(mark_end, static_cast<size_t>(o), 0);
+    }
+  }
+  std::map<int64_t, int64_t> delta;
+  for (size_t i = 0; i < n; ++i) {
+    const fb::Tensor* t = values->Get(static_cast<uint32_t>(i))->val_as_Tensor();
+    if (t == nullptr || t->allocation_info() == nullptr || t->sizes() == nullptr) continue;
+    Result<size_t> nbytes = checked_nbytes(static_cast<ScalarType>(t->scalar_type()),
+                                           {t->sizes()->data(), t->sizes()->size()});
+    if (!nbytes.ok()) continue;
+    const int64_t bytes = (static_cast<int64_t>(*nbytes) + 15) / 16 * 16;
+    stats.activations += bytes;
+    int64_t b = first[i] == kUnseen ? 0 : first[i];
+    int64_t e = last[i] == kUnseen ? b : last[i];
+    if (to_end[i]) e = end;
+    if (t->data_buffer_idx() > 0) b = 0, e = end;  // mutable state
+    // A Move target never holds data of its own: moves replace it before any read (a cond
+    // result); it takes memory at one instant only, its first reference.
+    if (move_target[i]) e = b;
+    delta[b] += bytes;
+    delta[e + 1] -= bytes;
+  }
+  int64_t live = 0;
+  for (const auto& [at, d] : delta) {
+    live += d;
+    stats.lower_bound = std::max(stats.lower_bound, live);
+  }
+  return stats;
 }
 
 struct IoInfo {
@@ -74,6 +186,7 @@ struct MethodReport {
   int64_t num_constants = 0, constant_bytes = 0, num_external = 0, external_bytes = 0;
   std::vector<int64_t> arenas;
   size_t num_instructions = 0;
+  MemoryStats memory;
 };
 
 Result<IoInfo> io_info(const MethodMeta& meta, size_t i, bool input) {
@@ -125,6 +238,7 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     }
     r.num_instructions = meta->num_instructions();
     const fb::ExecutionPlan* plan = *program.plan(*name);
+    r.memory = memory_stats(plan, r.arenas);
     std::map<std::string, int> counts;
     std::vector<std::string> order;
     if (plan->chains() != nullptr) {
@@ -268,7 +382,10 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         out << (i ? ", " : "") << "{\"memory_id\": " << i + 1 << ", \"bytes\": " << r.arenas[i]
             << "}";
       }
-      out << "], \"instructions\": " << r.num_instructions << "}";
+      out << "], \"memory\": {\"planned_bytes\": " << r.memory.planned
+          << ", \"activation_bytes\": " << r.memory.activations
+          << ", \"lower_bound_bytes\": " << r.memory.lower_bound << "}";
+      out << ", \"instructions\": " << r.num_instructions << "}";
     }
     out << "]}\n";
     return out.str();
@@ -318,7 +435,8 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     if (r.arenas.empty()) out << " none";
     for (size_t i = 0; i < r.arenas.size(); ++i)
       out << (i ? "," : "") << " arena " << i + 1 << ": " << r.arenas[i] << " bytes";
-    out << "\n";
+    out << "\n  memory: planned " << r.memory.planned << " bytes, activations "
+        << r.memory.activations << " bytes, lower bound " << r.memory.lower_bound << " bytes\n";
   }
   return out.str();
 }

@@ -14,6 +14,7 @@ after printing the verifier's list of missing ops; models the compiler must hand
 
 import argparse
 import copy
+import json
 import os
 import re
 import subprocess
@@ -140,6 +141,29 @@ class InputWrite(torch.nn.Module):
         return x + 1
 
 
+class SymOps(torch.nn.Module):  # symbolic-int arithmetic at run time (aten::sym_size + prim ops)
+    def forward(self, x):
+        n = x.shape[0]
+        y = x.reshape(n * 3, -1)
+        z = torch.zeros(n // 2 + 1, 2)
+        return y * 2, z + 1
+
+
+class BatchFirstAttention(torch.nn.Module):
+    """Eval nn.MultiheadAttention(batch_first=True): PyTorch 1.13 runs it through the fused
+    _native_multi_head_attention without gradients (as the exporter captures), which the exporter
+    decomposes; with and without attention weights, and with a key padding mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x, pad):
+        out, weights = self.mha(x, x, x)
+        masked, _ = self.mha(x, x, x, key_padding_mask=pad, need_weights=False)
+        return out, weights, masked
+
+
 class Decoder(torch.nn.Module):
     """A small Llama-style decoder layer with an in-place KV cache."""
 
@@ -247,15 +271,25 @@ def models():
         "constant_k": (ConstantK, [(r(2, 4),)], None, True),
         "shared_buffers": (SharedBuffers, [(r(4),)], None, True),
         "input_write": (InputWrite, [(r(3),)], None, True),
+        # The batch bound starts at 2: PyTorch 1.13's tracing assumes n // 2 + 1 != 1.
+        "sym_ops": (SymOps, [(r(4, 6),), (r(7, 6),), (r(2, 6),)], "batch2", True),
+        "mha_batch_first": (BatchFirstAttention,
+                            [(r(2, 5, 16), torch.tensor([[False] * 5, [False] * 3 + [True] * 2]))],
+                            None, True),
         "resnet18": (lambda: torchvision_model("resnet18"), [(r(1, 3, 64, 64),)], None, False),
         "mobilenet_v2": (lambda: torchvision_model("mobilenet_v2"), [(r(1, 3, 64, 64),)], None,
                          False),
         # PyTorch 1.13 runs an eval-mode encoder layer with ReLU/GELU as one fused op
-        # (_transformer_encoder_layer_fwd), which has no kernel: this case shows the skip.
+        # (_transformer_encoder_layer_fwd), which the exporter decomposes into ATen ops.
         "transformer_fastpath": (lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True), 2,
             enable_nested_tensor=False),
-            [(r(1, 5, 32),)], None, False),
+            [(r(1, 5, 32),)], None, True),
+        "transformer_fastpath_gelu_norm_first": (lambda: torch.nn.TransformerEncoder(
+            torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True,
+                                             activation="gelu", norm_first=True), 2,
+            enable_nested_tensor=False),
+            [(r(2, 5, 32),)], None, True),
         # batch_first=False keeps both the layer and its attention off PyTorch's fused fast path.
         "transformer": (lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0), 2,
@@ -337,6 +371,172 @@ def check_delegated(args, name, mode, pte, ptd):
           f"{len(method['operators'])} portable op(s), {len(info['named_data'])} named data key(s)")
 
 
+# Programs PyTorch 1.13 cannot capture (torch.cond, torch.sym_ite and torch._check_tensor_all
+# arrived later): written as IR text, compiled by `ember compile MODEL.ir`, run by Ember's runtime
+# and compared with the same function run by eager PyTorch.
+# name: (IR text, list of calls, eager function of one call's inputs)
+C4_COND_DETACH = """
+graph(
+    %p: bool[],
+    %x: f32[3]
+) {
+  %detach: f32[3] = aten::detach.default(self=%x)
+  %cond: f32[3] = higher_order::cond.default(pred=%p, true_graph=^0, false_graph=^1, operands=[%detach]) {
+    graph(
+        %t: f32[3]
+    ) {
+      %detach_1: f32[3] = aten::detach.default(self=%t)
+      %mul: f32[3] = aten::mul.Scalar(self=%detach_1, other=2)
+      return (%mul)
+    }
+    graph(
+        %f: f32[3]
+    ) {
+      %add: f32[3] = aten::add.Scalar(self=%f, other=1, alpha=1)
+      return (%add)
+    }
+  }
+  return (%cond)
+}
+"""
+
+# A branch that returns its operand (copied, never aliased), temporaries in both branches that
+# the planner may overlap, a nested cond, and results read after the cond (their memory must
+# outlive the other branch's temporaries).
+COND_MIXED = """
+graph(
+    %p: bool[],
+    %q: bool[],
+    %x: f32[4, 8]
+) {
+  (%r0: f32[4, 8], %r1: f32[4, 8]) = higher_order::cond.default(pred=%p, true_graph=^0, false_graph=^1, operands=[%x, %q]) named "cond" {
+    graph(
+        %t: f32[4, 8],
+        %tq: bool[]
+    ) {
+      %relu: f32[4, 8] = aten::relu.default(self=%t)
+      %exp: f32[4, 8] = aten::exp.default(self=%relu)
+      %sum: f32[4, 8] = aten::add.Tensor(self=%exp, other=%t, alpha=1)
+      return (%t, %sum)
+    }
+    graph(
+        %f: f32[4, 8],
+        %fq: bool[]
+    ) {
+      %neg: f32[4, 8] = aten::neg.default(self=%f)
+      %inner: f32[4, 8] = higher_order::cond.default(pred=%fq, true_graph=^0, false_graph=^1, operands=[%neg]) {
+        graph(
+            %a: f32[4, 8]
+        ) {
+          %sig: f32[4, 8] = aten::sigmoid.default(self=%a)
+          return (%sig)
+        }
+        graph(
+            %b: f32[4, 8]
+        ) {
+          %tanh: f32[4, 8] = aten::tanh.default(self=%b)
+          %m: f32[4, 8] = aten::mul.Scalar(self=%tanh, other=3)
+          return (%m)
+        }
+      }
+      %mul: f32[4, 8] = aten::mul.Tensor(self=%inner, other=%f)
+      return (%mul, %neg)
+    }
+  }
+  %out: f32[4, 8] = aten::add.Tensor(self=%r0, other=%r1, alpha=1)
+  return (%out, %r1)
+}
+"""
+
+C12_SYM_ITE = """
+sym n in [1, 20]
+sym m in [1, 20]
+graph(
+    %x: f32[n<=20, m<=20]
+) {
+  %n: int = aten::sym_size.int(self=%x, dim=0)
+  %m: int = aten::sym_size.int(self=%x, dim=1)
+  %gt: bool = sym::gt.default(a=%n, b=5)
+  %ite: int = sym::ite.default(b=%gt, t=%n, f=%m)
+  %zeros: f32[n<=20] = aten::zeros.default(size=[%ite], dtype=dtype(f32), layout=none, device=none, pin_memory=none)
+  return (%zeros)
+}
+"""
+
+C12_CHECK_TENSOR_ALL = """
+graph(
+    %x: f32[3]
+) {
+  %gt: bool[3] = aten::gt.Scalar(self=%x, other=0)
+  () = aten::_check_tensor_all.default(self=%gt, msg="x must be positive") named "check"
+  %mul: f32[3] = aten::mul.Scalar(self=%x, other=2)
+  return (%mul)
+}
+"""
+
+
+def cond_mixed_eager(p, q, x):
+    if bool(p):
+        r0, r1 = x, torch.exp(torch.relu(x)) + x
+    else:
+        neg = -x
+        inner = torch.sigmoid(neg) if bool(q) else torch.tanh(neg) * 3
+        r0, r1 = inner * x, neg
+    return (r0 + r1, r1)
+
+
+def ir_models():
+    g = torch.Generator().manual_seed(0)
+    r = lambda *s: torch.randn(*s, generator=g)
+    t, f = torch.tensor(True), torch.tensor(False)
+    return {
+        # C4 test 2: both predicate values.
+        "c4_cond": (C4_COND_DETACH, [(t, r(3)), (f, r(3)), (t, r(3))],
+                    lambda p, x: (x.detach() * 2 if bool(p) else x + 1,)),
+        "cond_mixed": (COND_MIXED, [(t, f, r(4, 8)), (f, t, r(4, 8)), (f, f, r(4, 8)),
+                                    (t, t, r(4, 8))], cond_mixed_eager),
+        # C12 test 1: a 3x6 input gives zeros(6), an 8x4 input zeros(8).
+        "c12_sym_ite": (C12_SYM_ITE, [(r(3, 6),), (r(8, 4),), (r(6, 20),)],
+                        lambda x: (torch.zeros(x.shape[0] if x.shape[0] > 5 else x.shape[1]),)),
+        # C12 test 2: the assertion is dropped at compile time (documented); positive x gives 2x.
+        "c12_check_tensor_all": (C12_CHECK_TENSOR_ALL, [(r(3).abs() + 0.1,)], lambda x: (x * 2,)),
+    }
+
+
+def check_ir_model(args, name):
+    text, calls, fn = ir_models()[name]
+    work = os.path.join(args.work, name)
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, name + ".ir")
+    with open(path, "w") as f:
+        f.write(text)
+    pte = os.path.join(work, name + ".pte")
+    r = compile_model(args, path, pte)
+    print(r.stdout, end="")
+    if r.returncode != 0:
+        raise AssertionError(f"{name}: ember compile failed: {r.stderr}")
+    # `ember inspect` recomputes the memory numbers from the .pte (moves and jumps included).
+    m = re.search(r"memory: planned (\d+) bytes, activations (\d+) bytes, lower bound (\d+)",
+                  r.stdout)
+    assert m is not None, r.stdout
+    report = subprocess.run([args.ember, "inspect", pte, "--json"], capture_output=True,
+                            text=True)
+    assert report.returncode == 0, report.stderr
+    mem = json.loads(report.stdout)["methods"][0]["memory"]
+    got = (mem["planned_bytes"], mem["activation_bytes"], mem["lower_bound_bytes"])
+    if got != tuple(int(g) for g in m.groups()):
+        raise AssertionError(f"{name}: ember inspect says {got}, ember compile {m.groups()}")
+    with torch.no_grad():
+        expected = [fn(*[x.clone() for x in c]) for c in calls]
+    out = os.path.join(work, "out")
+    r = execute(args, pte, calls, out)
+    if r.returncode != 0:
+        raise AssertionError(f"{name}: run failed: {r.stderr}")
+    compare(name, expected, out)
+    print(f"ok {name}")
+    return 0
+
+
 def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True)
 
@@ -394,6 +594,8 @@ def check_model(args, name):
     dyn = None
     if dynamic == "batch":
         dyn = [{0: ember.Dim("batch", 1, 8)}]
+    elif dynamic == "batch2":
+        dyn = [{0: ember.Dim("batch", 2, 8)}]
     ember.export(copy.deepcopy(module), calls[0], ep, dynamic_shapes=dyn)
     for mode in ("pte", "ptd", "loopback", "loopback_ptd"):
         pte = os.path.join(work, f"{name}_{mode}.pte")
@@ -462,17 +664,37 @@ def main():
     p.add_argument("--model", default="all")
     args = p.parse_args()
     sys.path.insert(0, args.python_dir)
-    if args.model == "all":
-        names = list(models()) + ["wrong_ptd"]
-    elif args.model == "delegation":
-        names = list(DELEGATION)
-    else:
-        names = [args.model]
-    status = 0
+    # One process runs a comma-separated list of models: importing torch once per test process
+    # saves seconds per model (CI runs on two cores).
+    names = []
+    for m in args.model.split(","):
+        if m == "all":
+            names += list(models()) + ["wrong_ptd"] + list(ir_models())
+        elif m == "delegation":
+            names += list(DELEGATION)
+        else:
+            names.append(m)
+    failed, skipped = [], []
     for name in names:
-        rc = check_wrong_ptd(args) if name == "wrong_ptd" else check_model(args, name)
-        status = rc if status == 0 else status
-    return status
+        try:
+            if name == "wrong_ptd":
+                rc = check_wrong_ptd(args)
+            elif name in ir_models():
+                rc = check_ir_model(args, name)
+            else:
+                rc = check_model(args, name)
+        except AssertionError as e:  # report it, go on with the other models
+            print(f"FAILED {name}: {e}")
+            failed.append(name)
+            continue
+        if rc == SKIP:
+            skipped.append(name)
+    print(f"{len(names) - len(failed) - len(skipped)} passed, {len(failed)} failed "
+          f"({', '.join(failed)}), {len(skipped)} skipped ({', '.join(skipped)})")
+    if failed:
+        return 1
+    # CTest shows a skip only when every model of the process skipped.
+    return SKIP if len(skipped) == len(names) else 0
 
 
 if __name__ == "__main__":

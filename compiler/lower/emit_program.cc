@@ -76,7 +76,7 @@ class Emitter {
       auto it = index_.find(v);
       if (it == index_.end()) return ir::Status::error("output %" + v->name() + " is not computed");
       method_.outputs.push_back(it->second);
-      last_use_[v] = INT64_MAX;
+      use(v, INT64_MAX);
     }
     plan();
     result_.method = std::move(method_);
@@ -86,6 +86,12 @@ class Emitter {
  private:
   int64_t instruction_count() const { return static_cast<int64_t>(method_.instructions.size()); }
   void use(const ir::Value* v, int64_t at) {
+    // A subgraph input is its operand; a cond result moved from branch outputs is read through
+    // them, so their memory lives as long as the result is used.
+    if (auto a = alias_.find(v); a != alias_.end()) return use(a->second, at);
+    if (auto r = moved_from_.find(v); r != moved_from_.end()) {
+      for (const ir::Value* src : r->second) use(src, at);
+    }
     int64_t& l = last_use_[v];
     l = std::max(l, at);
   }
@@ -282,10 +288,7 @@ class Emitter {
 
   ir::Status emit_node(const ir::Node& n) {
     if (passes::is_delegate_call(n)) return emit_delegate(n);
-    if (n.num_subgraphs() > 0) {
-      return ir::Status::error(
-          passes::node_error(n, "control flow is not emitted yet (JumpFalse chains)"));
-    }
+    if (n.num_subgraphs() > 0) return emit_control_flow(n);
     const std::string op = n.qualified_op();
     const bool prim = passes::is_prim_op(op);
     if (!prim && !passes::is_lowered(n)) {
@@ -353,6 +356,130 @@ class Emitter {
     return {};
   }
 
+  // Control flow (C4): `higher_order::cond` becomes a JumpFalse chain with both branches inline:
+  //   JumpFalse(pred, else); then-branch; results <- then outputs; JumpFalse(false, end);
+  //   else: else-branch; results <- else outputs; end:
+  // A branch output a branch node computes is moved into the shared result value (MoveCall makes
+  // the result read that tensor, so no copy); its memory is planned to live as long as the
+  // result is used, and instructions of the other branch, which lie in between, never share it.
+  // A result some branch passes through from its inputs is copied (clone.out) in both branches
+  // instead, so the result never aliases an operand, a weight or a constant.
+  ir::Status emit_control_flow(const ir::Node& n) {
+    if (n.op() != "higher_order::cond" || n.num_subgraphs() != 2) {
+      return ir::Status::error(
+          passes::node_error(n, "control flow other than cond (two branches) is not emitted yet"));
+    }
+    const ir::Arg* pred = n.arg("pred");
+    const ir::Arg* operands = n.arg("operands");
+    if (pred == nullptr || pred->kind() != ir::ArgKind::Value) {
+      return ir::Status::error(passes::node_error(n, "cond: the predicate is not a value"));
+    }
+    std::vector<const ir::Value*> ops;
+    if (operands != nullptr && !operands->is_none()) {
+      if (operands->kind() != ir::ArgKind::List) {
+        return ir::Status::error(passes::node_error(n, "cond: operands is not a list"));
+      }
+      for (const ir::Arg& a : operands->as_list()) {
+        if (a.kind() != ir::ArgKind::Value || index_.count(a.as_value()) == 0) {
+          return ir::Status::error(
+              passes::node_error(n, "cond: an operand is not a computed value"));
+        }
+        ops.push_back(a.as_value());
+      }
+    }
+    const ir::Graph* branches[2] = {n.subgraph(0), n.subgraph(1)};
+    for (const ir::Graph* g : branches) {
+      if (g->inputs().size() != ops.size() || g->outputs().size() != n.num_outputs()) {
+        return ir::Status::error(passes::node_error(
+            n, "cond: a branch takes " + std::to_string(g->inputs().size()) + " inputs for " +
+                   std::to_string(ops.size()) + " operands and returns " +
+                   std::to_string(g->outputs().size()) + " values for " +
+                   std::to_string(n.num_outputs()) + " results"));
+      }
+      for (size_t i = 0; i < ops.size(); ++i) {
+        index_[g->inputs()[i]] = index_.at(ops[i]);
+        alias_[g->inputs()[i]] = ops[i];
+      }
+    }
+    auto pred_index = index_.find(pred->as_value());
+    if (pred_index == index_.end()) {
+      return ir::Status::error(passes::node_error(n, "cond: the predicate is not computed"));
+    }
+    // Results: a move target, unless a branch returns one of its inputs.
+    const int64_t start = instruction_count();
+    std::vector<int32_t> results;
+    std::vector<bool> moved;
+    for (size_t j = 0; j < n.num_outputs(); ++j) {
+      const ir::Value* r = n.output(j);
+      bool move = true;
+      for (const ir::Graph* g : branches) {
+        const ir::Value* out = g->outputs()[j];
+        move = move && out->producer() != nullptr && out->is_tensor() == r->is_tensor();
+      }
+      int32_t idx = 0;
+      switch (r->type().kind) {
+        case ir::ValueKind::Tensor:
+          idx = method_.add(tensor_spec(r->tensor_type()));
+          planned_.push_back({r, idx, false, move});
+          first_def_[r] = start;
+          break;
+        case ir::ValueKind::Int:
+          idx = method_.add(int64_t{0});
+          break;
+        case ir::ValueKind::Float:
+          idx = method_.add(0.0);
+          break;
+        case ir::ValueKind::Bool:
+          idx = method_.add(false);
+          break;
+      }
+      if (!r->is_tensor()) move = true;  // scalars are values, a move copies them
+      index_[r] = idx;
+      results.push_back(idx);
+      moved.push_back(move);
+      if (move) moved_from_[r] = {branches[0]->outputs()[j], branches[1]->outputs()[j]};
+    }
+    use(pred->as_value(), start);
+    const size_t jump_to_else = method_.instructions.size();
+    method_.append<emit::JumpFalseSpec>(pred_index->second, 0);
+    size_t jump_to_end = 0;
+    for (int b = 0; b < 2; ++b) {
+      if (b == 1) {
+        const int32_t never = method_.add(false);
+        jump_to_end = method_.instructions.size();
+        method_.append<emit::JumpFalseSpec>(never, 0);
+        std::get<emit::JumpFalseSpec>(method_.instructions[jump_to_else]).destination =
+            static_cast<int32_t>(instruction_count());
+      }
+      for (ir::Node* inner : branches[b]->nodes()) EMBER_IR_RETURN_IF_ERROR(emit_node(*inner));
+      for (size_t j = 0; j < results.size(); ++j) {
+        const ir::Value* out = branches[b]->outputs()[j];
+        auto it = index_.find(out);
+        if (it == index_.end()) {
+          return ir::Status::error(
+              passes::node_error(n, "cond: branch output %" + out->name() + " is not computed"));
+        }
+        const int64_t at = instruction_count();
+        if (moved[j]) {
+          // The placeholder's one instant: the first move into it (what `ember inspect` sees).
+          if (b == 0 && n.output(j)->is_tensor()) first_def_[n.output(j)] = at;
+          use(out, at);
+          method_.append<emit::MoveSpec>(it->second, results[j]);
+          continue;
+        }
+        const ir::Value* r = n.output(j);
+        if (b == 0) first_def_[r] = at;
+        use(out, at);
+        use(r, at);
+        const int32_t none = method_.add(emit::NoneSpec{});
+        method_.call("aten::clone", "out", {it->second, none, results[j], results[j]});
+      }
+    }
+    std::get<emit::JumpFalseSpec>(method_.instructions[jump_to_end]).destination =
+        static_cast<int32_t>(instruction_count());
+    return {};
+  }
+
   void plan() {
     std::vector<plan::PlanBuffer> buffers;
     const int64_t end = instruction_count();
@@ -362,6 +489,10 @@ class Emitter {
       if (p.state) {
         b.first = 0;
         b.last = end + 1;
+      } else if (p.placeholder) {
+        // Never holds data: a move replaces it with a branch output before any read.
+        b.first = first_def_.at(p.value);
+        b.last = b.first;
       } else {
         b.first = first_def_.at(p.value);
         const int64_t last = last_use_[p.value];
@@ -387,6 +518,7 @@ class Emitter {
     const ir::Value* value;
     int32_t index;
     bool state;
+    bool placeholder = false;  // a cond result that branch outputs are moved into
   };
 
   const ir::Program& program_;
@@ -398,6 +530,8 @@ class Emitter {
   std::unordered_map<const ir::Value*, int64_t> first_def_;
   std::unordered_map<const ir::Value*, int64_t> last_use_;
   std::vector<Planned> planned_;
+  std::unordered_map<const ir::Value*, const ir::Value*> alias_;  // subgraph input -> operand
+  std::unordered_map<const ir::Value*, std::vector<const ir::Value*>> moved_from_;
 };
 
 }  // namespace

@@ -43,6 +43,8 @@ struct CompileResult {
 
 // Runs every pass on `program` (which it rewrites), then plans and writes it.
 ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileOptions& options);
+// `path` is an exported program (.ep), or IR text when it ends in `.ir` (tests of programs the
+// exporter cannot capture on PyTorch 1.13: torch.cond, sym_ite).
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options);
 
 // The passes alone (import → lowered IR), for tests and `--print-ir`. With `backends`, their

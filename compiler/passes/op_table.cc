@@ -439,6 +439,17 @@ bool is_list_out_kernel(std::string_view name) {
          name == "aten::unbind_copy.int_out";
 }
 
+std::span<const char* const> prim_ops() { return kPrimOps; }
+
+std::string runtime_op_name(std::string_view qualified) {
+  constexpr std::string_view kDefault = ".default";
+  if (qualified.size() > kDefault.size() &&
+      qualified.substr(qualified.size() - kDefault.size()) == kDefault) {
+    qualified.remove_suffix(kDefault.size());
+  }
+  return std::string(qualified);
+}
+
 bool is_prim_op(std::string_view qualified) {
   for (const char* p : kPrimOps) {
     if (qualified == p) return true;

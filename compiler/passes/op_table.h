@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,11 @@ struct KernelForm {
 // True for ops the runtime implements as prim ops (docs/pte-format.md §4.8): they take their
 // arguments and then their result once, with no repeated out.
 bool is_prim_op(std::string_view qualified);
+// Every prim op the lowering may produce ("aten::sym_numel.default"), for the check that the
+// runtime registers each (C12: the compiler and the runtime accept the same op set).
+std::span<const char* const> prim_ops();
+// The name the runtime registers a prim op under: a `default` overload is dropped (§4.8).
+std::string runtime_op_name(std::string_view qualified);
 // True for kernels whose out argument is one Tensor[] (split_copy, unbind_copy): the list is
 // passed, then passed again.
 bool is_list_out_kernel(std::string_view name);

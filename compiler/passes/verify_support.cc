@@ -48,12 +48,27 @@ ir::Status verify_support(const ir::Program& program) {
       const std::string op = n->qualified_op();
       std::string reason;
       if (n->op() == "higher_order::cond") {
-        reason = "control flow (cond) is not emitted yet; its branches are checked below";
+        // Emitted as a JumpFalse chain (emit_program.cc); its branches are checked as graphs.
+        if (n->num_subgraphs() != 2) reason = "cond without exactly two branches";
       } else if (is_delegate_call(*n)) {
         continue;  // its backend checked it (compiler/partition/to_backend.h)
+      } else if (n->num_subgraphs() > 0) {
+        reason = "control flow other than cond is not emitted yet; its subgraphs are checked below";
       } else if (!is_lowered(*n)) {
         reason = "not lowered to an out variant: " + lowering_gap(*n);
-      } else if (!is_prim_op(op)) {
+      } else if (is_prim_op(op)) {
+        // C12: the compiler emits only prim ops the runtime registers, with their arguments
+        // and then the result once (no repeated out).
+        const std::string name = runtime_op_name(op);
+        const char* sig = kernel_signature(name);
+        if (!kernel_exists(name)) {
+          reason = "the runtime has no prim op " + name;
+        } else if (sig != nullptr && std::strlen(sig) != n->args().size() + n->num_outputs()) {
+          reason = "the prim call has " + std::to_string(n->args().size() + n->num_outputs()) +
+                   " arguments, the runtime's " + name + " takes " +
+                   std::to_string(std::strlen(sig));
+        }
+      } else {
         if (!kernel_exists(op)) {
           reason = "no kernel " + op + " in the portable library";
         } else if (const char* sig = kernel_signature(op); sig != nullptr) {

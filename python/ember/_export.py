@@ -239,6 +239,87 @@ def _record_module_stack(module):
             h.remove()
 
 
+def _native_mha_decomposition(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
+                              proj_weight, proj_bias, mask=None, need_weights=True,
+                              average_attn_weights=True, mask_type=None):
+    """aten::_native_multi_head_attention in ATen ops Ember compiles.
+
+    PyTorch 1.13 runs an eval nn.MultiheadAttention(batch_first=True) without gradients through
+    this fused op (its "fast path"); the exporter always captures without gradients, so every
+    such module reaches it. Inputs are (batch, seq, embed); the scaling, softmax and projections
+    follow nn.functional.multi_head_attention_forward. Only a key-padding mask (mask_type 1, what
+    the fast path passes for `key_padding_mask`) is supported.
+    """
+    if mask is not None and mask_type != 1:
+        raise ExportError("nn.MultiheadAttention's fused path with an attention mask "
+                          f"(mask_type={mask_type}) is not supported by the exporter; pass the "
+                          "mask as key_padding_mask or call the module with gradients enabled")
+    b, l, e = query.shape
+    s_len = key.shape[1]
+    head = e // num_head
+    wq, wk, wv = qkv_weight.chunk(3)
+    bq, bk, bv = qkv_bias.chunk(3)
+    f = torch.nn.functional
+    q = f.linear(query, wq, bq).reshape(b, l, num_head, head).transpose(1, 2)
+    k = f.linear(key, wk, bk).reshape(b, s_len, num_head, head).transpose(1, 2)
+    v = f.linear(value, wv, bv).reshape(b, s_len, num_head, head).transpose(1, 2)
+    scores = torch.matmul(q * (float(head) ** -0.5), k.transpose(-2, -1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.reshape(b, 1, 1, s_len).to(torch.bool), float("-inf"))
+    attn = torch.softmax(scores, dim=-1)
+    out = torch.matmul(attn, v).transpose(1, 2).reshape(b, l, e)
+    out = f.linear(out, proj_weight, proj_bias)
+    if not need_weights:
+        return out, torch.zeros((0,), dtype=query.dtype)
+    return out, attn.mean(dim=1) if average_attn_weights else attn
+
+
+def _encoder_layer_decomposition(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
+                                 proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
+                                 norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
+                                 ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
+    """aten::_transformer_encoder_layer_fwd (the fast path of an eval
+    nn.TransformerEncoderLayer(batch_first=True) without gradients) in ATen ops: self-attention
+    through the decomposition above, then the feed-forward block, with the layer norms before
+    (norm_first) or after each residual add, as nn.TransformerEncoderLayer.forward computes."""
+    if mask is not None:
+        raise ExportError("nn.TransformerEncoderLayer's fused path with a mask is not supported by "
+                          "the exporter; construct the layer with batch_first=False")
+    f = torch.nn.functional
+
+    def attention(x):
+        return _native_mha_decomposition(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
+                                         proj_weight, proj_bias, need_weights=False)[0]
+
+    def feed_forward(x):
+        h = f.linear(x, ffn_weight_1, ffn_bias_1)
+        h = f.gelu(h) if use_gelu else torch.relu(h)
+        return f.linear(h, ffn_weight_2, ffn_bias_2)
+
+    def norm1(x):
+        return f.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
+
+    def norm2(x):
+        return f.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
+
+    if norm_first:
+        x = src + attention(norm1(src))
+        return x + feed_forward(norm2(x))
+    x = norm1(src + attention(src))
+    return norm2(x + feed_forward(x))
+
+
+def _make_fx_decompositions():
+    table = {}
+    native_mha = getattr(torch.ops.aten, "_native_multi_head_attention", None)
+    if native_mha is not None:
+        table[native_mha.default] = _native_mha_decomposition
+    encoder_layer = getattr(torch.ops.aten, "_transformer_encoder_layer_fwd", None)
+    if encoder_layer is not None:
+        table[encoder_layer.default] = _encoder_layer_decomposition
+    return table
+
+
 def _capture_make_fx(module, inputs, dims, state):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.nn.utils.stateless import functional_call
@@ -264,7 +345,8 @@ def _capture_make_fx(module, inputs, dims, state):
         args += [x.detach().clone() for x in inputs]
     try:
         with torch.no_grad(), _record_module_stack(module), _restoring(constants):
-            gm = make_fx(program, tracing_mode=mode)(*args)
+            gm = make_fx(program, decomposition_table=_make_fx_decompositions(),
+                         tracing_mode=mode)(*args)
     except ExportError:
         raise
     except Exception as e:  # make_fx raises many types; say where it failed

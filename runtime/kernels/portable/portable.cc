@@ -1,5 +1,7 @@
 #include "runtime/kernels/portable/portable.h"
 
+#include "runtime/kernels/prim/prim_ops.h"
+
 namespace ember {
 
 #define EMBER_OP(name, fn, signature) Error fn(KernelContext&, std::span<EValue*>);
@@ -14,7 +16,10 @@ const Kernel kPortableKernels[] = {
 };
 }  // namespace
 
-Error register_portable_kernels() { return register_kernels(kPortableKernels); }
+Error register_portable_kernels() {
+  EMBER_TRY(register_prim_ops());
+  return register_kernels(kPortableKernels);
+}
 
 std::span<const Kernel> portable_kernels() { return kPortableKernels; }
 

@@ -11,7 +11,8 @@
 
 namespace ember {
 
-// Registers every portable kernel. Safe to call more than once.
+// Registers every portable kernel, and the runtime's prim ops (runtime/kernels/prim/prim_ops.h)
+// that programs with symbolic sizes call. Safe to call more than once.
 Error register_portable_kernels();
 
 // The portable kernel table (for tools and tests).
