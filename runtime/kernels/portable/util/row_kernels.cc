@@ -12,8 +12,8 @@
 // GEMM (gemm.cc), they are also compiled for wider ISAs: GCC and clang emit one copy per target
 // and an ifunc resolver that picks, when the library is loaded, the widest one whose CPU features
 // are present (features, not "arch=" CPU models, which a newer CPU would not match). The code stays
-// plain C++.
-#if defined(__x86_64__) && defined(__ELF__) && !defined(EMBER_NO_TARGET_CLONES)
+// plain C++. (The resolver is an ifunc, hence glibc.)
+#if defined(__x86_64__) && defined(__GLIBC__) && !defined(EMBER_NO_TARGET_CLONES)
 #define EMBER_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define EMBER_ROW_CLONES
