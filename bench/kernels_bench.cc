@@ -1,5 +1,6 @@
-// Ember's portable GEMM, convolution, layer norm and softmax against ATen eager (libtorch), in the
-// same run, on the same inputs, with the same thread count (the benchmark's argument).
+// Ember's portable GEMM, convolution, layer norm, softmax and log_softmax against ATen eager
+// (libtorch), in the same run, on the same inputs, with the same thread count (the benchmark's
+// argument).
 //
 //   build/bench/ember_kernels_bench --benchmark_filter=Gemm
 //
@@ -162,7 +163,8 @@ void LayerNorm(benchmark::State& state, bool use_ember) {
                           static_cast<int64_t>(sizeof(float)));
 }
 
-void Softmax(benchmark::State& state, bool use_ember) {
+// _softmax or _log_softmax over the last dim of a 512 x 1024 float32 tensor.
+void SoftmaxOrLog(benchmark::State& state, bool use_ember, bool log) {
   const int64_t rows = 512, cols = 1024;
   const at::Tensor x = at::randn({rows, cols});
   at::Tensor out = at::empty({rows, cols});
@@ -170,11 +172,21 @@ void Softmax(benchmark::State& state, bool use_ember) {
   call.tensor(x).integer(-1).boolean(false).tensor(out).again();
   loop(
       state, use_ember,
-      [&](ember::KernelContext& ctx) { return call.run("aten::_softmax.out", ctx); },
-      [&] { at::_softmax_out(out, x, -1, false); });
+      [&](ember::KernelContext& ctx) {
+        return call.run(log ? "aten::_log_softmax.out" : "aten::_softmax.out", ctx);
+      },
+      [&] {
+        if (log) {
+          at::_log_softmax_out(out, x, -1, false);
+        } else {
+          at::_softmax_out(out, x, -1, false);
+        }
+      });
   state.SetBytesProcessed(state.iterations() * rows * cols * 2 *
                           static_cast<int64_t>(sizeof(float)));
 }
+void Softmax(benchmark::State& state, bool use_ember) { SoftmaxOrLog(state, use_ember, false); }
+void LogSoftmax(benchmark::State& state, bool use_ember) { SoftmaxOrLog(state, use_ember, true); }
 
 }  // namespace
 
@@ -214,6 +226,16 @@ BENCHMARK_CAPTURE(Softmax, ember, true)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(Softmax, aten, false)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(LogSoftmax, ember, true)
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(LogSoftmax, aten, false)
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMicrosecond)

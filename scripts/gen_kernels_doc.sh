@@ -18,6 +18,7 @@ trap 'rm -f "$table"' EXIT
 # failing cells (✗) can be seen, but the script reports the failure.
 status=0
 EMBER_KERNELS_DOC=$table "$bin" --gtest_filter='DtypeSweep.*' > "$table.log" 2>&1 || status=$?
+grep -A1 ": Failure" "$table.log" | grep -v -e ": Failure" -e "^--" >&2 || true
 torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo unknown)
 {
   echo "# Portable kernels: operators and dtypes"
@@ -31,14 +32,27 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "floating inputs) and compares with ATen's own result at the dtype's tolerance."
   echo
   echo "- ✓: Ember's result matches ATen's."
+  echo "- ✓ʷ: the installed libtorch has no CPU kernel for this dtype; Ember runs it and matches"
+  echo "  ATen's result on the same inputs widened (float32 for float16 and bfloat16, float64 for the"
+  echo "  integer dtypes of the pooling and nearest-upsampling ops, where that result is exact),"
+  echo "  converted back to the dtype."
   echo "- ·: ATen refuses this dtype for the op, and Ember refuses it too (InvalidArgument)."
   echo "- ✗: Ember disagrees with ATen (the sweep fails)."
   echo
-  echo "The reference is the installed libtorch, so where its CPU kernels lack float16 (most unary"
-  echo "math, rounding, activations, clamp, cumsum/cumprod, softmax, logsumexp; prod lacks bfloat16"
-  echo "too), Ember refuses them too. One"
-  echo "exception, by contract C26: \`cummin\`/\`cummax\` accept float16; their float16 cells compare"
-  echo "with ATen run on the float32 copy of the input (exact: the op only selects values)."
+  echo "A row with several cases (overloads, options) shows the weakest cell: · when one case's"
+  echo "configuration is refused; e.g. ATen's (and Ember's) convolution takes the integer dtypes"
+  echo "other than int64 only without dilation or transposition."
+  echo
+  echo "The reference is the installed libtorch. Where its CPU kernels lack float16 for element-wise"
+  echo "math and scans (most unary math, rounding, activations, clamp, cumsum/cumprod, softmax,"
+  echo "logsumexp; prod lacks bfloat16 too), Ember refuses them too (·). Where they lack it for"
+  echo "matmul, convolution, normalization, pooling and resampling, Ember computes in float32 and"
+  echo "rounds (✓ʷ). One more exception, by contract C26: \`cummin\`/\`cummax\` accept float16;"
+  echo "their float16 cells compare with ATen run on the float32 copy of the input (exact: the op"
+  echo "only selects values)."
+  echo
+  echo "Every kernel registered in \`runtime/kernels/portable/ops.inc\` has a row:"
+  echo "\`DtypeSweep.EveryKernelHasACase\` fails when one has no sweep case."
   echo
   echo "To add rows, register a case with \`EMBER_SWEEP_CASE\` (see \`tests/kernels/dtype_sweep.h\`)"
   echo "in any test file of the conformance suite, then rerun this script."

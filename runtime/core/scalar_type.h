@@ -119,18 +119,24 @@ EMBER_MAP_TYPE_(BFloat16, BFloat16)
     __VA_ARGS__;                                     \
     break;                                           \
   }
-#define EMBER_SWITCH_ALL_TYPES(dtype, ctype, on_unsupported, ...)     \
-  switch (dtype) {                                                    \
-    EMBER_CASE_TYPE_(Byte, uint8_t, ctype, __VA_ARGS__)               \
-    EMBER_CASE_TYPE_(Char, int8_t, ctype, __VA_ARGS__)                \
-    EMBER_CASE_TYPE_(Short, int16_t, ctype, __VA_ARGS__)              \
-    EMBER_CASE_TYPE_(Int, int32_t, ctype, __VA_ARGS__)                \
-    EMBER_CASE_TYPE_(Long, int64_t, ctype, __VA_ARGS__)               \
-    EMBER_CASE_TYPE_(Half, ::ember::Half, ctype, __VA_ARGS__)         \
-    EMBER_CASE_TYPE_(Float, float, ctype, __VA_ARGS__)                \
-    EMBER_CASE_TYPE_(Double, double, ctype, __VA_ARGS__)              \
-    EMBER_CASE_TYPE_(Bool, bool, ctype, __VA_ARGS__)                  \
-    EMBER_CASE_TYPE_(BFloat16, ::ember::BFloat16, ctype, __VA_ARGS__) \
-    default:                                                          \
-      on_unsupported;                                                 \
+// The cases by group, the one place that maps a dtype to its C++ type for dispatch; the switches
+// here and the subsets of runtime/kernels/portable/util/dispatch.h are made of them.
+#define EMBER_CASE_INTEGRAL_TYPES_(ctype, ...)         \
+  EMBER_CASE_TYPE_(Byte, uint8_t, ctype, __VA_ARGS__)  \
+  EMBER_CASE_TYPE_(Char, int8_t, ctype, __VA_ARGS__)   \
+  EMBER_CASE_TYPE_(Short, int16_t, ctype, __VA_ARGS__) \
+  EMBER_CASE_TYPE_(Int, int32_t, ctype, __VA_ARGS__)   \
+  EMBER_CASE_TYPE_(Long, int64_t, ctype, __VA_ARGS__)
+#define EMBER_CASE_FLOATING_TYPES_(ctype, ...)              \
+  EMBER_CASE_TYPE_(Half, ::ember::Half, ctype, __VA_ARGS__) \
+  EMBER_CASE_TYPE_(Float, float, ctype, __VA_ARGS__)        \
+  EMBER_CASE_TYPE_(Double, double, ctype, __VA_ARGS__)      \
+  EMBER_CASE_TYPE_(BFloat16, ::ember::BFloat16, ctype, __VA_ARGS__)
+#define EMBER_SWITCH_ALL_TYPES(dtype, ctype, on_unsupported, ...) \
+  switch (dtype) {                                                \
+    EMBER_CASE_INTEGRAL_TYPES_(ctype, __VA_ARGS__)                \
+    EMBER_CASE_FLOATING_TYPES_(ctype, __VA_ARGS__)                \
+    EMBER_CASE_TYPE_(Bool, bool, ctype, __VA_ARGS__)              \
+    default:                                                      \
+      on_unsupported;                                             \
   }

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,11 +29,19 @@ inline const at::ScalarType kSweepTypes[] = {at::kBool,  at::kByte,  at::kChar, 
 
 enum class SweepOutcome {
   Match,         // both ran and agree
+  MatchWidened,  // ATen's CPU kernel lacks this dtype; Ember agrees with ATen's result on the
+                 // same inputs widened (float32 for 16-bit floats, else float64), converted back
   BothRefuse,    // ATen refuses the dtype and so does Ember
   Mismatch,      // both ran, results differ
   EmberRefuses,  // ATen runs, Ember refuses
   EmberAccepts,  // ATen refuses, Ember runs
 };
+
+// True for the outcomes the sweep accepts.
+inline bool sweep_passes(SweepOutcome o) {
+  return o == SweepOutcome::Match || o == SweepOutcome::MatchWidened ||
+         o == SweepOutcome::BothRefuse;
+}
 
 using SweepFn = std::function<SweepOutcome(at::ScalarType dtype, std::string* why)>;
 
@@ -160,6 +169,88 @@ inline SweepOutcome sweep_run(const std::string& kernel,
     if (!values_match(call.out(i), expected[i], tol, why)) return SweepOutcome::Mismatch;
   }
   return SweepOutcome::Match;
+}
+
+// `outs` with their floating tensors converted to `dtype` (index outputs are left as they are).
+inline std::vector<at::Tensor> floating_as(std::vector<at::Tensor> outs, at::ScalarType dtype) {
+  for (at::Tensor& t : outs) {
+    if (t.is_floating_point()) t = t.to(dtype);
+  }
+  return outs;
+}
+
+// Like sweep_run, for cases whose reference can be computed at another dtype: `aten(t)` computes
+// the expected outs with the case's inputs converted to `t` (t is the sweep's dtype, or a wider
+// one).
+// - When ATen refuses float16 or bfloat16 (a CPU kernel that libtorch 1.13 lacks), the reference
+//   is ATen's float32 result converted to the dtype, compared at `widened_tolerance`; Ember may run
+//   (MatchWidened) or refuse too (BothRefuse).
+// - With `widen_integral`, the same for integer and bool dtypes through float64 (for ops whose
+//   result is exact there: element selection, small integer sums).
+// - When ATen refuses another dtype, Ember must refuse it; its outs are shaped like ATen's float32
+//   result, so that only the dtype can make it refuse.
+// An out whose ATen result is not contiguous gets that result's layout (dim order).
+inline SweepOutcome sweep_run_as(const std::string& kernel, at::ScalarType dtype,
+                                 const std::function<std::vector<at::Tensor>(at::ScalarType)>& aten,
+                                 const std::function<void(KernelCall&)>& inputs, std::string* why,
+                                 std::optional<Tolerance> tolerance = std::nullopt,
+                                 std::optional<Tolerance> widened_tolerance = std::nullopt,
+                                 bool widen_integral = false) {
+  const auto first_line = [](const std::exception& e) {
+    const std::string s = e.what();
+    return s.substr(0, s.find('\n'));
+  };
+  std::vector<at::Tensor> expected;
+  bool aten_ok = true, widened = false;
+  std::string aten_error;
+  try {
+    expected = aten(dtype);
+  } catch (const std::exception& e) {
+    aten_ok = false;
+    aten_error = first_line(e);
+  }
+  if (!aten_ok) {
+    // Outs for Ember: the widened reference (also the expected result when widening applies).
+    try {
+      const bool half = dtype == at::kHalf || dtype == at::kBFloat16;
+      const bool wide = widen_integral && !at::isFloatingType(dtype);
+      expected = floating_as(aten(wide ? at::kDouble : at::kFloat), dtype);
+      widened = half || wide;
+    } catch (const std::exception& e) {
+      *why = "ATen refuses float32 too: " + first_line(e);
+      return SweepOutcome::Mismatch;
+    }
+  }
+  KernelCall call(kernel);
+  inputs(call);
+  for (const at::Tensor& e : expected) {
+    if (e.is_contiguous()) {
+      call.out_like(e);
+    } else {
+      call.out_like_layout(e);
+    }
+  }
+  if (expected.size() == 1) {
+    call.repeat_out();
+  } else {
+    call.repeat_outs(expected.size());
+  }
+  const Error err = call.run();
+  if (!aten_ok && (!widened || err != Error::Ok)) {
+    if (err != Error::Ok) return SweepOutcome::BothRefuse;
+    *why = "ATen refuses (" + aten_error + "), Ember ran";
+    return SweepOutcome::EmberAccepts;
+  }
+  if (err != Error::Ok) {
+    *why = std::string("Ember refused: ") + last_error_message();
+    return SweepOutcome::EmberRefuses;
+  }
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const std::optional<Tolerance> given = widened ? widened_tolerance : tolerance;
+    const Tolerance tol = given.value_or(default_tolerance(expected[i].scalar_type()));
+    if (!values_match(call.out(i), expected[i], tol, why)) return SweepOutcome::Mismatch;
+  }
+  return widened ? SweepOutcome::MatchWidened : SweepOutcome::Match;
 }
 
 }  // namespace ember::testing

@@ -344,6 +344,20 @@ TEST(ReductionOps, SoftmaxLargeRowsAndRefusals) {
   KernelCall sp("aten::_softmax.out");
   sp.tensor(special).scalar(int64_t{1}).scalar(false).out_like(special).repeat_out();
   check(sp, {at::_softmax(special, 1, false)});
+  // Rows long enough for the vectorized float32 path, with a tail (37 = 2 * 16 + 5): NaN, +inf,
+  // -inf, a row of -inf, and values so far below the max that their exp underflows.
+  at::Tensor rows = at::randn({6, 37}) * 30;
+  rows[0][3] = NAN;
+  rows[1][20] = INFINITY;
+  rows[2][36] = -INFINITY;
+  rows[3].fill_(-INFINITY);
+  rows[4][0] = 300;
+  rows[5][33] = NAN;
+  for (const bool log : {false, true}) {
+    KernelCall call(log ? "aten::_log_softmax.out" : "aten::_softmax.out");
+    call.tensor(rows).scalar(int64_t{-1}).scalar(false).out_like(rows).repeat_out();
+    check(call, {log ? at::_log_softmax(rows, -1, false) : at::_softmax(rows, -1, false)});
+  }
   // half_to_float is CUDA-only in ATen.
   const at::Tensor h = x.to(at::kHalf);
   EXPECT_ANY_THROW(at::_softmax(h, -1, true));

@@ -10,42 +10,61 @@
 namespace ember {
 namespace {
 
+// Element i is start + i * step: in int64 for integer outs (of the bounds truncated), else in
+// double. A template, so that each dtype compiles only its own branch (a discarded `if constexpr`
+// branch outside a template is still compiled, e.g. int64 -> float16 for the 16-bit floats).
+template <typename T>
+void fill(T* p, int32_t size, double start, double step) {
+  for (int32_t i = 0; i < size; ++i) {
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      p[i] = static_cast<T>(static_cast<int64_t>(start) + static_cast<int64_t>(step) * i);
+    } else {
+      p[i] = convert<T>(start + step * i);
+    }
+  }
+}
+
 Error arange(const EValue* start_v, const EValue& end_v, const EValue* step_v, Tensor& out) {
-  const bool integral = (start_v == nullptr || !start_v->is_double()) && !end_v.is_double() &&
-                        (step_v == nullptr || !step_v->is_double());
-  const double start = start_v == nullptr ? 0 : start_v->scalar_as_double();
-  const double end = end_v.scalar_as_double();
-  const double step = step_v == nullptr ? 1 : step_v->scalar_as_double();
-  EMBER_CHECK(step != 0, Error::InvalidArgument, "arange: step must be nonzero");
-  EMBER_CHECK(std::isfinite(start) && std::isfinite(end), Error::InvalidArgument,
-              "arange: unsupported range: %g -> %g", start, end);
-  EMBER_CHECK((step > 0 && end >= start) || (step < 0 && end <= start), Error::InvalidArgument,
-              "arange: upper bound and larger bound inconsistent with step sign");
+  const ScalarType dt = out.dtype();
+  // ATen (libtorch 1.13) has no bool arange.
+  EMBER_CHECK(dt != ScalarType::Bool, Error::InvalidArgument,
+              "arange: dtype bool is not supported");
   EMBER_CHECK(out.dim() == 1, Error::InvalidArgument, "arange: out must be 1-D, has rank %d",
               out.dim());
-  double size_d = 0;
-  if (integral && !is_floating(out.dtype())) {
-    const int64_t s = start_v == nullptr ? 0 : start_v->to_int(), e = end_v.to_int();
-    const int64_t st = step_v == nullptr ? 1 : step_v->to_int();
-    size_d = std::ceil(static_cast<double>(e - s) / static_cast<double>(st));
-  } else {
-    size_d = std::ceil((end - start) / step);
+  double start = start_v == nullptr ? 0 : start_v->scalar_as_double();
+  double end = end_v.scalar_as_double();
+  double step = step_v == nullptr ? 1 : step_v->scalar_as_double();
+  EMBER_CHECK(std::isfinite(start) && std::isfinite(end), Error::InvalidArgument,
+              "arange: unsupported range: %g -> %g", start, end);
+  // ATen computes in the out's accumulation type, int64 for integer outs: the bounds and the step
+  // are truncated to integers before the checks (a step of 0.5 is a zero step there).
+  const bool integral = !is_floating(dt);
+  const auto as_int = [](const EValue* v, double d) {
+    return v != nullptr && v->is_int() ? v->to_int() : static_cast<int64_t>(d);
+  };
+  const int64_t istart = as_int(start_v, start), iend = as_int(&end_v, end),
+                istep = as_int(step_v, step);
+  if (integral) {
+    start = static_cast<double>(istart);
+    step = static_cast<double>(istep);
   }
+  const double lo = integral ? static_cast<double>(istart) : start;
+  const double hi = integral ? static_cast<double>(iend) : end;
+  EMBER_CHECK(step != 0, Error::InvalidArgument, "arange: step must be nonzero");
+  EMBER_CHECK((step > 0 && hi >= lo) || (step < 0 && hi <= lo), Error::InvalidArgument,
+              "arange: upper bound and larger bound inconsistent with step sign");
+  // The size: from the truncated bounds for int64 outs, else from the bounds as given, as ATen.
+  const double size_d =
+      dt == ScalarType::Long
+          ? std::ceil(static_cast<double>(iend - istart) / static_cast<double>(istep))
+          : std::ceil((end_v.scalar_as_double() -
+                       (start_v == nullptr ? 0 : start_v->scalar_as_double())) /
+                      (step_v == nullptr ? 1 : step_v->scalar_as_double()));
   EMBER_CHECK(size_d >= 0 && size_d < 2147483648.0, Error::InvalidArgument,
               "arange: invalid size %g", size_d);
   const int32_t size[1] = {static_cast<int32_t>(size_d)};
   EMBER_TRY(out.resize(size));
-  EMBER_SWITCH_ALL_TYPES(out.dtype(), T, (void)0, {
-    T* p = out.data<T>();
-    for (int32_t i = 0; i < size[0]; ++i) {
-      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        const int64_t s = start_v == nullptr ? 0 : static_cast<int64_t>(start);
-        p[i] = static_cast<T>(s + static_cast<int64_t>(step) * i);
-      } else {
-        p[i] = convert<T>(start + step * i);
-      }
-    }
-  });
+  EMBER_SWITCH_ALL_TYPES(dt, T, (void)0, fill(out.data<T>(), size[0], start, step));
   return Error::Ok;
 }
 

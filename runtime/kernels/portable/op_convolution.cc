@@ -44,10 +44,15 @@ void strides4(const Tensor& t, int64_t s[4]) {
   s[3] = t.stride(t.dim() - 1);
 }
 
+// Integer convolutions accumulate modulo 2^64 and keep the low bits, which is ATen's wrap-around
+// result for every integer width, without signed overflow.
+template <typename T>
+using ConvAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, compute_type_t<T>>;
+
 template <typename T>
 void conv_direct(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
                  ThreadPool* threads) {
-  using Acc = compute_type_t<T>;
+  using Acc = ConvAcc<T>;
   const int64_t cin_g = c.transposed ? c.c_in / c.groups : c.c_in / c.groups;
   const int64_t cout_g = c.c_out / c.groups;
   threads->parallel_for(c.n * c.c_out, 1, [&](int64_t begin, int64_t end) {
@@ -146,8 +151,6 @@ Error convolution_out(KernelContext& ctx, std::span<EValue*> args) {
   const ScalarType dt = input.dtype();
   EMBER_CHECK(weight.dtype() == dt && out.dtype() == dt && (bias == nullptr || bias->dtype() == dt),
               Error::InvalidArgument, "%s: input, weight, bias and out must share one dtype", op);
-  EMBER_CHECK(is_floating(dt), Error::InvalidArgument, "%s: dtype %s is not supported", op,
-              to_string(dt));
   const int spatial = rank - 2;
   Conv c{};
   c.transposed = transposed;
@@ -156,6 +159,12 @@ Error convolution_out(KernelContext& ctx, std::span<EValue*> args) {
   EMBER_TRY(read_pair(op, "padding", args[4]->to_int_list(), spatial, 0, 0, c.pad));
   EMBER_TRY(read_pair(op, "dilation", args[5]->to_int_list(), spatial, 1, 1, c.dil));
   EMBER_TRY(read_pair(op, "output_padding", args[7]->to_int_list(), spatial, 0, 0, c.out_pad));
+  // ATen's CPU convolution (libtorch 1.13) takes int64, and the other integer dtypes but bool only
+  // on its plain path (neither transposed nor dilated).
+  const bool plain = !transposed && c.dil[0] == 1 && c.dil[1] == 1;
+  EMBER_CHECK(is_floating(dt) || dt == ScalarType::Long || (dt != ScalarType::Bool && plain),
+              Error::InvalidArgument, "%s: dtype %s is not supported%s", op, to_string(dt),
+              dt == ScalarType::Bool ? "" : " (integers but int64 only without dilation)");
   c.n = input.size(0);
   c.c_in = input.size(1);
   c.h = spatial == 2 ? input.size(2) : 1;
@@ -214,7 +223,7 @@ Error convolution_out(KernelContext& ctx, std::span<EValue*> args) {
   const bool out_flat = c.out_s[2] == c.ow * c.out_s[3];
   const bool gemm_path = !transposed && weight_flat && out_flat && cout_g >= 4 &&
                          (dt == ScalarType::Float || dt == ScalarType::Double);
-  EMBER_SWITCH_FLOAT_TYPES(dt, T, (void)0, {
+  EMBER_SWITCH_REAL_TYPES(dt, T, (void)0, {
     const T* b = bias == nullptr ? nullptr : bias->data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       if (gemm_path) {

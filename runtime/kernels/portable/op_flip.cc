@@ -68,20 +68,10 @@ Error roll_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
       }
     }
   };
-  switch (in.element_size()) {
-    case 1:
-      copy(out.data<uint8_t>(), in.data<uint8_t>());
-      break;
-    case 2:
-      copy(out.data<uint16_t>(), in.data<uint16_t>());
-      break;
-    case 4:
-      copy(out.data<uint32_t>(), in.data<uint32_t>());
-      break;
-    default:
-      copy(out.data<uint64_t>(), in.data<uint64_t>());
-      break;
-  }
+  with_element_bits(in.element_size(), [&](auto bits) {
+    using B = decltype(bits);
+    copy(out.data<B>(), in.data<B>());
+  });
   return Error::Ok;
 }
 

@@ -5,9 +5,25 @@
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/portable/util/dispatch.h"
 #include "runtime/kernels/portable/util/normalization.h"
+#include "runtime/kernels/portable/util/row_kernels.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember {
+namespace {
+
+// One dense row through layer_norm_row_f32 when T is float (true), else nothing (false). A
+// template, so that only float compiles the call.
+template <typename T>
+bool float_row(const T* x, T* y, int64_t n, const T* w, const T* b, double eps, T* mean, T* rstd) {
+  if constexpr (std::is_same_v<T, float>) {
+    layer_norm_row_f32(x, y, n, w, b, static_cast<float>(eps), mean, rstd);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+}  // namespace
 
 Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
   const Tensor& in = args[0]->to_tensor();
@@ -53,10 +69,20 @@ Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
     // Dense affine parameters are read straight from memory.
     const T* w = weight != nullptr && weight->is_contiguous() ? weight->data<T>() : nullptr;
     const T* bb = bias != nullptr && bias->is_contiguous() ? bias->data<T>() : nullptr;
+    const bool params_dense =
+        (weight == nullptr || w != nullptr) && (bias == nullptr || bb != nullptr);
+    T* mean_data = mean_out.data<T>();
+    T* rstd_data = rstd_out.data<T>();
     ctx.threads->parallel_for(
         rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)),
         [&](int64_t begin, int64_t end) {
           for (int64_t r = begin; r < end; ++r) {
+            // Dense float32 rows (the common case) take the vectorized row kernel.
+            if (dense && params_dense &&
+                float_row(x + r * n, y + r * n, n, w, bb, eps, &mean_data[offset_of(mean_out, r)],
+                          &rstd_data[offset_of(rstd_out, r)])) {
+              continue;
+            }
             const auto get = [&](int64_t i) {
               const int64_t l = r * n + i;
               return static_cast<Acc>(x[dense ? l : offset_of(in, l)]);
@@ -70,8 +96,8 @@ Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
               const Acc v = (get(i) - s.mean) * rstd * wi + bi;
               y[dense ? l : offset_of(out, l)] = static_cast<T>(v);
             }
-            mean_out.data<T>()[offset_of(mean_out, r)] = static_cast<T>(s.mean);
-            rstd_out.data<T>()[offset_of(rstd_out, r)] = static_cast<T>(rstd);
+            mean_data[offset_of(mean_out, r)] = static_cast<T>(s.mean);
+            rstd_data[offset_of(rstd_out, r)] = static_cast<T>(rstd);
           }
         });
   });

@@ -29,22 +29,13 @@ Error sort(const Tensor& in, int64_t dim_arg, bool descending, Tensor& values, T
   const int64_t sx = in.dim() == 0 ? 1 : indices.stride(d);
   EMBER_SWITCH_ALL_TYPES(in.dtype(), T, (void)0, {
     for (int64_t s = 0; s < slices; ++s) {
-      // The slice's first element: row-major position s over the dims other than `dim`.
-      int64_t rest = s, oi = 0, ov = 0, ox = 0;
-      for (int k = in.dim() - 1; k >= 0; --k) {
-        if (k == d) continue;
-        const int64_t c = rest % in.size(k);
-        rest /= in.size(k);
-        oi += c * in.stride(k);
-        ov += c * values.stride(k);
-        ox += c * indices.stride(k);
-      }
-      const SortOrder<T> order{in.data<T>() + oi, si, descending};
-      int64_t* idx = indices.data<int64_t>() + ox;
+      const SliceOrigin origin = slice_origin(in, values, indices, d, s);
+      const SortOrder<T> order{in.data<T>() + origin.in, si, descending};
+      int64_t* idx = indices.data<int64_t>() + origin.indices;
       for (int64_t i = 0; i < len; ++i) idx[i * sx] = i;
       std::sort(StridedIndexIterator(idx, sx), StridedIndexIterator(idx, sx) + len,
                 [&](int64_t a, int64_t b) { return order.before(a, b); });
-      T* v = values.data<T>() + ov;
+      T* v = values.data<T>() + origin.values;
       for (int64_t i = 0; i < len; ++i) v[i * sv] = order.values[idx[i * sx] * si];
     }
   });

@@ -15,6 +15,9 @@ Error topk_values_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
   const bool largest = args[3]->to_bool();
   Tensor& values = args[5]->to_tensor();
   Tensor& indices = args[6]->to_tensor();
+  // ATen (libtorch 1.13) has no bool topk.
+  EMBER_CHECK(in.dtype() != ScalarType::Bool, Error::InvalidArgument,
+              "topk: dtype bool is not supported");
   int64_t dim = 0;
   EMBER_TRY(wrap_dim("topk", args[2]->to_int(), in.dim(), &dim));
   const int d = static_cast<int>(dim);
@@ -35,17 +38,9 @@ Error topk_values_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
   const int64_t sx = in.dim() == 0 ? 1 : indices.stride(d);
   EMBER_SWITCH_ALL_TYPES(in.dtype(), T, (void)0, {
     for (int64_t s = 0; s < slices; ++s) {
-      int64_t rest = s, oi = 0, ov = 0, ox = 0;
-      for (int r = in.dim() - 1; r >= 0; --r) {
-        if (r == d) continue;
-        const int64_t c = rest % in.size(r);
-        rest /= in.size(r);
-        oi += c * in.stride(r);
-        ov += c * values.stride(r);
-        ox += c * indices.stride(r);
-      }
-      const SortOrder<T> order{in.data<T>() + oi, si, largest};
-      int64_t* idx = indices.data<int64_t>() + ox;
+      const SliceOrigin origin = slice_origin(in, values, indices, d, s);
+      const SortOrder<T> order{in.data<T>() + origin.in, si, largest};
+      int64_t* idx = indices.data<int64_t>() + origin.indices;
       int64_t count = 0;
       for (int64_t i = 0; i < len; ++i) {
         if (count == k && !order.before(i, idx[(k - 1) * sx])) continue;
@@ -56,7 +51,7 @@ Error topk_values_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
         }
         idx[at * sx] = i;
       }
-      T* v = values.data<T>() + ov;
+      T* v = values.data<T>() + origin.values;
       for (int64_t i = 0; i < k; ++i) v[i * sv] = order.values[idx[i * sx] * si];
     }
   });

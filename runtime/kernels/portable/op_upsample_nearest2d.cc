@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "runtime/executor/kernel_registry.h"
+#include "runtime/kernels/portable/util/copy.h"
 #include "runtime/kernels/portable/util/pooling.h"
 #include "runtime/platform/thread_pool.h"
 
@@ -45,20 +46,10 @@ Error upsample_nearest(KernelContext& ctx, const Tensor& in, const int64_t size[
       }
     });
   };
-  switch (in.element_size()) {
-    case 1:
-      copy(out.data<uint8_t>(), in.data<uint8_t>());
-      break;
-    case 2:
-      copy(out.data<uint16_t>(), in.data<uint16_t>());
-      break;
-    case 4:
-      copy(out.data<uint32_t>(), in.data<uint32_t>());
-      break;
-    default:
-      copy(out.data<uint64_t>(), in.data<uint64_t>());
-      break;
-  }
+  with_element_bits(in.element_size(), [&](auto bits) {
+    using B = decltype(bits);
+    copy(out.data<B>(), in.data<B>());
+  });
   return Error::Ok;
 }
 

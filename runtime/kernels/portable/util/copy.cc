@@ -118,16 +118,8 @@ Error copy_view_out(const char* op, const Tensor& in, View& view, Tensor& out) {
 
 void copy_view(const Tensor& src, const View& view, Tensor& dst, const View& dview) {
   if (src.dtype() == dst.dtype()) {
-    switch (src.element_size()) {
-      case 1:
-        return copy_bits<uint8_t>(src, view, dst, dview);
-      case 2:
-        return copy_bits<uint16_t>(src, view, dst, dview);
-      case 4:
-        return copy_bits<uint32_t>(src, view, dst, dview);
-      default:
-        return copy_bits<uint64_t>(src, view, dst, dview);
-    }
+    return with_element_bits(src.element_size(),
+                             [&](auto bits) { copy_bits<decltype(bits)>(src, view, dst, dview); });
   }
   EMBER_SWITCH_ALL_TYPES(src.dtype(), Src, (void)0, {
     EMBER_SWITCH_ALL_TYPES(dst.dtype(), Dst, (void)0,

@@ -11,6 +11,7 @@
 // float), so cat and dim-order conversion share them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
@@ -64,6 +65,22 @@ Error wrap_dim(const char* op, int64_t dim, int64_t rank, int64_t* wrapped);
 
 // Reads element `linear` (row-major) of an integer index tensor (int32 or int64) as int64.
 int64_t index_value(const Tensor& index, int64_t linear);
+
+// Calls f(B{}) with B the unsigned integer type of `element_size` bytes (1, 2, 4, else 8): kernels
+// that only move elements copy them as bits, one instantiation per width instead of per dtype.
+template <typename F>
+void with_element_bits(size_t element_size, F&& f) {
+  switch (element_size) {
+    case 1:
+      return f(uint8_t{});
+    case 2:
+      return f(uint16_t{});
+    case 4:
+      return f(uint32_t{});
+    default:
+      return f(uint64_t{});
+  }
+}
 
 // True when t is an int32 or int64 tensor (what index arguments accept).
 inline bool is_index_dtype(ScalarType t) { return t == ScalarType::Long || t == ScalarType::Int; }

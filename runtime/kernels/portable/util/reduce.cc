@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "runtime/kernels/portable/util/row_kernels.h"
+
 namespace ember {
 
 Error reduction_mask(const Tensor& in, const EValue& dims, const char* op_name, uint32_t& mask) {
@@ -166,7 +168,16 @@ void softmax_lines(KernelContext& ctx, const Tensor& in, const ReducePlan& plan,
     const CTYPE* pi = in.data<CTYPE>();
     CTYPE* po = out.data<CTYPE>();
     const int64_t so = plan.scan_out_strides[0];
+    // Rows contiguous in both tensors (softmax over the last dim of dense tensors): float32 takes
+    // the vectorized row kernel, with the same semantics.
+    const bool rows_dense = plan.reduced_in_strides[0] == 1 && so == 1;
     for_each_reduction(plan, ctx.threads, [&](const int64_t* o, const ReduceLine& line) {
+      if constexpr (std::is_same_v<CTYPE, float>) {
+        if (rows_dense) {
+          softmax_row_f32(pi + line.base, po + o[0], line.count, log);
+          return;
+        }
+      }
       T max = -std::numeric_limits<T>::infinity();
       line.for_each([&](int64_t i, int64_t) {
         const T v = static_cast<T>(pi[i]);

@@ -36,6 +36,26 @@ struct SortOrder {
   }
 };
 
+// The element offsets, in `in` and in the values and indices outs of sort or topk, of the first
+// element of slice `s` along `dim`: row-major position s over the other dims (whose sizes the
+// three tensors share).
+struct SliceOrigin {
+  int64_t in = 0, values = 0, indices = 0;
+};
+inline SliceOrigin slice_origin(const Tensor& in, const Tensor& values, const Tensor& indices,
+                                int dim, int64_t s) {
+  SliceOrigin o;
+  for (int k = in.dim() - 1; k >= 0; --k) {
+    if (k == dim) continue;
+    const int64_t c = s % in.size(k);
+    s /= in.size(k);
+    o.in += c * in.stride(k);
+    o.values += c * values.stride(k);
+    o.indices += c * indices.stride(k);
+  }
+  return o;
+}
+
 // A random-access iterator over int64 values `stride` elements apart (a slice of an index tensor
 // along one dim), so std::sort can order the slice in place.
 class StridedIndexIterator {
