@@ -189,7 +189,8 @@ def build(names=None):
             nxt = torch.randint(0, 32000, (1, 1), generator=g)
             cases["llama_decode"] = Case(
                 "llama_decode", m, (nxt, torch.tensor([PREFILL])), ["tokens", "input_pos"],
-                f"the same decoder, one decode step at position {PREFILL} after the prefill")
+                f"the same Llama-style decoder, one decode step (1 token) at position {PREFILL}, "
+                f"after the prefill")
     return cases
 
 

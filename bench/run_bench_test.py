@@ -50,6 +50,11 @@ class ReportTest(unittest.TestCase):
         self.assertIn("[2] wrong output (max err 1)", t[6])
         self.assertIn("[3] n/a (worker exited)", t[7])
 
+    def test_fastest_run_table(self):
+        t = rb.markdown_table(self.results, self.systems, self.rows, stat=min).splitlines()
+        self.assertEqual(t[2], "| resnet18 | 1 | 10.00 (2.50×) | n/a [1] | 8.00 (2.00×) | "
+                               "4.00 (1.00×) |")
+
     def test_ratios_and_errors(self):
         r = rb.ratios(self.results, self.systems, self.rows)
         self.assertEqual(r["Ember portable"], [4.0, None])

@@ -77,8 +77,9 @@ async function main() {
   });
   const feeds = {};
   for (const [name, file] of o.inputs) feeds[name] = readNpy(file);
-  console.log(`info onnxruntime-node ${ort.env.versions.node} (common ${ort.env.versions.common}) ` +
-              `execution provider cpu; backends ${JSON.stringify(ort.listSupportedBackends())}; ` +
+  const cpu = ort.listSupportedBackends().some((b) => b.name === 'cpu' && b.bundled);
+  if (!cpu) throw new Error('this onnxruntime-node has no bundled CPU execution provider');
+  console.log(`info onnxruntime-node ${ort.env.versions.node}, CPU execution provider, ` +
               `intra-op ${o.threads} inter-op 1 sequential`);
   let out = await session.run(feeds);
   if (o.outDir) {
