@@ -309,7 +309,13 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
     for r in range(plan["rounds"]):
         k = r % len(workers) if workers else 0
         for w in workers[k:] + workers[:k]:  # rotate who goes first
-            res[w.system]["times"] += w.run(plan["per_round"])
+            try:
+                res[w.system]["times"] += w.run(plan["per_round"])
+            except (ValueError, BrokenPipeError) as e:
+                res[w.system]["status"] = f"n/a (failed while timed: {str(e)[:150]})"
+                log(f"  {w.system}: {res[w.system]['status']}")
+                w.close()
+                workers.remove(w)
     for w in workers:
         w.close()
         t = res[w.system]["times"]
