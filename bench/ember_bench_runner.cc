@@ -98,7 +98,10 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Up to `warmup` runs, stopping after 5 s (at least one), like the other systems' workers.
+  const uint64_t warm_start = ember::now_ns();
   for (int r = 0; r < warmup; ++r) {
+    if (r > 0 && ember::now_ns() - warm_start > 5'000'000'000ull) break;
     outputs = module.execute(method, inputs);
     if (!outputs.ok()) return report(outputs.error());
   }

@@ -44,8 +44,10 @@ MODELS = ["resnet18", "mobilenet_v2", "bert_encoder", "llama_prefill", "llama_de
 ONNX_OPSET = 17
 
 # Defaults: rounds x per-round timed runs per system (>= 20), after WARMUP runs in each worker.
-DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3}
-QUICK = {"rounds": 7, "per_round": 3, "warmup": 1}
+# budget: seconds of timed runs one system may take in one cell before it gets fewer runs.
+DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3, "budget": 60}
+QUICK = {"rounds": 7, "per_round": 3, "warmup": 2, "budget": 30}
+MIN_RUNS = 20
 
 
 # --- Results -> text. Pure functions (bench/run_bench_test.py checks them). ----------------------
@@ -61,6 +63,15 @@ def parse_times(line):
     return [float(x) for x in parts[1:]]
 
 
+def run_quota(first_times, planned, budget_s):
+    """Timed runs for a system whose first round took `first_times` (ms): the planned number, or
+    fewer when they would take more than budget_s, but never fewer than the first round's."""
+    per_run_s = median(first_times) / 1e3
+    if per_run_s * planned <= budget_s:
+        return planned
+    return max(len(first_times), int(budget_s / per_run_s))
+
+
 def cell_text(result, ort_ms, notes, stat=median):
     """One table cell: 'median ms (ratio×)', or 'n/a [k]' with the reason appended to notes."""
     if result.get("status") != "ok":
@@ -69,9 +80,14 @@ def cell_text(result, ort_ms, notes, stat=median):
             notes.append(reason)
         return f"{reason.split(' ')[0]} [{notes.index(reason) + 1}]"
     ms = stat(result["times"])
-    if ort_ms:
-        return f"{ms:.2f} ({ms / ort_ms:.2f}×)"
-    return f"{ms:.2f}"
+    text = f"{ms:.2f} ({ms / ort_ms:.2f}×)" if ort_ms else f"{ms:.2f}"
+    if len(result["times"]) < MIN_RUNS:
+        few = (f"fewer than {MIN_RUNS} timed runs: a configuration too slow for the time budget "
+               f"of a cell gets fewer runs (here {len(result['times'])})")
+        if few not in notes:
+            notes.append(few)
+        text += f" [{notes.index(few) + 1}]"
+    return text
 
 
 def markdown_table(results, systems, rows, stat=median):
@@ -306,16 +322,26 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
             w.close()
             continue
         workers.append(w)
+    # A system slower than the budget allows (PyTorch eager on Debian's reference BLAS: about a
+    # minute per BERT run) gets fewer timed runs, spread over the rounds and marked in the table.
+    planned = plan["rounds"] * plan["per_round"]
+    quota = {w.system: planned for w in workers}
     for r in range(plan["rounds"]):
         k = r % len(workers) if workers else 0
-        for w in workers[k:] + workers[:k]:  # rotate who goes first
+        for w in list(workers[k:] + workers[:k]):  # rotate who goes first
+            done = len(res[w.system]["times"])
+            n = min(plan["per_round"], -(-(quota[w.system] - done) // (plan["rounds"] - r)))
+            if n <= 0:
+                continue
             try:
-                res[w.system]["times"] += w.run(plan["per_round"])
+                res[w.system]["times"] += w.run(n)
             except (ValueError, BrokenPipeError) as e:
                 res[w.system]["status"] = f"n/a (failed while timed: {str(e)[:150]})"
                 log(f"  {w.system}: {res[w.system]['status']}")
                 w.close()
                 workers.remove(w)
+            if r == 0 and w in workers:
+                quota[w.system] = run_quota(res[w.system]["times"], planned, plan["budget"])
     for w in workers:
         w.close()
         t = res[w.system]["times"]
@@ -456,11 +482,18 @@ configuration above its tolerance is reported as wrong and not timed.
   `OMP_NUM_THREADS=threads`.
 - Threads: {', '.join(map(str, run['threads']))}.
 - Timing: one long-lived process per system holds the loaded model. Each first checks its output,
-  then runs {plan['warmup']} warm-up inferences. Then {plan['rounds']} rounds: in every round each
-  system runs {plan['per_round']} timed inferences, the starting system rotating from round to
-  round, so every system gets {plan['rounds'] * plan['per_round']} timed runs spread over the
-  whole measurement. Each run is timed around the single inference call inside the worker (no
-  process or I/O overhead); the table shows the median.
+  then runs up to {plan['warmup']} warm-up inferences (stopping after 5 s, at least one). Then
+  {plan['rounds']} rounds: in every round each system runs {plan['per_round']} timed inferences,
+  the starting system rotating from round to round, so every system gets
+  {plan['rounds'] * plan['per_round']} timed runs spread over the whole measurement. A system
+  whose runs would take more than {plan['budget']:g} s in one cell (measured in the first round)
+  gets fewer, spread over the rounds, and its cell says so. Each run is timed around the single
+  inference call inside the worker (no process or I/O overhead); the table shows the median.
+- PyTorch eager: Debian's torch 1.13 runs convolutions on oneDNN but `nn.Linear` and `matmul` on
+  the BLAS it is linked with, which on this machine is Debian's reference BLAS (`libblas3`, no
+  OpenBLAS installed): the Linear-heavy models (BERT, Llama prefill) are very slow in eager here.
+  That is what Debian's PyTorch does on this machine, not a measure of PyTorch with an optimized
+  BLAS.
 """
     path = os.path.join(ROOT, "docs", "performance.md")
     open(path, "w").write(text)
@@ -475,7 +508,8 @@ def main():
     p.add_argument("--quick", action="store_true", help=f"{QUICK} instead of {DEFAULT}")
     p.add_argument("--rounds", type=int)
     p.add_argument("--per-round", type=int)
-    p.add_argument("--warmup", type=int)
+    p.add_argument("--warmup", type=int, help="warm-up runs per worker (stopping after 5 s)")
+    p.add_argument("--budget", type=float, help="seconds of timed runs per system and cell")
     p.add_argument("--work", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
     p.add_argument("--runner", default=os.path.join(ROOT, "build", "release", "bench",

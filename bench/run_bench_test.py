@@ -11,7 +11,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run_bench as rb  # noqa: E402
 
 
-def ok(times, err=1e-6):
+def ok(times, err=1e-6, runs=None):
+    """A timed result; the times repeated to 20 runs (same median and minimum) unless `runs`."""
+    times = times * (-(-20 // len(times))) if runs is None else times
     return {"status": "ok", "times": times, "err": (err, err)}
 
 
@@ -54,6 +56,15 @@ class ReportTest(unittest.TestCase):
         t = rb.markdown_table(self.results, self.systems, self.rows, stat=min).splitlines()
         self.assertEqual(t[2], "| resnet18 | 1 | 10.00 (2.50×) | n/a [1] | 8.00 (2.00×) | "
                                "4.00 (1.00×) |")
+
+    def test_slow_systems_get_fewer_runs_and_a_note(self):
+        self.assertEqual(rb.run_quota([10.0, 10.0, 10.0], 30, 60), 30)     # 0.3 s in all
+        self.assertEqual(rb.run_quota([4000.0, 4000.0, 4000.0], 30, 60), 15)
+        self.assertEqual(rb.run_quota([50000.0] * 3, 30, 60), 3)          # never below round 1
+        results = {("bert", 1): {rb.EAGER: ok([50000.0] * 3, runs=3), rb.ORT: ok([100.0])}}
+        t = rb.markdown_table(results, [rb.EAGER, rb.ORT], [("bert", 1)]).splitlines()
+        self.assertEqual(t[2], "| bert | 1 | 50000.00 (500.00×) [1] | 100.00 (1.00×) |")
+        self.assertIn("(here 3)", t[4])
 
     def test_ratios_and_errors(self):
         r = rb.ratios(self.results, self.systems, self.rows)

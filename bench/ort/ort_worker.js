@@ -85,7 +85,11 @@ async function main() {
   if (o.outDir) {
     session.outputNames.forEach((n, i) => writeNpy(path.join(o.outDir, `output_${i}.npy`), out[n]));
   }
-  for (let r = 0; r < o.warmup; ++r) out = await session.run(feeds);
+  const warmStart = process.hrtime.bigint();
+  for (let r = 0; r < o.warmup; ++r) {  // up to --warmup runs, stopping after 5 s (at least one)
+    if (r > 0 && process.hrtime.bigint() - warmStart > 5000000000n) break;
+    out = await session.run(feeds);
+  }
   console.log('ready');
 
   const rl = readline.createInterface({input: process.stdin});
