@@ -82,8 +82,8 @@ def cell_text(result, ort_ms, notes, stat=median):
     ms = stat(result["times"])
     text = f"{ms:.2f} ({ms / ort_ms:.2f}×)" if ort_ms else f"{ms:.2f}"
     if len(result["times"]) < MIN_RUNS:
-        few = (f"fewer than {MIN_RUNS} timed runs: a configuration too slow for the time budget "
-               f"of a cell gets fewer runs (here {len(result['times'])})")
+        few = (f"{len(result['times'])} timed runs, fewer than {MIN_RUNS}: too slow for the time "
+               f"budget of a cell (or a run with fewer rounds)")
         if few not in notes:
             notes.append(few)
         text += f" [{notes.index(few) + 1}]"
@@ -172,9 +172,8 @@ def prepare_model(name, work, force):
     case = models.build([name])[name]
     inputs = []
     for n, t in zip(case.input_names, case.inputs):
-        p = os.path.join(d, f"in_{n}.npy")
-        np.save(p, t.numpy())
-        inputs.append((n, p))
+        np.save(os.path.join(d, f"in_{n}.npy"), t.numpy())
+        inputs.append((n, f"in_{n}.npy"))  # relative to the model's folder
     with torch.inference_mode():
         ref = copy.deepcopy(case.module)(*case.inputs)
     np.save(os.path.join(d, "ref.npy"), ref.numpy())
@@ -262,18 +261,18 @@ def worker_command(args, system, model, d, meta, artifacts, threads, out_dir, wa
         pte, ptd = artifacts[system]
         cmd = [args.runner, pte, "--threads", str(threads)] + (["--ptd", ptd] if ptd else [])
         for _, p in meta["inputs"]:
-            cmd += ["--input", p]
+            cmd += ["--input", os.path.join(d, p)]
         return cmd + common
     if system == EAGER:
         cmd = [sys.executable, os.path.join(HERE, "eager_worker.py"), model,
                "--threads", str(threads)]
         for _, p in meta["inputs"]:
-            cmd += ["--input", p]
+            cmd += ["--input", os.path.join(d, p)]
         return cmd + common
     cmd = ["node", os.path.join(HERE, "ort", "ort_worker.js"), os.path.join(d, "model.onnx"),
            "--threads", str(threads)]
     for n, p in meta["inputs"]:
-        cmd += ["--input", f"{n}={p}"]
+        cmd += ["--input", f"{n}={os.path.join(d, p)}"]
     return cmd + common
 
 
@@ -441,7 +440,7 @@ def write_docs(run, rows, table, best, errors, chart_name):
     """docs/performance.md from one run's record (see main)."""
     plan, v, load, descriptions = run["plan"], run["versions"], run["load"], run["descriptions"]
     if max(load) > run.get("cpus", 1):
-        noise = ("**The machine was busy (load above its CPU count; other builds were running while this was measured): the numbers are noisy**, more "
+        noise = ("**The machine was busy (load above its CPU count): the numbers are noisy**, more "
                  "so at 2 threads, where a thread that loses its core stalls the other; the "
                  "interleaving spreads that noise over all systems alike, but absolute times and "
                  "small ratios should not be over-read. Rerun on a quiet machine for numbers to "
@@ -535,6 +534,7 @@ def main():
     p.add_argument("--write-docs", action="store_true",
                    help="write docs/performance.md and docs/performance.png")
     args = p.parse_args()
+    args.work = os.path.abspath(args.work)
     args.models = [m for m in args.models.split(",") if m]
     args.threads = [int(t) for t in args.threads.split(",")]
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]

@@ -64,7 +64,7 @@ class ReportTest(unittest.TestCase):
         results = {("bert", 1): {rb.EAGER: ok([50000.0] * 3, runs=3), rb.ORT: ok([100.0])}}
         t = rb.markdown_table(results, [rb.EAGER, rb.ORT], [("bert", 1)]).splitlines()
         self.assertEqual(t[2], "| bert | 1 | 50000.00 (500.00×) [1] | 100.00 (1.00×) |")
-        self.assertIn("(here 3)", t[4])
+        self.assertIn("[1] 3 timed runs, fewer than 20", t[4])
 
     def test_ratios_and_errors(self):
         r = rb.ratios(self.results, self.systems, self.rows)
