@@ -154,7 +154,8 @@ PREFILL = 128
 def calibrate_batch_norm(m, seed):
     """Sets the batch-norm statistics from a few random batches, as training would: with
     torchvision's initialization and unit running variance, MobileNetV2's logits are ~1e-9, which
-    makes an accuracy check (and bf16) meaningless; calibrated, they are O(1) like a trained net's."""
+    makes an accuracy check (and bf16) meaningless; calibrated, they are O(1) like a trained
+    net's."""
     g = torch.Generator().manual_seed(seed)
     for b in m.modules():
         if isinstance(b, torch.nn.BatchNorm2d):

@@ -213,7 +213,7 @@ def compile_ember(args, d, meta, config):
     return pte, ptd if os.path.exists(ptd) else None
 
 
-# --- Workers ----------------------------------------------------------------------------------------
+# --- Workers -------------------------------------------------------------------------------------
 class Worker:
     """A system's long-lived process: starts, writes its first output, warms up, prints 'ready';
     then answers 'run N' with 'times ...'."""
@@ -349,7 +349,7 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
     return res
 
 
-# --- Output -------------------------------------------------------------------------------------------
+# --- Output --------------------------------------------------------------------------------------
 def chart(results, systems, rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -370,7 +370,8 @@ def chart(results, systems, rows, path):
     ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label=f"{ORT} = 1")
     ax.set_yscale("log")
     ax.set_ylim(bottom, max([2.0] + [v * 1.3 for v in known]))
-    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if bottom <= t <= ax.get_ylim()[1]]
+    top = ax.get_ylim()[1]
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if bottom <= t <= top]
     ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
     ax.yaxis.set_major_formatter(matplotlib.ticker.FixedFormatter([f"{t:g}×" for t in ticks]))
     ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
@@ -395,7 +396,8 @@ def machine_info():
                 flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16") if f in flags]
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+           if f in flags]
     amx = "" if "amx_tile" in flags else "; no AMX"
     return f"{cpu}, {os.cpu_count()} logical CPUs visible ({', '.join(isa)}{amx})"
 
@@ -414,9 +416,11 @@ def eager_blas():
 def versions(results):
     import numpy
     import torch
-    v = {"torch": torch.__version__, "numpy": numpy.__version__, "python": platform.python_version()}
+    v = {"torch": torch.__version__, "numpy": numpy.__version__,
+         "python": platform.python_version()}
     try:
-        v["node"] = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout.strip()
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True)
+        v["node"] = node.stdout.strip()
     except OSError:
         pass
     for r in results.values():
@@ -485,7 +489,8 @@ configuration above its tolerance is reported as wrong and not timed.
 {chr(10).join(f'  - `{m}`: {descriptions[m]}' for m in dict.fromkeys(m for m, _ in rows))}
 - Each model is exported once with `ember.export` (PyTorch 1.13, `make_fx`) and compiled with
   `ember compile` for each Ember configuration (flags in the table at the top of
-  `bench/run_bench.py`), and exported with `torch.onnx.export` (opset {ONNX_OPSET}) for ONNX Runtime.
+  `bench/run_bench.py`), and exported with `torch.onnx.export` (opset {ONNX_OPSET}) for ONNX
+  Runtime.
   The decoder's KV cache is a module buffer written in place: Ember keeps it as a mutable buffer;
   in ONNX it becomes a ScatterND on the initializer, recomputed each run (the same work per run).
   The decode step is exported from the module after the prefill, so every system decodes from the
@@ -561,7 +566,8 @@ def main():
         run = {"plan": plan, "elapsed": elapsed, "descriptions": descriptions,
                "threads": args.threads, "systems": args.systems, "argv": sys.argv[1:],
                "load": [load_start, os.getloadavg()[0]], "versions": versions(results),
-               "machine": machine_info(), "eager_blas": eager_blas(), "cpus": os.cpu_count(), "date": str(datetime.date.today())}
+               "machine": machine_info(), "eager_blas": eager_blas(), "cpus": os.cpu_count(),
+               "date": str(datetime.date.today())}
         raw = {f"{m}/{t}": r for (m, t), r in results.items()}
         json.dump({"run": run, "results": raw}, open(path, "w"), indent=1)
 
