@@ -45,8 +45,9 @@ ONNX_OPSET = 17
 
 # Defaults: rounds x per-round timed runs per system (>= 20), after WARMUP runs in each worker.
 # budget: seconds of timed runs one system may take in one cell before it gets fewer runs.
-DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3, "budget": 60}
-QUICK = {"rounds": 7, "per_round": 3, "warmup": 2, "budget": 30}
+# pause: seconds between two systems' runs (see measure_cell).
+DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3, "budget": 60, "pause": 0.1}
+QUICK = {"rounds": 7, "per_round": 3, "warmup": 2, "budget": 30, "pause": 0.1}
 MIN_RUNS = 20
 
 
@@ -332,6 +333,9 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
             n = min(plan["per_round"], -(-(quota[w.system] - done) // (plan["rounds"] - r)))
             if n <= 0:
                 continue
+            # Thread pools spin a while after a run (ONNX Runtime, OpenMP); a pause keeps one
+            # system's spinning threads from taking the cores of the next one's runs.
+            time.sleep(plan["pause"])
             try:
                 res[w.system]["times"] += w.run(n)
             except (ValueError, BrokenPipeError) as e:
@@ -443,6 +447,9 @@ def versions(results):
 def write_docs(run, rows, table, best, errors, chart_name):
     """docs/performance.md from one run's record (see main)."""
     plan, v, load, descriptions = run["plan"], run["versions"], run["load"], run["descriptions"]
+    pause = (f"with a {plan['pause']:g} s pause between systems, so that thread pools still "
+             f"spinning after one system's runs do not slow the next system's"
+             if plan.get("pause") else "no pause between systems")
     if max(load) > run.get("cpus", 1):
         noise = ("**The machine was busy (load above its CPU count): the numbers are noisy**, more "
                  "so at 2 threads, where a thread that loses its core stalls the other; the "
@@ -504,7 +511,7 @@ configuration above its tolerance is reported as wrong and not timed.
 - Timing: one long-lived process per system holds the loaded model. Each first checks its output,
   then runs up to {plan['warmup']} warm-up inferences (stopping after 5 s, at least one). Then
   {plan['rounds']} rounds: in every round each system runs {plan['per_round']} timed inferences,
-  the starting system rotating from round to round, so every system gets
+  the starting system rotating from round to round ({pause}), so every system gets
   {plan['rounds'] * plan['per_round']} timed runs spread over the whole measurement. A system
   whose runs would take more than {plan['budget']:g} s in one cell (measured in the first round)
   gets fewer, spread over the rounds, and its cell says so. Each run is timed around the single
@@ -529,6 +536,7 @@ def main():
     p.add_argument("--per-round", type=int)
     p.add_argument("--warmup", type=int, help="warm-up runs per worker (stopping after 5 s)")
     p.add_argument("--budget", type=float, help="seconds of timed runs per system and cell")
+    p.add_argument("--pause", type=float, help="seconds between two systems' runs")
     p.add_argument("--work", default=os.path.join(ROOT, "out", "bench"))
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
     p.add_argument("--runner", default=os.path.join(ROOT, "build", "release", "bench",
