@@ -1,0 +1,621 @@
+"""Side-by-side latency of Ember, PyTorch eager and ONNX Runtime (issue 6), in one run.
+
+    scripts/bench [--quick] [--write-docs]          # setup, build, npm install, then this script
+    /usr/bin/python3 bench/run_bench.py [--models resnet18,...] [--threads 1,2] [--quick]
+
+For every model (bench/models.py) and thread count it starts one long-lived worker per system
+(bench/ember_bench_runner, bench/eager_worker.py, bench/ort/ort_worker.js), checks each worker's
+first output against eager PyTorch, then times the systems in interleaved rounds: every round runs
+each system PER_ROUND times, the order rotating from round to round, so that drift on the machine
+hits all systems alike. It reports medians, ratios to ONNX Runtime, a PNG chart, and with
+--write-docs docs/performance.md. A configuration `ember compile` refuses is reported as
+"n/a (reason)"; one whose output is wrong is reported as such and not timed.
+"""
+
+import argparse
+import copy
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+# --- Ember configurations: name -> extra `ember compile` arguments and the output tolerance
+# (largest |error| allowed, relative to the largest |eager output|). Adjust the flags here. -------
+EMBER_CONFIGS = {
+    "Ember portable": {"compile": [], "tol": 1e-3},
+    "Ember cpu fp32": {"compile": ["--backend", "cpu"], "tol": 1e-3},
+    "Ember cpu bf16": {"compile": ["--backend", "cpu", "--precision", "bf16"], "tol": 5e-2},
+}
+EAGER = "PyTorch eager"
+ORT = "ONNX Runtime"
+SYSTEMS = list(EMBER_CONFIGS) + [EAGER, ORT]
+ORT_TOL = 1e-3
+MODELS = ["resnet18", "mobilenet_v2", "bert_encoder", "llama_prefill", "llama_decode"]
+ONNX_OPSET = 17
+
+# Defaults: rounds x per-round timed runs per system (>= 20), after WARMUP runs in each worker.
+# budget: seconds of timed runs one system may take in one cell before it gets fewer runs.
+# pause: seconds between two systems' runs (see measure_cell).
+DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3, "budget": 60, "pause": 0.1}
+QUICK = {"rounds": 7, "per_round": 3, "warmup": 2, "budget": 30, "pause": 0.1}
+MIN_RUNS = 20
+
+
+# --- Results -> text. Pure functions (bench/run_bench_test.py checks them). ----------------------
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def parse_times(line):
+    """'times 1.5 2.0' -> [1.5, 2.0]; anything else raises ValueError with the line."""
+    parts = line.split()
+    if not parts or parts[0] != "times":
+        raise ValueError(line.strip())
+    return [float(x) for x in parts[1:]]
+
+
+def run_quota(first_times, planned, budget_s):
+    """Timed runs for a system whose first round took `first_times` (ms): the planned number, or
+    fewer when they would take more than budget_s, but never fewer than the first round's."""
+    per_run_s = median(first_times) / 1e3
+    if per_run_s * planned <= budget_s:
+        return planned
+    return max(len(first_times), int(budget_s / per_run_s))
+
+
+def cell_text(result, ort_ms, notes, stat=median):
+    """One table cell: 'median ms (ratio×)', or 'n/a [k]' with the reason appended to notes."""
+    if result.get("status") != "ok":
+        reason = result.get("status", "n/a")
+        if reason not in notes:
+            notes.append(reason)
+        return f"{reason.split(' ')[0]} [{notes.index(reason) + 1}]"
+    ms = stat(result["times"])
+    text = f"{ms:.2f} ({ms / ort_ms:.2f}×)" if ort_ms else f"{ms:.2f}"
+    if len(result["times"]) < MIN_RUNS:
+        few = (f"{len(result['times'])} timed runs, fewer than {MIN_RUNS}: too slow for the time "
+               f"budget of a cell (or a run with fewer rounds)")
+        if few not in notes:
+            notes.append(few)
+        text += f" [{notes.index(few) + 1}]"
+    return text
+
+
+def markdown_table(results, systems, rows, stat=median):
+    """results[(model, threads)][system] = {"status": "ok" | reason, "times": [...], "err": e}.
+    rows: [(model, threads)] in order. Median (or `stat`) ms with the ratio to ONNX Runtime in
+    parentheses; a cell without a number points to a numbered note under the table."""
+    head = "| model | threads | " + " | ".join(systems) + " |"
+    lines = [head, "|" + "---|" * (len(systems) + 2)]
+    notes = []
+    for model, threads in rows:
+        r = results.get((model, threads), {})
+        ort = r.get(ORT, {})
+        ort_ms = stat(ort["times"]) if ort.get("status") == "ok" else None
+        cells = [cell_text(r.get(s, {"status": "n/a (not run)"}), ort_ms, notes, stat)
+                 for s in systems]
+        lines.append(f"| {model} | {threads} | " + " | ".join(cells) + " |")
+    if notes:
+        lines.append("")
+        lines += [f"[{i + 1}] {n}  " for i, n in enumerate(notes)]
+    return "\n".join(lines)
+
+
+def error_table(results, systems, rows):
+    """Max abs error of each system's output against eager PyTorch (relative to max |eager|)."""
+    lines = ["| model | threads | " + " | ".join(systems) + " |", "|" + "---|" * (len(systems) + 2)]
+    for model, threads in rows:
+        r = results.get((model, threads), {})
+        cells = []
+        for s in systems:
+            e = r.get(s, {}).get("err")
+            cells.append("–" if e is None else f"{e[0]:.2e} ({e[1]:.1e})")
+        lines.append(f"| {model} | {threads} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ratios(results, systems, rows):
+    """{system: [ratio to ORT or None per row]} for the chart."""
+    out = {s: [] for s in systems}
+    for key in rows:
+        r = results.get(key, {})
+        ort = r.get(ORT, {})
+        ort_ms = median(ort["times"]) if ort.get("status") == "ok" else None
+        for s in systems:
+            x = r.get(s, {})
+            ok = x.get("status") == "ok" and ort_ms
+            out[s].append(median(x["times"]) / ort_ms if ok else None)
+    return out
+
+
+# --- Preparing the models -------------------------------------------------------------------------
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def first_error_line(text):
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    for l in lines:
+        if l.startswith("error"):
+            return l[:200]
+    return lines[-1][:200] if lines else "no output"
+
+
+def prepare_model(name, work, force):
+    """Exports `name` once (cached under work/name, keyed by models.py and torch's version):
+    inputs and eager reference (.npy), ember.export (.ep), torch.onnx.export (.onnx)."""
+    import numpy as np
+    import torch
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import ember
+    import models
+
+    d = os.path.join(work, name)
+    with open(os.path.join(HERE, "models.py"), "rb") as f:
+        key = hashlib.sha256(f.read() + torch.__version__.encode()).hexdigest()[:16]
+    stamp = os.path.join(d, "stamp")
+    if not force and os.path.exists(stamp) and open(stamp).read() == key:
+        return d, json.load(open(os.path.join(d, "meta.json")))
+    log(f"{name}: building and exporting (cached for later runs)")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    case = models.build([name])[name]
+    inputs = []
+    for n, t in zip(case.input_names, case.inputs):
+        np.save(os.path.join(d, f"in_{n}.npy"), t.numpy())
+        inputs.append((n, f"in_{n}.npy"))  # relative to the model's folder
+    with torch.inference_mode():
+        ref = copy.deepcopy(case.module)(*case.inputs)
+    np.save(os.path.join(d, "ref.npy"), ref.numpy())
+    meta = {"description": case.description, "inputs": inputs, "export_errors": {}}
+    try:
+        ember.export(copy.deepcopy(case.module), case.inputs, os.path.join(d, "model.ep"))
+    except Exception as e:  # reported as n/a for every Ember configuration
+        meta["export_errors"]["ember"] = f"ember.export: {type(e).__name__}: {e}"[:200]
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(copy.deepcopy(case.module), case.inputs,
+                              os.path.join(d, "model.onnx"), input_names=case.input_names,
+                              output_names=["out"], opset_version=ONNX_OPSET)
+    except Exception as e:
+        meta["export_errors"]["onnx"] = f"torch.onnx.export: {type(e).__name__}: {e}"[:200]
+    json.dump(meta, open(os.path.join(d, "meta.json"), "w"), indent=1)
+    open(stamp, "w").write(key)
+    return d, meta
+
+
+def compile_ember(args, d, meta, config):
+    """Compiles one Ember configuration; returns (pte, ptd) or a reason string."""
+    if "ember" in meta["export_errors"]:
+        return meta["export_errors"]["ember"]
+    slug = re.sub(r"[^a-z0-9]+", "_", config.lower())
+    pte, ptd = os.path.join(d, slug + ".pte"), os.path.join(d, slug + ".ptd")
+    for p in (pte, ptd):
+        if os.path.exists(p):
+            os.remove(p)
+    cmd = [args.ember, "compile", os.path.join(d, "model.ep"), "-o", pte, "--ptd", ptd]
+    cmd += EMBER_CONFIGS[config]["compile"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        return "ember compile: " + first_error_line(r.stderr + r.stdout)
+    return pte, ptd if os.path.exists(ptd) else None
+
+
+# --- Workers -------------------------------------------------------------------------------------
+class Worker:
+    """A system's long-lived process: starts, writes its first output, warms up, prints 'ready';
+    then answers 'run N' with 'times ...'."""
+
+    def __init__(self, system, cmd, threads, out_dir):
+        self.system, self.out_dir, self.info = system, out_dir, ""
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, env=env)
+
+    def wait_ready(self):
+        """None when ready, else the reason it is not."""
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self.proc.wait()
+                return f"worker exited ({self.proc.returncode})"
+            if line.startswith("info "):
+                self.info = line[5:].strip()
+            elif line.startswith("ready"):
+                return None
+            elif line.startswith("error"):
+                self.close()
+                return line.strip()[:200]
+
+    def run(self, n):
+        self.proc.stdin.write(f"run {n}\n")
+        self.proc.stdin.flush()
+        return parse_times(self.proc.stdout.readline() or "worker exited")
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def worker_command(args, system, model, d, meta, artifacts, threads, out_dir, warmup):
+    common = ["--out-dir", out_dir, "--warmup", str(warmup)]
+    if system in EMBER_CONFIGS:
+        pte, ptd = artifacts[system]
+        cmd = [args.runner, pte, "--threads", str(threads)] + (["--ptd", ptd] if ptd else [])
+        for _, p in meta["inputs"]:
+            cmd += ["--input", os.path.join(d, p)]
+        return cmd + common
+    if system == EAGER:
+        cmd = [sys.executable, os.path.join(HERE, "eager_worker.py"), model,
+               "--threads", str(threads)]
+        for _, p in meta["inputs"]:
+            cmd += ["--input", os.path.join(d, p)]
+        return cmd + common
+    cmd = ["node", os.path.join(HERE, "ort", "ort_worker.js"), os.path.join(d, "model.onnx"),
+           "--threads", str(threads)]
+    for n, p in meta["inputs"]:
+        cmd += ["--input", f"{n}={os.path.join(d, p)}"]
+    return cmd + common
+
+
+def check_output(out_dir, ref_path, tol):
+    """(max abs error, relative to max |ref|, ok)."""
+    import numpy as np
+    ref = np.load(ref_path)
+    got_path = os.path.join(out_dir, "output_0.npy")
+    if not os.path.exists(got_path):
+        return None, None, False
+    got = np.load(got_path).astype(np.float32)
+    if got.shape != ref.shape:
+        return float("inf"), float("inf"), False
+    err = float(np.abs(got - ref).max())
+    rel = err / max(float(np.abs(ref).max()), 1e-30)
+    return err, rel, bool(np.isfinite(err) and rel <= tol)
+
+
+def measure_cell(args, model, d, meta, artifacts, threads, plan):
+    """Times every available system on (model, threads), interleaved. Returns {system: result}."""
+    res, workers = {}, []
+    for s in args.systems:
+        if s in EMBER_CONFIGS and isinstance(artifacts.get(s), str):
+            res[s] = {"status": f"n/a ({artifacts[s]})"}
+            continue
+        if s == ORT and "onnx" in meta["export_errors"]:
+            res[s] = {"status": f"n/a ({meta['export_errors']['onnx']})"}
+            continue
+        out_dir = os.path.join(d, "out", re.sub(r"[^a-z0-9]+", "_", s.lower()), str(threads))
+        shutil.rmtree(out_dir, ignore_errors=True)
+        os.makedirs(out_dir)
+        w = Worker(s, worker_command(args, s, model, d, meta, artifacts, threads, out_dir,
+                                     plan["warmup"]), threads, out_dir)
+        why = w.wait_ready()
+        if why:
+            res[s] = {"status": f"n/a ({why})"}
+            continue
+        tol = EMBER_CONFIGS[s]["tol"] if s in EMBER_CONFIGS else ORT_TOL
+        err, rel, ok = check_output(out_dir, os.path.join(d, "ref.npy"), tol)
+        res[s] = {"status": "ok", "times": [], "err": None if err is None else (err, rel),
+                  "info": w.info}
+        if not ok:
+            res[s]["status"] = ("wrong output" if err is None else
+                                f"wrong output (max err {err:.2e}, {rel:.1e} of max, tol {tol:g})")
+            log(f"  {s}: {res[s]['status']}; not timed")
+            w.close()
+            continue
+        workers.append(w)
+    # A system slower than the budget allows (PyTorch eager on Debian's reference BLAS: about a
+    # minute per BERT run) gets fewer timed runs, spread over the rounds and marked in the table.
+    planned = plan["rounds"] * plan["per_round"]
+    quota = {w.system: planned for w in workers}
+    for r in range(plan["rounds"]):
+        k = r % len(workers) if workers else 0
+        for w in list(workers[k:] + workers[:k]):  # rotate who goes first
+            done = len(res[w.system]["times"])
+            n = min(plan["per_round"], -(-(quota[w.system] - done) // (plan["rounds"] - r)))
+            if n <= 0:
+                continue
+            # Thread pools spin a while after a run (ONNX Runtime, OpenMP); a pause keeps one
+            # system's spinning threads from taking the cores of the next one's runs.
+            time.sleep(plan["pause"])
+            try:
+                res[w.system]["times"] += w.run(n)
+            except (ValueError, BrokenPipeError) as e:
+                res[w.system]["status"] = f"n/a (failed while timed: {str(e)[:150]})"
+                log(f"  {w.system}: {res[w.system]['status']}")
+                w.close()
+                workers.remove(w)
+            if r == 0 and w in workers:
+                quota[w.system] = run_quota(res[w.system]["times"], planned, plan["budget"])
+    for w in workers:
+        w.close()
+        t = res[w.system]["times"]
+        log(f"  {w.system:15s} median {median(t):9.3f} ms  min {min(t):9.3f}  n={len(t)}  "
+            f"err {res[w.system]['err'][0]:.2e}")
+    return res
+
+
+# --- Output --------------------------------------------------------------------------------------
+def chart(results, systems, rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    shown = [s for s in systems if s != ORT]
+    rs = ratios(results, shown, rows)
+    fig, ax = plt.subplots(figsize=(max(8, 1.4 * len(rows)), 4.8))
+    width = 0.8 / max(1, len(shown))
+    known = [v for s in shown for v in rs[s] if v]
+    bottom = min([0.1] + [v / 1.5 for v in known])
+    for i, s in enumerate(shown):
+        xs = [j + (i - (len(shown) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(xs, [v - bottom if v else 0 for v in rs[s]], width, bottom=bottom, label=s)
+        for x, v in zip(xs, rs[s]):
+            if v is None:
+                ax.text(x, 1.05, "n/a", ha="center", va="bottom", fontsize=6, rotation=90)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label=f"{ORT} = 1")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, max([2.0] + [v * 1.3 for v in known]))
+    top = ax.get_ylim()[1]
+    ticks = [t for t in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100) if bottom <= t <= top]
+    ax.yaxis.set_major_locator(matplotlib.ticker.FixedLocator(ticks))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FixedFormatter([f"{t:g}×" for t in ticks]))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{m}\n{t} thread{'s' if t > 1 else ''}" for m, t in rows], fontsize=8)
+    ax.set_ylabel(f"median latency / {ORT}'s (lower is faster)")
+    ax.set_title("Batch-1 latency relative to ONNX Runtime")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def machine_info():
+    cpu = "unknown CPU"
+    flags = set()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name") and cpu == "unknown CPU":
+                cpu = line.split(":", 1)[1].strip()
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+           if f in flags]
+    amx = "" if "amx_tile" in flags else "; no AMX"
+    return f"{cpu}, {os.cpu_count()} logical CPUs visible ({', '.join(isa)}{amx})"
+
+
+def eager_blas():
+    """Which BLAS Debian's torch calls for Linear/matmul here: its build's BLAS_INFO and the
+    library libblas.so.3 resolves to (Debian's alternatives)."""
+    import torch
+    info = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
+    lib = os.path.realpath(f"/usr/lib/{platform.machine()}-linux-gnu/libblas.so.3")
+    kind = ("Debian's reference BLAS (libblas3)" if "/blas/" in lib else
+            "OpenBLAS" if "openblas" in lib else lib)
+    return f"BLAS_INFO={info.group(1) if info else '?'}, libblas.so.3 -> {kind}"
+
+
+def versions(results):
+    import numpy
+    import torch
+    v = {"torch": torch.__version__, "numpy": numpy.__version__,
+         "python": platform.python_version()}
+    try:
+        node = subprocess.run(["node", "--version"], capture_output=True, text=True)
+        v["node"] = node.stdout.strip()
+    except OSError:
+        pass
+    for r in results.values():
+        if r.get(ORT, {}).get("info"):
+            v["ONNX Runtime"] = r[ORT]["info"].split(", intra-op")[0]
+            break
+    try:
+        gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True)
+        v["gcc"] = gcc.stdout.strip() + " (Ember built Release)"
+    except OSError:
+        pass
+    try:
+        v["ember"] = "commit " + subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip()
+    except OSError:
+        pass
+    return v
+
+
+def write_docs(run, rows, table, best, errors, chart_name):
+    """docs/performance.md from one run's record (see main)."""
+    plan, v, load, descriptions = run["plan"], run["versions"], run["load"], run["descriptions"]
+    pause = (f"with a {plan['pause']:g} s pause between systems, so that thread pools still "
+             f"spinning after one system's runs do not slow the next system's"
+             if plan.get("pause") else "no pause between systems")
+    if max(load) > run.get("cpus", 1):
+        noise = ("**The machine was busy (load above its CPU count): the numbers are noisy**, more "
+                 "so at 2 threads, where a thread that loses its core stalls the other; the "
+                 "interleaving spreads that noise over all systems alike, but absolute times and "
+                 "small ratios should not be over-read. Rerun on a quiet machine for numbers to "
+                 "quote.")
+    else:
+        noise = "The machine was otherwise idle."
+    text = f"""# Performance: Ember side by side with PyTorch eager and ONNX Runtime
+
+Generated by `scripts/bench --write-docs` (`bench/run_bench.py`; this run:
+`{' '.join(['run_bench.py'] + run['argv'])}`) on {run['date']}, in {run['elapsed'] / 60:.1f}
+minutes. Rerun it to refresh this page; nothing here is edited by hand.
+
+## Results
+
+Median latency in ms of one batch-1 inference, and in parentheses the ratio to ONNX Runtime
+(below 1 is faster than ONNX Runtime). A cell without a number points to the reason under the
+table: "n/a" for a configuration that cannot run yet, "wrong" for one whose output failed the
+check below (not timed).
+
+{table}
+
+![Latency relative to ONNX Runtime]({chart_name})
+
+The fastest of the same runs, for reference only (on a busy machine the minimum shows what each
+system does when it gets the cores; the medians above are the result):
+
+{best}
+
+Output check (same run, before timing): max abs error against eager PyTorch, and in parentheses
+relative to the largest |eager output|. Tolerances (relative):
+{', '.join(f"{k} {c['tol']:g}" for k, c in EMBER_CONFIGS.items())}, {ORT} {ORT_TOL:g}; a
+configuration above its tolerance is reported as wrong and not timed.
+
+{errors}
+
+## Method
+
+- Machine: {run['machine']}. Load average (1 min) at the start of the
+  measurement {load[0]:.1f}, at the end {load[1]:.1f}, on {run.get('cpus', '?')} CPUs. {noise}
+- Versions: {', '.join(f'{k} {x}' for k, x in v.items())}.
+- Models (batch 1, fixed seeds, eval mode; `bench/models.py`):
+{chr(10).join(f'  - `{m}`: {descriptions[m]}' for m in dict.fromkeys(m for m, _ in rows))}
+- Each model is exported once with `ember.export` (PyTorch 1.13, `make_fx`) and compiled with
+  `ember compile` for each Ember configuration (flags in the table at the top of
+  `bench/run_bench.py`), and exported with `torch.onnx.export` (opset {ONNX_OPSET}) for ONNX
+  Runtime.
+  The decoder's KV cache is a module buffer written in place: Ember keeps it as a mutable buffer;
+  in ONNX it becomes a ScatterND on the initializer, recomputed each run (the same work per run).
+  The decode step is exported from the module after the prefill, so every system decodes from the
+  same cache.
+- Systems: Ember through `bench/ember_bench_runner` (the `Module` API, `num_threads` = threads);
+  PyTorch eager with `torch.set_num_threads(threads)` under `torch.inference_mode()`; ONNX Runtime
+  through `onnxruntime-node` (CPU execution provider, intra-op threads = threads, inter-op 1,
+  sequential execution, all graph optimizations). Every worker also runs with
+  `OMP_NUM_THREADS=threads`.
+- Threads: {', '.join(map(str, run['threads']))}.
+- Timing: one long-lived process per system holds the loaded model. Each first checks its output,
+  then runs up to {plan['warmup']} warm-up inferences (stopping after 5 s, at least one). Then
+  {plan['rounds']} rounds: in every round each system runs {plan['per_round']} timed inferences,
+  the starting system rotating from round to round ({pause}), so every system gets
+  {plan['rounds'] * plan['per_round']} timed runs spread over the whole measurement. A system
+  whose runs would take more than {plan['budget']:g} s in one cell (measured in the first round)
+  gets fewer, spread over the rounds, and its cell says so. Each run is timed around the single
+  inference call inside the worker (no process or I/O overhead); the table shows the median.
+- PyTorch eager: Debian's torch 1.13 runs convolutions on oneDNN but `nn.Linear` and `matmul` on
+  the BLAS it is linked with; here: {run.get('eager_blas', eager_blas())}. With the reference BLAS
+  the Linear-heavy models (BERT, Llama prefill) are very slow in eager: that is what Debian's
+  PyTorch does on this machine, not a measure of PyTorch with an optimized BLAS.
+"""
+    path = os.path.join(ROOT, "docs", "performance.md")
+    open(path, "w").write(text)
+    log(f"wrote {os.path.relpath(path, ROOT)}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--quick", action="store_true", help=f"{QUICK} instead of {DEFAULT}")
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--per-round", type=int)
+    p.add_argument("--warmup", type=int, help="warm-up runs per worker (stopping after 5 s)")
+    p.add_argument("--budget", type=float, help="seconds of timed runs per system and cell")
+    p.add_argument("--pause", type=float, help="seconds between two systems' runs")
+    p.add_argument("--work", default=os.path.join(ROOT, "out", "bench"))
+    p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
+    p.add_argument("--runner", default=os.path.join(ROOT, "build", "release", "bench",
+                                                    "ember_bench_runner"))
+    p.add_argument("--reexport", action="store_true", help="ignore the cached exports")
+    p.add_argument("--report-only", action="store_true",
+                   help="remake the table, chart (and docs) from the work folder's results.json")
+    p.add_argument("--write-docs", action="store_true",
+                   help="write docs/performance.md and docs/performance.png")
+    args = p.parse_args()
+    args.work = os.path.abspath(args.work)
+    args.models = [m for m in args.models.split(",") if m]
+    args.threads = [int(t) for t in args.threads.split(",")]
+    args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in args.systems if s not in SYSTEMS]
+    if unknown:
+        p.error(f"unknown systems {unknown}; known: {SYSTEMS}")
+    plan = dict(QUICK if args.quick else DEFAULT)
+    for k in plan:
+        if getattr(args, k) is not None:
+            plan[k] = getattr(args, k)
+    if plan["rounds"] * plan["per_round"] < 20:
+        log("warning: fewer than 20 timed runs per system")
+
+    path = os.path.join(args.work, "results.json")
+    if args.report_only:
+        saved = json.load(open(path))
+        run = saved["run"]
+        results = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): r
+                   for k, r in saved["results"].items()}
+        rows = list(results)
+    else:
+        load_start = os.getloadavg()[0]
+        results, rows, descriptions, elapsed = measure(args, plan)
+        run = {"plan": plan, "elapsed": elapsed, "descriptions": descriptions,
+               "threads": args.threads, "systems": args.systems, "argv": sys.argv[1:],
+               "load": [load_start, os.getloadavg()[0]], "versions": versions(results),
+               "machine": machine_info(), "eager_blas": eager_blas(), "cpus": os.cpu_count(),
+               "date": str(datetime.date.today())}
+        raw = {f"{m}/{t}": r for (m, t), r in results.items()}
+        json.dump({"run": run, "results": raw}, open(path, "w"), indent=1)
+
+    systems = run["systems"]
+    table = markdown_table(results, systems, rows)
+    errors = error_table(results, systems, rows)
+    best = markdown_table(results, systems, rows, stat=min)
+    report = (f"## Median latency, ms (ratio to {ORT})\n\n{table}\n\n"
+              f"## Fastest run, ms (ratio to {ORT})\n\n{best}\n\n"
+              f"## Max abs error vs eager (relative)\n\n{errors}\n")
+    print("\n" + report)
+    open(os.path.join(args.work, "results.md"), "w").write(report)
+    png = os.path.join(args.work, "performance.png")
+    chart(results, systems, rows, png)
+    log(f"wrote {os.path.relpath(args.work, ROOT)}/results.md, results.json, performance.png "
+        f"(measured in {run['elapsed'] / 60:.1f} min)")
+    if args.write_docs:
+        shutil.copy(png, os.path.join(ROOT, "docs", "performance.png"))
+        write_docs(run, rows, table, best, errors, "performance.png")
+
+
+def measure(args, plan):
+    start = time.time()
+    os.makedirs(args.work, exist_ok=True)
+    results, rows, descriptions = {}, [], {}
+    for model in args.models:
+        d, meta = prepare_model(model, args.work, args.reexport)
+        descriptions[model] = meta["description"]
+        artifacts = {}
+        for s in args.systems:
+            if s in EMBER_CONFIGS:
+                artifacts[s] = compile_ember(args, d, meta, s)
+                if isinstance(artifacts[s], str):
+                    log(f"{model}: {s}: n/a ({artifacts[s]})")
+        for t in args.threads:
+            log(f"{model}, {t} thread(s)")
+            results[(model, t)] = measure_cell(args, model, d, meta, artifacts, t, plan)
+            rows.append((model, t))
+    return results, rows, descriptions, time.time() - start
+
+
+if __name__ == "__main__":
+    main()

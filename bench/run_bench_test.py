@@ -1,0 +1,88 @@
+"""Smoke test of bench/run_bench.py's parsing and report code (no timing, no models):
+
+    /usr/bin/python3 bench/run_bench_test.py
+"""
+
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_bench as rb  # noqa: E402
+
+
+def ok(times, err=1e-6, runs=None):
+    """A timed result; the times repeated to 20 runs (same median and minimum) unless `runs`."""
+    times = times * (-(-20 // len(times))) if runs is None else times
+    return {"status": "ok", "times": times, "err": (err, err)}
+
+
+class ReportTest(unittest.TestCase):
+    def setUp(self):
+        self.systems = ["Ember portable", "Ember cpu fp32", rb.EAGER, rb.ORT]
+        self.rows = [("resnet18", 1), ("resnet18", 2)]
+        why = "n/a (ember compile: error: unknown option --backend)"
+        self.results = {
+            ("resnet18", 1): {"Ember portable": ok([30.0, 10.0, 20.0]),
+                              "Ember cpu fp32": {"status": why},
+                              rb.EAGER: ok([8.0, 9.0]), rb.ORT: ok([5.0, 4.0, 6.0])},
+            ("resnet18", 2): {"Ember portable": {"status": "wrong output (max err 1)",
+                                                 "err": (1.0, 0.5)},
+                              "Ember cpu fp32": {"status": why},
+                              rb.EAGER: ok([4.0]), rb.ORT: {"status": "n/a (worker exited)"}},
+        }
+
+    def test_parse_times(self):
+        self.assertEqual(rb.parse_times("times 1.5 2.25\n"), [1.5, 2.25])
+        with self.assertRaises(ValueError):
+            rb.parse_times("error: boom")
+        with self.assertRaises(ValueError):
+            rb.parse_times("")
+
+    def test_table_medians_ratios_and_notes(self):
+        t = rb.markdown_table(self.results, self.systems, self.rows).splitlines()
+        self.assertEqual(t[0], "| model | threads | Ember portable | Ember cpu fp32 | "
+                               "PyTorch eager | ONNX Runtime |")
+        # medians 20, 8.5, 5: ratios to ONNX Runtime 4.00 and 1.70; one note for both n/a cells.
+        self.assertEqual(t[2], "| resnet18 | 1 | 20.00 (4.00×) | n/a [1] | 8.50 (1.70×) | "
+                               "5.00 (1.00×) |")
+        # without an ONNX Runtime number there is no ratio; a wrong output is never a number.
+        self.assertEqual(t[3], "| resnet18 | 2 | wrong [2] | n/a [1] | 4.00 | n/a [3] |")
+        self.assertIn("[1] n/a (ember compile: error: unknown option --backend)", t[5])
+        self.assertIn("[2] wrong output (max err 1)", t[6])
+        self.assertIn("[3] n/a (worker exited)", t[7])
+
+    def test_fastest_run_table(self):
+        t = rb.markdown_table(self.results, self.systems, self.rows, stat=min).splitlines()
+        self.assertEqual(t[2], "| resnet18 | 1 | 10.00 (2.50×) | n/a [1] | 8.00 (2.00×) | "
+                               "4.00 (1.00×) |")
+
+    def test_slow_systems_get_fewer_runs_and_a_note(self):
+        self.assertEqual(rb.run_quota([10.0, 10.0, 10.0], 30, 60), 30)     # 0.3 s in all
+        self.assertEqual(rb.run_quota([4000.0, 4000.0, 4000.0], 30, 60), 15)
+        self.assertEqual(rb.run_quota([50000.0] * 3, 30, 60), 3)          # never below round 1
+        results = {("bert", 1): {rb.EAGER: ok([50000.0] * 3, runs=3), rb.ORT: ok([100.0])}}
+        t = rb.markdown_table(results, [rb.EAGER, rb.ORT], [("bert", 1)]).splitlines()
+        self.assertEqual(t[2], "| bert | 1 | 50000.00 (500.00×) [1] | 100.00 (1.00×) |")
+        self.assertIn("[1] 3 timed runs, fewer than 20", t[4])
+
+    def test_ratios_and_errors(self):
+        r = rb.ratios(self.results, self.systems, self.rows)
+        self.assertEqual(r["Ember portable"], [4.0, None])
+        self.assertEqual(r["Ember cpu fp32"], [None, None])
+        self.assertAlmostEqual(r[rb.EAGER][0], 1.7)
+        e = rb.error_table(self.results, self.systems, self.rows).splitlines()
+        self.assertEqual(e[3], "| resnet18 | 2 | 1.00e+00 (5.0e-01) | – | 1.00e-06 (1.0e-06) "
+                               "| – |")
+
+    def test_every_system_has_a_config(self):
+        self.assertEqual(rb.SYSTEMS[-2:], [rb.EAGER, rb.ORT])
+        for name, c in rb.EMBER_CONFIGS.items():
+            self.assertIsInstance(c["compile"], list, name)
+            self.assertGreater(c["tol"], 0, name)
+        self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
+        self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
+
+
+if __name__ == "__main__":
+    unittest.main()
