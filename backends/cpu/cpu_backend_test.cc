@@ -15,58 +15,14 @@
 #include "backends/cpu/graph_format.h"
 #include "compiler/import/exported_program.h"
 #include "compiler/ir/parser.h"
-#include "compiler/lower/sha256.h"
+#include "backends/cpu/cpu_testing.h"
 #include "compiler/passes/passes.h"
 #include "runtime/core/error.h"
-
-// Stand-ins for two functions backend.h declares and the delegation work (issue 5, another
-// branch) defines. Weak, so that once both branches are merged the real definitions win and
-// this test checks against them.
-namespace ember::partition {
-[[gnu::weak]] std::string weight_key(std::string_view fqn, std::span<const uint8_t> bytes) {
-  return std::string(fqn) + ":sha256:" + lower::sha256_hex(bytes);
-}
-[[gnu::weak]] ir::Status register_compiler_backend(const CompilerBackend*) { return {}; }
-}  // namespace ember::partition
 
 namespace ember::cpu {
 namespace {
 
-// Named data over the blobs preprocess returned.
-class BlobMap final : public NamedDataMap {
- public:
-  explicit BlobMap(const std::vector<partition::NamedBlob>* blobs) : blobs_(blobs) {}
-  Result<TensorLayout> get_tensor_layout(std::string_view) const override {
-    return Error::NotFound;
-  }
-  Result<FreeableBuffer> get_data(std::string_view key) const override {
-    const auto* b = find(key);
-    if (b == nullptr) return Error::NotFound;
-    return FreeableBuffer(b->data.data(), b->data.size(), nullptr, nullptr);
-  }
-  Error load_data_into(std::string_view key, void* buffer, size_t size) const override {
-    const auto* b = find(key);
-    if (b == nullptr)
-      return fail(Error::NotFound, "'%.*s' is missing", int(key.size()), key.data());
-    if (b->data.size() < size) return fail(Error::InvalidArgument, "short");
-    std::memcpy(buffer, b->data.data(), size);
-    return Error::Ok;
-  }
-  size_t num_keys() const override { return blobs_->size(); }
-  Result<std::string_view> key(size_t i) const override {
-    if (i >= blobs_->size()) return Error::InvalidArgument;
-    return std::string_view((*blobs_)[i].key);
-  }
-
- private:
-  const partition::NamedBlob* find(std::string_view key) const {
-    for (const auto& b : *blobs_) {
-      if (b.key == key) return &b;
-    }
-    return nullptr;
-  }
-  const std::vector<partition::NamedBlob>* blobs_;
-};
+using testing::BlobMap;
 
 std::string type_of(const at::Tensor& t) {
   std::string s = "f32[";
@@ -623,24 +579,55 @@ TEST(CpuBackend, Bf16Precision) {
   EXPECT_FALSE(at::allclose(out[0], want, 1e-6, 1e-6));  // really ran in bf16
 }
 
-// A whole exported ResNet-18 (all of it is one partition), when an exported file is available:
-// EMBER_CPU_TEST_MODEL=/path/r18.ep. Export with:
-//   PYTHONPATH=python python3 -m ember export --model torchvision:resnet18 --input-shape
-//   1,3,224,224
-TEST(CpuBackend, ExportedModelIfGiven) {
-  const char* path = std::getenv("EMBER_CPU_TEST_MODEL");
-  if (path == nullptr || !std::filesystem::exists(path)) GTEST_SKIP() << "no EMBER_CPU_TEST_MODEL";
-  auto p = importer::import_exported_program_file(path);
-  ASSERT_TRUE(p.ok()) << p.status().message();
-  ir::Program& prog = **p;
-  passes::PassContext ctx;
-  ASSERT_TRUE(passes::remove_aliases(prog, ctx).ok());
-  ASSERT_TRUE(passes::drop_assertions(prog, ctx).ok());
-  ASSERT_TRUE(passes::fold_constants(prog, ctx).ok());
-  ASSERT_TRUE(passes::functionalize(prog, ctx).ok());
-  ASSERT_TRUE(passes::eliminate_dead_code(prog, ctx).ok());
-  Compiled c = compile(prog);
-  EXPECT_GT(c.graph.ops.size(), 0u);
+std::vector<float> read_floats(const std::string& path) {
+  std::vector<float> v;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return v;
+  std::fseek(f, 0, SEEK_END);
+  v.resize(static_cast<size_t>(std::ftell(f)) / 4);
+  std::fseek(f, 0, SEEK_SET);
+  if (std::fread(v.data(), 4, v.size(), f) != v.size()) v.clear();
+  std::fclose(f);
+  return v;
+}
+
+// Whole exported models (one partition each) against eager PyTorch, when the directory
+// bench/cpu_backend_models.py writes is given: EMBER_CPU_TEST_MODELS=/path/to/dir.
+TEST(CpuBackend, ExportedModelsMatchEager) {
+  const char* dir = std::getenv("EMBER_CPU_TEST_MODELS");
+  if (dir == nullptr || !std::filesystem::exists(dir)) GTEST_SKIP() << "no EMBER_CPU_TEST_MODELS";
+  for (const char* name : {"resnet18", "mobilenet_v2"}) {
+    SCOPED_TRACE(name);
+    const std::string base = std::string(dir) + "/" + name;
+    if (!std::filesystem::exists(base + ".ep")) continue;
+    std::vector<float> x = read_floats(base + ".input.bin");
+    std::vector<float> want = read_floats(base + ".output.bin");
+    ASSERT_EQ(x.size(), 3u * 224 * 224);
+    ASSERT_EQ(want.size(), 1000u);
+    for (const char* precision : {"fp32", "bf16"}) {
+      SCOPED_TRACE(precision);
+      const std::string p(precision);
+      auto r = testing::preprocess_exported_file(
+          base + ".ep", {{"precision", std::vector<uint8_t>(p.begin(), p.end())}});
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      testing::Delegate d;
+      ASSERT_EQ(d.init(*r, {}), Error::Ok) << last_error_message();
+      std::vector<float> y(1000, NAN);
+      ASSERT_EQ(d.run({{x.data(), {1, 3, 224, 224}}}, {{y.data(), {1, 1000}}}), Error::Ok)
+          << last_error_message();
+      at::Tensor got = at::from_blob(y.data(), {1000}).clone();
+      at::Tensor ref = at::from_blob(want.data(), {1000}).clone();
+      if (p == "fp32") {
+        // rtol 1e-4, atol relative to the logits' scale (a random MobileNetV2's are ~1e-9).
+        expect_close(got, ref, 1e-4, 1e-4 * ref.abs().max().item<double>());
+      } else {
+        // bf16 convolutions and matmuls: same top-1 class, logits within a few percent.
+        EXPECT_EQ(got.argmax().item<int64_t>(), ref.argmax().item<int64_t>());
+        std::printf("%s bf16: max |diff| %.4g, max |logit| %.4g\n", name,
+                    (got - ref).abs().max().item<float>(), ref.abs().max().item<float>());
+      }
+    }
+  }
 }
 
 }  // namespace
