@@ -41,7 +41,8 @@ const ember::partition::PreprocessResult* prepared(const std::string& model, boo
   if (it != cache.end()) return it->second.get();
   const std::string p = bf16 ? "bf16" : "fp32";
   auto r = ember::cpu::testing::preprocess_exported_file(
-      models_dir() + "/" + model + ".ep", {{"precision", std::vector<uint8_t>(p.begin(), p.end())}});
+      models_dir() + "/" + model + ".ep",
+      {{"precision", std::vector<uint8_t>(p.begin(), p.end())}});
   if (!r.ok()) {
     std::fprintf(stderr, "%s\n", r.status().message().c_str());
     return nullptr;
@@ -85,13 +86,13 @@ void BM_CpuBackend(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["ms"] = benchmark::Counter(static_cast<double>(state.iterations()) * 1e-3,
-                                            benchmark::Counter::kIsRate |
-                                                benchmark::Counter::kInvert);
+  state.counters["ms"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * 1e-3,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   if (model == "resnet18") {
-    state.counters["GFLOP/s"] = benchmark::Counter(
-        kResNet18Flops * static_cast<double>(state.iterations()) * 1e-9,
-        benchmark::Counter::kIsRate);
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(kResNet18Flops * static_cast<double>(state.iterations()) * 1e-9,
+                           benchmark::Counter::kIsRate);
     state.counters["peak%"] = benchmark::Counter(
         kResNet18Flops * static_cast<double>(state.iterations()) * 100.0 / kPeakFlops,
         benchmark::Counter::kIsRate);

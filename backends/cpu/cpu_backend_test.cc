@@ -12,10 +12,10 @@
 
 #include "backends/cpu/cpu_compiler.h"
 #include "backends/cpu/cpu_runtime.h"
+#include "backends/cpu/cpu_testing.h"
 #include "backends/cpu/graph_format.h"
 #include "compiler/import/exported_program.h"
 #include "compiler/ir/parser.h"
-#include "backends/cpu/cpu_testing.h"
 #include "compiler/passes/passes.h"
 #include "runtime/core/error.h"
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -96,6 +97,8 @@ std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
   }
 }
 
+constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
+
 struct Step {
   dnnl::primitive prim;
   std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
@@ -115,6 +118,18 @@ class CpuDelegate {
 
   void build(const NamedDataMap* named) {
     named_ = named;
+    // The activations a delegate may hold (a corrupted size must not become a huge allocation).
+    uint64_t activation_bytes = 0;
+    for (const TensorDesc& t : graph_.tensors) {
+      if (t.kind == TensorKind::Intermediate) {
+        activation_bytes += static_cast<uint64_t>(checked_numel(t.dims)) * 4;
+      }
+    }
+    if (activation_bytes > kMaxActivationBytes) {
+      refuse("activations need " + std::to_string(activation_bytes) + " bytes, above the " +
+                 std::to_string(kMaxActivationBytes) + " a cpu delegate may hold",
+             Error::NotSupported);
+    }
     const dt act = dt::f32;
     for (size_t i = 0; i < graph_.tensors.size(); ++i) {
       const TensorDesc& t = graph_.tensors[i];
@@ -130,7 +145,9 @@ class CpuDelegate {
       out_mem_.emplace_back(md, engine_, nullptr);
       bind(out_mem_.back(), static_cast<int>(graph_.num_inputs + j));
     }
+    compute_last_uses();
     for (size_t i = 0; i < graph_.ops.size(); ++i) {
+      cur_op_ = static_cast<int>(i);
       try {
         build_op(graph_.ops[i]);
       } catch (const dnnl::error& e) {
@@ -308,8 +325,41 @@ class CpuDelegate {
     return attr;
   }
 
+  // The op reading each tensor last (delegate outputs: never dead), and which tensors share
+  // storage with another (reshape views), for in-place residual sums.
+  void compute_last_uses() {
+    last_use_.assign(graph_.tensors.size(), -1);
+    shares_storage_.assign(graph_.tensors.size(), false);
+    for (size_t i = 0; i < graph_.ops.size(); ++i) {
+      const OpDesc& op = graph_.ops[i];
+      for (int32_t t : op.inputs) {
+        if (t >= 0) last_use_[t] = static_cast<int>(i);
+      }
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) last_use_[p.tensor] = static_cast<int>(i);
+      }
+      if (op.kind == OpKind::Reshape) {
+        shares_storage_[op.inputs[0]] = true;
+        shares_storage_[op.output] = true;
+      }
+    }
+    for (int32_t t : graph_.outputs) last_use_[t] = std::numeric_limits<int>::max();
+  }
+
+  // Whether the op being built may accumulate into tensor `t`'s own buffer: an intermediate of
+  // its own storage, in layout `md`, that nothing reads afterwards and the op does not read.
+  bool can_sum_in_place(const OpDesc& op, int32_t t, const memory::desc& md) const {
+    if (graph_.tensors[t].kind != TensorKind::Intermediate || shares_storage_[t] ||
+        last_use_[t] != cur_op_ || !mem_[t] || mem_[t].get_desc() != md ||
+        bound_arg(mem_[t]) >= 0) {
+      return false;
+    }
+    return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
+  }
+
   // The output memory of `op` with descriptor `md`: the caller's output buffer when the op's
-  // result is a delegate output in exactly that layout, else a buffer of its own.
+  // result is a delegate output in exactly that layout, the residual summand's buffer when it is
+  // dead after this op, else a buffer of its own.
   memory make_output(const OpDesc& op, const memory::desc& md) {
     memory m;
     for (size_t j = 0; j < graph_.outputs.size(); ++j) {
@@ -319,17 +369,27 @@ class CpuDelegate {
         break;
       }
     }
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum && graph_.tensors[p.tensor].dims != graph_.tensors[op.output].dims) {
+        refuse("sum post-op operand has the wrong shape");
+      }
+    }
+    bool in_place = false;
+    if (!m) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum && can_sum_in_place(op, p.tensor, md)) {
+          m = mem_[p.tensor];
+          in_place = true;
+        }
+      }
+    }
     if (!m) m = memory(md, engine_);
     md_[op.output] = md;
     mem_[op.output] = m;
-    // A residual summand is copied into the destination before the op accumulates into it.
-    for (const PostOp& p : op.post_ops) {
-      if (p.is_sum) {
-        if (graph_.tensors[p.tensor].dims != graph_.tensors[op.output].dims) {
-          refuse("sum post-op operand has the wrong shape");
-        }
-        memory summand = src_memory(p.tensor);
-        add_reorder(summand, m);
+    // Otherwise the residual summand is copied into the destination before the op accumulates.
+    if (!in_place) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) add_reorder(src_memory(p.tensor), m);
       }
     }
     return m;
@@ -736,6 +796,9 @@ class CpuDelegate {
   std::vector<Step> steps_;
   memory scratch_;
   size_t scratch_bytes_ = 0;
+  int cur_op_ = 0;
+  std::vector<int> last_use_;
+  std::vector<bool> shares_storage_;
   memory::dims dims_cache_;
 };
 
