@@ -324,6 +324,38 @@ TEST(CpuBackend, ResNetBlock) {
   EXPECT_TRUE(comp.graph.ops[2].post_ops[0].is_sum);
 }
 
+// Residual sums whose summand stays live (a delegate input, an op's own input, a value read
+// again later): copied into the destination first, never accumulated in place.
+TEST(CpuBackend, ResidualSumCopies) {
+  at::manual_seed(8);
+  at::Tensor x = at::randn({1, 8, 9, 9}), w = at::randn({8, 8, 3, 3}) * 0.1;
+  at::Tensor w3 = at::randn({8, 8, 3, 3}) * 0.1;
+  at::Tensor c = conv2d(x, w, at::Tensor(), 1, 1);
+  at::Tensor s1 = c + x;  // summand: the delegate input (also the conv's own input)
+  at::Tensor r2 = at::relu(conv2d(x, w3, at::Tensor(), 1, 1));
+  at::Tensor c2 = conv2d(s1, w, at::Tensor(), 1, 1);
+  at::Tensor s2 = c2 + r2;         // summand r2, same layout, read again below
+  at::Tensor want = s2 * r2 + s1;  // s1: a delegate output too
+  Prog p;
+  auto xi = p.input("x", x);
+  auto wi = p.weight("w", w);
+  auto ci = p.node("c", c, conv_call(xi, wi, "none", 1, 1));
+  auto s1i = p.node("s1", s1, "aten::add.Tensor(self=" + ci + ", other=" + xi + ")");
+  auto c3i = p.node("c3", r2, conv_call(xi, p.weight("w3", w3), "none", 1, 1));
+  auto r2i = p.node("r2", r2, "aten::relu.default(self=" + c3i + ")");
+  auto c2i = p.node("c2", c2, conv_call(s1i, wi, "none", 1, 1));
+  auto s2i = p.node("s2", s2, "aten::add.Tensor(self=" + c2i + ", other=" + r2i + ")");
+  auto m = p.node("m", want, "aten::mul.Tensor(self=" + s2i + ", other=" + r2i + ")");
+  p.outputs = {p.node("out", want, "aten::add.Tensor(self=" + m + ", other=" + s1i + ")"), s1i};
+  auto prog = parse_text(p.text());
+  Compiled comp = compile(*prog);
+  ASSERT_EQ(comp.graph.ops.size(), 5u);  // c(+x), c3(+relu), c2(+r2), mul, add
+  auto out = run(comp, {x}, {want, s1});
+  ASSERT_EQ(out.size(), 2u);
+  expect_close(out[0], want);
+  expect_close(out[1], s1);
+}
+
 TEST(CpuBackend, LinearAndMatmul) {
   at::manual_seed(3);
   at::Tensor x = at::randn({4, 32}), w = at::randn({24, 32}), b = at::randn({24});
