@@ -344,6 +344,23 @@ class CpuDelegate {
       }
     }
     for (int32_t t : graph_.outputs) last_use_[t] = std::numeric_limits<int>::max();
+    // Read only as the source of convolutions and matmuls (which round it to bf16 first).
+    feeds_only_bf16_math_.assign(graph_.tensors.size(), true);
+    for (const OpDesc& op : graph_.ops) {
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const int32_t t = op.inputs[k];
+        if (t < 0) continue;
+        const bool src = k == 0 && (op.kind == OpKind::Conv || op.kind == OpKind::MatMul);
+        if (!src) feeds_only_bf16_math_[t] = false;
+      }
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) feeds_only_bf16_math_[p.tensor] = false;
+      }
+      if (op.kind == OpKind::Reshape || op.kind == OpKind::Permute) {
+        feeds_only_bf16_math_[op.inputs[0]] = false;
+      }
+    }
+    for (int32_t t : graph_.outputs) feeds_only_bf16_math_[t] = false;
   }
 
   // Whether the op being built may accumulate into tensor `t`'s own buffer: an intermediate of
@@ -601,7 +618,12 @@ class CpuDelegate {
       w_plain = as(op.inputs[1], plain_md(wd, dt::f32));
     }
     memory w_view = view(w_plain, memory::desc(logical, dt::f32, strides_w));
-    const memory::desc src_any(sd, wdt, tag::any), dst_any(od, dt::f32, tag::any);
+    // In bf16 mode a result that only convolutions and matmuls read is stored in bf16: they would
+    // round it to bf16 first anyway, so this saves a conversion and half the traffic, exactly.
+    bool bf16_dst = wdt == dt::bf16 && feeds_only_bf16_math_[op.output];
+    for (const PostOp& p : op.post_ops) bf16_dst = bf16_dst && !p.is_sum;
+    const memory::desc src_any(sd, wdt, tag::any);
+    const memory::desc dst_any(od, bf16_dst ? dt::bf16 : dt::f32, tag::any);
     const memory::desc w_any(logical, wdt, tag::any);
     const bool has_bias = op.inputs[2] >= 0;
     const memory::desc bias_md = has_bias ? memory::desc({od[1]}, dt::f32, tag::a) : memory::desc();
@@ -799,6 +821,7 @@ class CpuDelegate {
   int cur_op_ = 0;
   std::vector<int> last_use_;
   std::vector<bool> shares_storage_;
+  std::vector<bool> feeds_only_bf16_math_;
   memory::dims dims_cache_;
 };
 
