@@ -156,19 +156,33 @@ std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tensor>& in
 void expect_close(const at::Tensor& got, const at::Tensor& want, double rtol = 1e-4,
                   double atol = 1e-4) {
   ASSERT_EQ(got.sizes(), want.sizes());
+  if (std::getenv("EMBER_CPU_TEST_VERBOSE") != nullptr) {
+    std::printf("max |diff| %.3g, max |ref| %.3g, max |diff|/|ref| %.3g\n",
+                (got - want).abs().max().item<double>(), want.abs().max().item<double>(),
+                ((got - want).abs() / (want.abs() + 1e-30)).max().item<double>());
+  }
   EXPECT_TRUE(at::allclose(got, want, rtol, atol))
       << "max abs diff " << (got - want).abs().max().item<float>();
 }
 
-// Compiles and runs `p`, comparing its single output with `want`.
+// Compiles and runs `p`, comparing its single output with `want`; with Winograd on (the
+// default) and off.
 Compiled check(const Prog& p, const at::Tensor& want, double atol = 1e-4) {
   auto program = parse_text(p.text());
   if (!program) return {};
   Compiled c = compile(*program);
   std::vector<at::Tensor> in;
   for (const auto& [n, t] : p.inputs) in.push_back(t);
-  auto out = run(c, in, {want});
-  if (!out.empty()) expect_close(out[0], want, 1e-4, atol);
+  static const std::string off = "off";
+  for (bool winograd : {true, false}) {
+    SCOPED_TRACE(winograd ? "winograd on" : "winograd off");
+    std::vector<CompileSpec> specs;
+    if (!winograd)
+      specs.push_back(
+          {"fp32_winograd", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
+    auto out = run(c, in, {want}, specs);
+    if (!out.empty()) expect_close(out[0], want, 1e-4, atol);
+  }
   return c;
 }
 
@@ -198,6 +212,9 @@ TEST(CpuBackend, Convolutions) {
       {{1, 4, 6, 6}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 1, true, true},  // transposed
       {{1, 4, 5, 5}, {4, 2, 3, 3}, {2, 2}, {0, 0}, {1, 1}, {0, 0}, 2, true, false},
       {{1, 3, 10}, {3, 5, 4}, {3}, {1}, {1}, {2}, 1, true, true},  // transposed 1-D
+      // Winograd-eligible (3x3, stride 1): ResNet's layers.
+      {{1, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, false, true},
+      {{1, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, 1, false, false},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));

@@ -990,6 +990,11 @@ class CpuCompilerBackend final : public partition::CompilerBackend {
           return ir::Status::error("cpu backend: precision '" + value +
                                    "' (expected fp32 or bf16)");
         }
+      } else if (s.key == "fp32_winograd") {
+        if (value != "on" && value != "off") {
+          return ir::Status::error("cpu backend: fp32_winograd '" + value +
+                                   "' (expected on or off)");
+        }
       } else if (s.key == "num_threads") {
         if (value.empty() || value.size() > 4 ||
             value.find_first_not_of("0123456789") != std::string::npos) {

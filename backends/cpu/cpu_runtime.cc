@@ -108,9 +108,10 @@ struct Step {
 
 class CpuDelegate {
  public:
-  CpuDelegate(CpuGraph g, int threads)
+  CpuDelegate(CpuGraph g, int threads, bool winograd)
       : graph_(std::move(g)),
         threads_(threads),
+        winograd_(winograd),
         engine_(dnnl::engine::kind::cpu, 0),
         stream_(engine_),
         mem_(graph_.tensors.size()),
@@ -635,10 +636,25 @@ class CpuDelegate {
     dnnl::primitive prim;
     Step step;
     if (!transposed) {
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src_any, w_any,
-                                        bias_md, dst_any, strides, dil, pad_l, pad_r);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
+      dnnl::convolution_forward::primitive_desc pd;
+      const bool wino_shape = wdt == dt::f32 && groups == 1 && r == 2 && kd[0] == 3 && kd[1] == 3 &&
+                              strides[0] == 1 && strides[1] == 1 && dil[0] == 0 && dil[1] == 0 &&
+                              winograd_;
+      if (wino_shape) {
+        try {
+          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::convolution_winograd, src_any, w_any,
+                                            bias_md, dst_any, strides, dil, pad_l, pad_r);
+          pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+        } catch (const dnnl::error&) {
+        }
+      }
+      if (!pd) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, src_any, w_any,
+                                          bias_md, dst_any, strides, dil, pad_l, pad_r);
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+      }
       src_md = pd.src_desc();
       wei_md = pd.weights_desc();
       dst_md = pd.dst_desc();
@@ -806,6 +822,7 @@ class CpuDelegate {
  private:
   CpuGraph graph_;
   int threads_;
+  bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
   dnnl::engine engine_;
   dnnl::stream stream_;
   const NamedDataMap* named_ = nullptr;
@@ -838,6 +855,17 @@ int threads_from(std::span<const CompileSpec> specs) {
   return ThreadPool::global().num_threads();
 }
 
+// "fp32_winograd" = "off" turns Winograd off; it is on by default.
+bool winograd_from(std::span<const CompileSpec> specs) {
+  for (const CompileSpec& s : specs) {
+    if (s.key == "fp32_winograd") {
+      return std::string_view(reinterpret_cast<const char*>(s.value.data()), s.value.size()) !=
+             "off";
+    }
+  }
+  return true;
+}
+
 class CpuBackend final : public Backend {
  public:
   bool is_available() const override { return true; }
@@ -859,7 +887,7 @@ class CpuBackend final : public Backend {
     omp_set_num_threads(threads);
     CpuDelegate* d = nullptr;
     try {
-      d = new CpuDelegate(std::move(*g), threads);
+      d = new CpuDelegate(std::move(*g), threads, winograd_from(specs));
       d->prepare_outputs();
       d->build(context.named_data);
     } catch (const InitError& e) {
