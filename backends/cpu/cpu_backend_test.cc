@@ -389,6 +389,23 @@ TEST(CpuBackend, LinearAndMatmul) {
   Compiled comp = check(p, want, 1e-4);
   EXPECT_EQ(comp.graph.ops.size(), 1u);  // t folded into the weight, relu a post-op
 
+  // A 3-D linear as make_fx writes it: view, mm with t(weight), _unsafe_view, add bias; gelu.
+  at::Tensor x3 = at::randn({2, 5, 32});
+  at::Tensor flat = x3.view({10, 32});
+  at::Tensor mm3 = at::mm(flat, w.t());
+  at::Tensor lin3 = mm3.view({2, 5, 24}) + b;
+  at::Tensor want3 = at::gelu(lin3);
+  Prog p3;
+  auto x3i = p3.input("x", x3);
+  auto w3i = p3.weight("w", w);
+  auto v = p3.node("v", flat, "aten::view.default(self=" + x3i + ", size=[10, 32])");
+  auto t3 = p3.node("t", w.t().contiguous(), "aten::t.default(self=" + w3i + ")");
+  auto m3 = p3.node("mm", mm3, "aten::mm.default(self=" + v + ", mat2=" + t3 + ")");
+  auto u = p3.node("u", lin3, "aten::_unsafe_view.default(self=" + m3 + ", size=[2, 5, 24])");
+  auto a3 = p3.node("a", lin3, "aten::add.Tensor(self=" + u + ", other=" + p3.weight("b", b) + ")");
+  p3.outputs = {p3.node("g", want3, "aten::gelu.default(self=" + a3 + ")")};
+  check(p3, want3, 1e-4);
+
   // Activation x activation: mm and bmm (attention's shapes), then softmax.
   at::Tensor a = at::randn({2, 5, 8}), c = at::randn({2, 8, 6});
   at::Tensor bmm = at::bmm(a, c);
