@@ -330,6 +330,7 @@ class CpuDelegate {
   // storage with another (reshape views), for in-place residual sums.
   void compute_last_uses() {
     last_use_.assign(graph_.tensors.size(), -1);
+    buffer_of_.assign(graph_.tensors.size(), -1);
     shares_storage_.assign(graph_.tensors.size(), false);
     for (size_t i = 0; i < graph_.ops.size(); ++i) {
       const OpDesc& op = graph_.ops[i];
@@ -375,6 +376,35 @@ class CpuDelegate {
     return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
   }
 
+  // Storage for intermediate `t` with layout `md`: a buffer of the pool no live tensor uses
+  // (best fit), or a new one. A buffer is live until the last reader of every tensor in it.
+  memory pooled(const memory::desc& md, int32_t t) {
+    const size_t bytes = std::max<size_t>(md.get_size(), 1);
+    int best = -1;
+    for (size_t b = 0; b < pool_.size(); ++b) {
+      if (pool_[b].live_until < cur_op_ && pool_[b].bytes >= bytes &&
+          (best < 0 || pool_[b].bytes < pool_[best].bytes)) {
+        best = static_cast<int>(b);
+      }
+    }
+    if (best < 0) {
+      memory::desc raw({static_cast<int64_t>(bytes)}, dt::u8, tag::a);
+      pool_.push_back({memory(raw, engine_), bytes, -1});
+      best = static_cast<int>(pool_.size() - 1);
+    }
+    pool_[best].live_until = last_use_[t];
+    buffer_of_[t] = best;
+    return memory(md, engine_, pool_[best].mem.get_data_handle());
+  }
+
+  // Tensor `t` lives in the same storage as `with` (an in-place sum, a reshape view).
+  void share_buffer(int32_t t, int32_t with) {
+    const int b = buffer_of_[with];
+    if (b < 0) return;
+    buffer_of_[t] = b;
+    pool_[b].live_until = std::max(pool_[b].live_until, last_use_[t]);
+  }
+
   // The output memory of `op` with descriptor `md`: the caller's output buffer when the op's
   // result is a delegate output in exactly that layout, the residual summand's buffer when it is
   // dead after this op, else a buffer of its own.
@@ -401,7 +431,12 @@ class CpuDelegate {
         }
       }
     }
-    if (!m) m = memory(md, engine_);
+    if (in_place) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum && mem_[p.tensor] == m) share_buffer(op.output, p.tensor);
+      }
+    }
+    if (!m) m = pooled(md, op.output);
     md_[op.output] = md;
     mem_[op.output] = m;
     // Otherwise the residual summand is copied into the destination before the op accumulates.
@@ -534,6 +569,7 @@ class CpuDelegate {
         }
         md_[op.output] = plain_md(to_dims(o.dims), dt::f32);
         mem_[op.output] = view(dense, md_[op.output]);
+        if (dense == src) share_buffer(op.output, op.inputs[0]);
         return;
       }
       case OpKind::Permute: {
@@ -839,6 +875,13 @@ class CpuDelegate {
   std::vector<int> last_use_;
   std::vector<bool> shares_storage_;
   std::vector<bool> feeds_only_bf16_math_;
+  struct Buffer {
+    memory mem;
+    size_t bytes;
+    int live_until;  // the last op reading a tensor stored here
+  };
+  std::vector<Buffer> pool_;
+  std::vector<int> buffer_of_;  // per tensor: its pool buffer, or -1
   memory::dims dims_cache_;
 };
 
