@@ -321,6 +321,11 @@ class Builder {
         tensor_of_[v] = add_tensor(std::move(t));
       } else {
         const ir::Weight* w = program_.find_weight(spec.target);
+        // A weight naming the same tensor as another may carry its bytes only there.
+        for (int hops = 0; w != nullptr && !w->has_data() && !w->alias_of.empty() && hops < 8;
+             ++hops) {
+          w = program_.find_weight(w->alias_of);
+        }
         if (w == nullptr || !w->has_data()) {
           return ir::Status::error("cpu backend: weight " + spec.target + " has no data");
         }
