@@ -1,0 +1,974 @@
+#include "backends/cpu/cpu_runtime.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/graph_format.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/platform/thread_pool.h"
+
+namespace ember::cpu {
+namespace {
+
+using dnnl::memory;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// A runtime failure inside init, turned into an Error at the boundary.
+struct InitError {
+  Error code;
+  std::string message;
+};
+
+[[noreturn]] void refuse(std::string message, Error code = Error::InvalidProgram) {
+  throw InitError{code, std::move(message)};
+}
+
+memory::dims to_dims(const std::vector<int64_t>& d) { return memory::dims(d.begin(), d.end()); }
+
+// Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
+memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>& order) {
+  memory::dims strides(dims.size(), 1);
+  int64_t s = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    const size_t d = order.empty() ? k : order[k];
+    strides[d] = s;
+    s *= std::max<int64_t>(dims[d], 1);
+  }
+  return strides;
+}
+
+memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8_t>& order = {}) {
+  if (dims.empty()) return memory::desc(memory::dims{1}, type, memory::dims{1});
+  return memory::desc(dims, type, dense_strides(dims, order));
+}
+
+// `dims` right-aligned to `rank` with leading ones (broadcast operands, biases).
+memory::dims pad_rank(const memory::dims& dims, size_t rank) {
+  memory::dims out(rank > dims.size() ? rank - dims.size() : 0, 1);
+  out.insert(out.end(), dims.begin(), dims.end());
+  return out;
+}
+
+dnnl::algorithm eltwise_alg(EltwiseAlg a) {
+  switch (a) {
+    case EltwiseAlg::Relu:
+      return dnnl::algorithm::eltwise_relu;
+    case EltwiseAlg::Clip:
+      return dnnl::algorithm::eltwise_clip_v2;
+    case EltwiseAlg::GeluErf:
+      return dnnl::algorithm::eltwise_gelu_erf;
+    case EltwiseAlg::GeluTanh:
+      return dnnl::algorithm::eltwise_gelu_tanh;
+    case EltwiseAlg::Swish:
+      return dnnl::algorithm::eltwise_swish;
+    case EltwiseAlg::Logistic:
+      return dnnl::algorithm::eltwise_logistic;
+    case EltwiseAlg::Hardswish:
+      return dnnl::algorithm::eltwise_hardswish;
+    case EltwiseAlg::Elu:
+      return dnnl::algorithm::eltwise_elu;
+    case EltwiseAlg::Tanh:
+      return dnnl::algorithm::eltwise_tanh;
+  }
+  return dnnl::algorithm::eltwise_relu;
+}
+
+// (alpha, beta) in oneDNN's terms for one of our element-wise ops.
+std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
+  switch (a) {
+    case EltwiseAlg::Hardswish:
+      return {1.f / 6.f, 0.5f};
+    case EltwiseAlg::Swish:
+      return {1.f, 0.f};
+    case EltwiseAlg::Clip:
+    case EltwiseAlg::Elu:
+      return {alpha, beta};
+    default:
+      return {0.f, 0.f};
+  }
+}
+
+constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
+
+struct Step {
+  dnnl::primitive prim;
+  std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
+  std::vector<dnnl_exec_arg_t> c_args;
+  bool uses_scratchpad = false;
+};
+
+class CpuDelegate {
+ public:
+  CpuDelegate(CpuGraph g, int threads, bool winograd)
+      : graph_(std::move(g)),
+        threads_(threads),
+        winograd_(winograd),
+        engine_(dnnl::engine::kind::cpu, 0),
+        stream_(engine_),
+        mem_(graph_.tensors.size()),
+        md_(graph_.tensors.size()) {}
+
+  void build(const NamedDataMap* named) {
+    named_ = named;
+    // The activations a delegate may hold (a corrupted size must not become a huge allocation).
+    uint64_t activation_bytes = 0;
+    for (const TensorDesc& t : graph_.tensors) {
+      if (t.kind == TensorKind::Intermediate) {
+        activation_bytes += static_cast<uint64_t>(checked_numel(t.dims)) * 4;
+      }
+    }
+    if (activation_bytes > kMaxActivationBytes) {
+      refuse("activations need " + std::to_string(activation_bytes) + " bytes, above the " +
+                 std::to_string(kMaxActivationBytes) + " a cpu delegate may hold",
+             Error::NotSupported);
+    }
+    const dt act = dt::f32;
+    for (size_t i = 0; i < graph_.tensors.size(); ++i) {
+      const TensorDesc& t = graph_.tensors[i];
+      if (t.kind != TensorKind::Input) continue;
+      md_[i] = plain_md(to_dims(t.dims), act, t.dim_order);
+      mem_[i] = memory(md_[i], engine_, nullptr);
+      bind(mem_[i], static_cast<int>(t.index));
+    }
+    // Outputs: the caller's buffers, in the dim order the program declares.
+    for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+      const TensorDesc& t = graph_.tensors[graph_.outputs[j]];
+      memory::desc md = plain_md(to_dims(t.dims), act, graph_.output_dim_orders[j]);
+      out_mem_.emplace_back(md, engine_, nullptr);
+      bind(out_mem_.back(), static_cast<int>(graph_.num_inputs + j));
+    }
+    compute_last_uses();
+    for (size_t i = 0; i < graph_.ops.size(); ++i) {
+      cur_op_ = static_cast<int>(i);
+      try {
+        build_op(graph_.ops[i]);
+      } catch (const dnnl::error& e) {
+        refuse("op " + std::to_string(i) + ": oneDNN refused it: " + e.what());
+      }
+    }
+    for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+      const int32_t t = graph_.outputs[j];
+      if (direct_out_[j]) continue;
+      add_reorder(src_memory(t), out_mem_[j]);
+    }
+    // One scratchpad for every primitive (they run one after another).
+    scratch_ = memory(
+        memory::desc({static_cast<int64_t>(std::max<size_t>(scratch_bytes_, 1))}, dt::u8, tag::a),
+        engine_);
+    for (Step& s : steps_) {
+      if (s.uses_scratchpad) s.args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
+      for (auto& [arg, m] : s.args) s.c_args.push_back({arg, m.get()});
+    }
+  }
+
+  Error execute(std::span<EValue*> args) {
+    if (args.size() != graph_.num_inputs + graph_.outputs.size()) {
+      return fail(Error::InvalidArgument, "cpu delegate: %zu arguments, expected %zu", args.size(),
+                  static_cast<size_t>(graph_.num_inputs + graph_.outputs.size()));
+    }
+    for (size_t a = 0; a < args.size(); ++a) {
+      if (args[a] == nullptr || !args[a]->is_tensor()) {
+        return fail(Error::InvalidArgument, "cpu delegate: argument %zu is not a tensor", a);
+      }
+      const Tensor& t = args[a]->to_tensor();
+      const memory::desc& want = arg_md_[a];
+      if (t.dtype() != ScalarType::Float || !same_layout(t, want) || t.data() == nullptr) {
+        return fail(Error::InvalidArgument,
+                    "cpu delegate: argument %zu is not the float32 tensor the delegate was "
+                    "built for (sizes, dim order or storage differ)",
+                    a);
+      }
+    }
+    for (auto& [m, a] : bound_) m.set_data_handle(args[a]->to_tensor().mutable_data());
+    if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+    for (Step& s : steps_) {
+      const dnnl_status_t st = dnnl_primitive_execute(
+          s.prim.get(), stream_.get(), static_cast<int>(s.c_args.size()), s.c_args.data());
+      if (st != dnnl_success) {
+        return fail(Error::Internal, "cpu delegate: oneDNN execution failed (status %d)",
+                    static_cast<int>(st));
+      }
+    }
+    if (dnnl_stream_wait(stream_.get()) != dnnl_success) {
+      return fail(Error::Internal, "cpu delegate: oneDNN stream wait failed");
+    }
+    return Error::Ok;
+  }
+
+ private:
+  static bool same_layout(const Tensor& t, const memory::desc& md) {
+    const memory::dims dims = md.dims();
+    const int rank = t.dim() == 0 ? 1 : t.dim();
+    if (static_cast<int>(dims.size()) != rank) return false;
+    if (t.dim() == 0) return dims[0] == 1;
+    const auto& blk = md.data.format_desc.blocking;
+    for (int i = 0; i < rank; ++i) {
+      if (t.size(i) != dims[i]) return false;
+      if (t.size(i) > 1 && t.stride(i) != blk.strides[i]) return false;
+    }
+    return true;
+  }
+
+  void bind(const memory& m, int arg) {
+    bound_.emplace_back(m, arg);
+    if (static_cast<size_t>(arg) >= arg_md_.size()) arg_md_.resize(arg + 1);
+    arg_md_[arg] = m.get_desc();
+  }
+  // Whether `m` is a caller buffer (bound at execute), and which argument.
+  int bound_arg(const memory& m) const {
+    for (const auto& [b, a] : bound_) {
+      if (b.get() == m.get()) return a;
+    }
+    return -1;
+  }
+
+  // A view of `m` with descriptor `md` over the same storage (bound to the same argument when `m`
+  // is a caller buffer).
+  memory view(const memory& m, const memory::desc& md) {
+    const int a = bound_arg(m);
+    if (a >= 0) {
+      memory v(md, engine_, nullptr);
+      bound_.emplace_back(v, a);
+      return v;
+    }
+    return memory(md, engine_, m.get_data_handle());
+  }
+
+  void load_weight(int32_t id) {
+    const TensorDesc& t = graph_.tensors[id];
+    const WeightRef& w = graph_.weights[t.index];
+    if (named_ == nullptr) refuse("no named data for weight '" + w.key + "'", Error::NotFound);
+    md_[id] = plain_md(to_dims(t.dims), dt::f32, t.dim_order);
+    mem_[id] = memory(md_[id], engine_);
+    if (md_[id].get_size() != w.nbytes) refuse("weight '" + w.key + "' has the wrong size");
+    const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
+    if (e != Error::Ok) {
+      refuse("weight '" + w.key + "': " + last_error_message(), Error::NotFound);
+    }
+  }
+
+  // The memory holding tensor `id` as the ops so far left it.
+  memory src_memory(int32_t id) {
+    if (!mem_[id]) {
+      if (graph_.tensors[id].kind != TensorKind::Weight) refuse("tensor read before defined");
+      load_weight(id);
+    }
+    return mem_[id];
+  }
+
+  // Tensor `id` in layout `want`: itself, or a reorder of it (once, now, for a weight; a step
+  // at every call otherwise).
+  memory as(int32_t id, const memory::desc& want) {
+    memory m = src_memory(id);
+    if (m.get_desc() == want) return m;
+    memory out(want, engine_);
+    if (graph_.tensors[id].kind == TensorKind::Weight) {
+      reorder_now(m, out);
+    } else {
+      add_reorder(m, out);
+    }
+    return out;
+  }
+
+  // Runs a reorder at init (weights: once, never again).
+  void reorder_now(memory from, memory to) {
+    dnnl::reorder(from, to).execute(stream_, from, to);
+    stream_.wait();
+  }
+
+  void add_reorder(const memory& from, const memory& to) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
+    Step s;
+    s.prim = dnnl::reorder(pd);
+    s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    note_scratchpad(pd, &s);
+    steps_.push_back(std::move(s));
+  }
+
+  template <typename PD>
+  void note_scratchpad(const PD& pd, Step* s) {
+    const size_t bytes = pd.scratchpad_desc().get_size();
+    if (bytes > 0) {
+      scratch_bytes_ = std::max(scratch_bytes_, bytes);
+      s->uses_scratchpad = true;
+    }
+  }
+
+  const memory::dims& dims_of(int32_t id) {
+    dims_cache_ = to_dims(graph_.tensors[id].dims);
+    return dims_cache_;
+  }
+
+  dnnl::primitive_attr attr_for(const OpDesc& op) {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::post_ops po;
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum) {
+        po.append_sum(1.f);
+      } else {
+        auto [a, b] = eltwise_params(p.alg, p.alpha, p.beta);
+        po.append_eltwise(1.f, eltwise_alg(p.alg), a, b);
+      }
+    }
+    attr.set_post_ops(po);
+    return attr;
+  }
+
+  // The op reading each tensor last (delegate outputs: never dead), and which tensors share
+  // storage with another (reshape views), for in-place residual sums.
+  void compute_last_uses() {
+    last_use_.assign(graph_.tensors.size(), -1);
+    buffer_of_.assign(graph_.tensors.size(), -1);
+    shares_storage_.assign(graph_.tensors.size(), false);
+    for (size_t i = 0; i < graph_.ops.size(); ++i) {
+      const OpDesc& op = graph_.ops[i];
+      for (int32_t t : op.inputs) {
+        if (t >= 0) last_use_[t] = static_cast<int>(i);
+      }
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) last_use_[p.tensor] = static_cast<int>(i);
+      }
+      if (op.kind == OpKind::Reshape) {
+        shares_storage_[op.inputs[0]] = true;
+        shares_storage_[op.output] = true;
+      }
+    }
+    for (int32_t t : graph_.outputs) last_use_[t] = std::numeric_limits<int>::max();
+    // Read only as the source of convolutions and matmuls (which round it to bf16 first).
+    feeds_only_bf16_math_.assign(graph_.tensors.size(), true);
+    for (const OpDesc& op : graph_.ops) {
+      for (size_t k = 0; k < op.inputs.size(); ++k) {
+        const int32_t t = op.inputs[k];
+        if (t < 0) continue;
+        const bool src = k == 0 && (op.kind == OpKind::Conv || op.kind == OpKind::MatMul);
+        if (!src) feeds_only_bf16_math_[t] = false;
+      }
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) feeds_only_bf16_math_[p.tensor] = false;
+      }
+      if (op.kind == OpKind::Reshape || op.kind == OpKind::Permute) {
+        feeds_only_bf16_math_[op.inputs[0]] = false;
+      }
+    }
+    for (int32_t t : graph_.outputs) feeds_only_bf16_math_[t] = false;
+  }
+
+  // Whether the op being built may accumulate into tensor `t`'s own buffer: an intermediate of
+  // its own storage, in layout `md`, that nothing reads afterwards and the op does not read.
+  bool can_sum_in_place(const OpDesc& op, int32_t t, const memory::desc& md) const {
+    if (graph_.tensors[t].kind != TensorKind::Intermediate || shares_storage_[t] ||
+        last_use_[t] != cur_op_ || !mem_[t] || mem_[t].get_desc() != md ||
+        bound_arg(mem_[t]) >= 0) {
+      return false;
+    }
+    return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
+  }
+
+  // Storage for intermediate `t` with layout `md`: a buffer of the pool no live tensor uses
+  // (best fit), or a new one. A buffer is live until the last reader of every tensor in it.
+  memory pooled(const memory::desc& md, int32_t t) {
+    const size_t bytes = std::max<size_t>(md.get_size(), 1);
+    int best = -1;
+    for (size_t b = 0; b < pool_.size(); ++b) {
+      if (pool_[b].live_until < cur_op_ && pool_[b].bytes >= bytes &&
+          (best < 0 || pool_[b].bytes < pool_[best].bytes)) {
+        best = static_cast<int>(b);
+      }
+    }
+    if (best < 0) {
+      memory::desc raw({static_cast<int64_t>(bytes)}, dt::u8, tag::a);
+      pool_.push_back({memory(raw, engine_), bytes, -1});
+      best = static_cast<int>(pool_.size() - 1);
+    }
+    pool_[best].live_until = last_use_[t];
+    buffer_of_[t] = best;
+    return memory(md, engine_, pool_[best].mem.get_data_handle());
+  }
+
+  // Tensor `t` lives in the same storage as `with` (an in-place sum, a reshape view).
+  void share_buffer(int32_t t, int32_t with) {
+    const int b = buffer_of_[with];
+    if (b < 0) return;
+    buffer_of_[t] = b;
+    pool_[b].live_until = std::max(pool_[b].live_until, last_use_[t]);
+  }
+
+  // The output memory of `op` with descriptor `md`: the caller's output buffer when the op's
+  // result is a delegate output in exactly that layout, the residual summand's buffer when it is
+  // dead after this op, else a buffer of its own.
+  memory make_output(const OpDesc& op, const memory::desc& md) {
+    memory m;
+    for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+      if (graph_.outputs[j] == op.output && !direct_out_[j] && out_mem_[j].get_desc() == md) {
+        direct_out_[j] = true;
+        m = out_mem_[j];
+        break;
+      }
+    }
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum && graph_.tensors[p.tensor].dims != graph_.tensors[op.output].dims) {
+        refuse("sum post-op operand has the wrong shape");
+      }
+    }
+    bool in_place = false;
+    if (!m) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum && can_sum_in_place(op, p.tensor, md)) {
+          m = mem_[p.tensor];
+          in_place = true;
+        }
+      }
+    }
+    if (in_place) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum && mem_[p.tensor] == m) share_buffer(op.output, p.tensor);
+      }
+    }
+    if (!m) m = pooled(md, op.output);
+    md_[op.output] = md;
+    mem_[op.output] = m;
+    // Otherwise the residual summand is copied into the destination before the op accumulates.
+    if (!in_place) {
+      for (const PostOp& p : op.post_ops) {
+        if (p.is_sum) add_reorder(src_memory(p.tensor), m);
+      }
+    }
+    return m;
+  }
+
+  template <typename Prim, typename PD>
+  void add_step(const PD& pd, std::vector<std::pair<int, memory>> args) {
+    Step s;
+    s.prim = Prim(pd);
+    s.args = std::move(args);
+    note_scratchpad(pd, &s);
+    steps_.push_back(std::move(s));
+  }
+
+  void check_same_dims(int32_t a, int32_t b) {
+    if (graph_.tensors[a].dims != graph_.tensors[b].dims) refuse("input and output shapes differ");
+  }
+
+  // Post-ops of the sum kind need the destination ready before the primitive runs; make_output
+  // adds that copy, so it is called after the primitive descriptor exists and before add_step.
+  void build_op(const OpDesc& op) {
+    const dt wdt = graph_.precision == Precision::Bf16 ? dt::bf16 : dt::f32;
+    switch (op.kind) {
+      case OpKind::Conv:
+        return build_conv(op, wdt);
+      case OpKind::MatMul:
+        return build_matmul(op, wdt);
+      case OpKind::Pool:
+        return build_pool(op);
+      case OpKind::Eltwise: {
+        check_same_dims(op.inputs[0], op.output);
+        memory src = src_memory(op.inputs[0]);
+        auto [a, b] =
+            eltwise_params(static_cast<EltwiseAlg>(op.ints[0]), op.floats[0], op.floats[1]);
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      eltwise_alg(static_cast<EltwiseAlg>(op.ints[0])),
+                                      src.get_desc(), a, b);
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
+        memory dst = make_output(op, pd.dst_desc());
+        add_step<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+        return;
+      }
+      case OpKind::Binary: {
+        check_same_dims(op.inputs[0], op.output);
+        memory a = src_memory(op.inputs[0]);
+        const memory::dims& ad = dims_of(op.inputs[0]);
+        const size_t rank = ad.size();
+        const memory::dims bd = pad_rank(to_dims(graph_.tensors[op.inputs[1]].dims), rank);
+        if (bd.size() != rank) refuse("binary operand of higher rank");
+        for (size_t i = 0; i < rank; ++i) {
+          if (bd[i] != 1 && bd[i] != ad[i]) refuse("binary operand does not broadcast");
+        }
+        memory b = bd == ad ? as(op.inputs[1], a.get_desc())
+                            : view(as(op.inputs[1], plain_md(dims_of(op.inputs[1]), dt::f32)),
+                                   plain_md(bd, dt::f32));
+        const auto alg = static_cast<BinaryAlg>(op.ints[0]) == BinaryAlg::Add
+                             ? dnnl::algorithm::binary_add
+                             : dnnl::algorithm::binary_mul;
+        dnnl::binary::desc d(alg, a.get_desc(), b.get_desc(), a.get_desc());
+        dnnl::binary::primitive_desc pd(d, attr_for(op), engine_);
+        memory dst = make_output(op, pd.dst_desc());
+        add_step<dnnl::binary>(pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, dst}});
+        return;
+      }
+      case OpKind::Softmax: {
+        check_same_dims(op.inputs[0], op.output);
+        const memory::dims d0 = dims_of(op.inputs[0]);
+        if (op.ints[0] >= static_cast<int64_t>(std::max<size_t>(d0.size(), 1))) {
+          refuse("softmax axis out of range");
+        }
+        memory src = as(op.inputs[0], plain_md(d0, dt::f32));
+        dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                      static_cast<int>(op.ints[0]));
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
+        memory dst = make_output(op, pd.dst_desc());
+        add_step<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+        return;
+      }
+      case OpKind::LayerNorm:
+        return build_layer_norm(op);
+      case OpKind::BatchNorm:
+        return build_batch_norm(op);
+      case OpKind::Concat: {
+        std::vector<memory> srcs;
+        std::vector<memory::desc> mds;
+        for (int32_t in : op.inputs) {
+          srcs.push_back(src_memory(in));
+          mds.push_back(srcs.back().get_desc());
+        }
+        dnnl::primitive_attr attr;
+        attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        const memory::dims od = dims_of(op.output);
+        dnnl::concat::primitive_desc pd(memory::desc(od, dt::f32, tag::any),
+                                        static_cast<int>(op.ints[0]), mds, engine_, attr);
+        memory dst = make_output(op, pd.dst_desc());
+        std::vector<std::pair<int, memory>> args = {{DNNL_ARG_DST, dst}};
+        for (size_t i = 0; i < srcs.size(); ++i) {
+          args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]);
+        }
+        add_step<dnnl::concat>(pd, std::move(args));
+        return;
+      }
+      case OpKind::Reshape: {
+        const TensorDesc& s = graph_.tensors[op.inputs[0]];
+        const TensorDesc& o = graph_.tensors[op.output];
+        if (checked_numel(s.dims) != checked_numel(o.dims)) refuse("reshape changes the size");
+        // Row-major bytes of the source, reinterpreted with the new sizes.
+        memory src = src_memory(op.inputs[0]);
+        const memory::desc plain_src = plain_md(to_dims(s.dims), dt::f32);
+        memory dense;
+        if (src.get_desc() == plain_src && s.kind == TensorKind::Intermediate) {
+          dense = src;
+        } else {
+          dense = memory(plain_src, engine_);
+          if (s.kind == TensorKind::Weight) {
+            reorder_now(src, dense);
+          } else {
+            add_reorder(src, dense);
+          }
+        }
+        md_[op.output] = plain_md(to_dims(o.dims), dt::f32);
+        mem_[op.output] = view(dense, md_[op.output]);
+        if (dense == src) share_buffer(op.output, op.inputs[0]);
+        return;
+      }
+      case OpKind::Permute: {
+        const TensorDesc& s = graph_.tensors[op.inputs[0]];
+        const TensorDesc& o = graph_.tensors[op.output];
+        if (op.ints.size() != s.dims.size()) refuse("permutation of the wrong rank");
+        const memory::dims sd = to_dims(s.dims);
+        memory src = as(op.inputs[0], plain_md(sd, dt::f32));
+        const memory::dims ss = dense_strides(sd, {});
+        memory::dims vd, vs;
+        for (int64_t p : op.ints) {
+          vd.push_back(sd[p]);
+          vs.push_back(ss[p]);
+        }
+        if (vd != to_dims(o.dims)) refuse("permute output shape mismatch");
+        memory permuted = view(src, memory::desc(vd, dt::f32, vs));
+        memory::desc out_md = plain_md(vd, dt::f32);
+        memory dst;
+        for (size_t j = 0; j < graph_.outputs.size() && !dst; ++j) {
+          if (graph_.outputs[j] == op.output && !direct_out_[j]) {
+            direct_out_[j] = true;
+            dst = out_mem_[j];
+            out_md = dst.get_desc();
+          }
+        }
+        if (!dst) dst = memory(out_md, engine_);
+        add_reorder(permuted, dst);
+        md_[op.output] = out_md;
+        mem_[op.output] = dst;
+        return;
+      }
+    }
+  }
+
+  void build_conv(const OpDesc& op, dt wdt) {
+    const int64_t r = op.ints[0], groups = op.ints[1];
+    const bool transposed = op.ints[2] != 0;
+    const memory::dims sd = dims_of(op.inputs[0]);
+    const memory::dims wd = to_dims(graph_.tensors[op.inputs[1]].dims);
+    const memory::dims od = dims_of(op.output);
+    if (static_cast<int64_t>(sd.size()) != r + 2 || static_cast<int64_t>(wd.size()) != r + 2 ||
+        static_cast<int64_t>(od.size()) != r + 2) {
+      refuse("convolution ranks disagree");
+    }
+    if (wd[0] % groups != 0 || (transposed && wd[0] % groups != 0)) refuse("groups do not divide");
+    auto ints = [&](int k) {
+      return memory::dims(op.ints.begin() + 3 + k * r, op.ints.begin() + 3 + (k + 1) * r);
+    };
+    const memory::dims strides = ints(0), pad_l = ints(1), pad_r = ints(2);
+    memory::dims dil = ints(3);
+    for (auto& d : dil) d -= 1;  // oneDNN counts the gaps
+    // The weights as oneDNN reads them: [G, O/G, I/G, k...] (grouped) or [O, I, k...].
+    memory::dims kd(wd.begin() + 2, wd.end());
+    memory::dims logical, strides_w;
+    const memory::dims dense = dense_strides(wd, {});
+    const int64_t ksize = dense[1];
+    if (!transposed) {
+      if (groups == 1) {
+        logical = wd;
+        strides_w = dense;
+      } else {
+        logical = {groups, wd[0] / groups, wd[1]};
+        logical.insert(logical.end(), kd.begin(), kd.end());
+        strides_w = {wd[0] / groups * dense[0], dense[0], dense[1]};
+        strides_w.insert(strides_w.end(), dense.begin() + 2, dense.end());
+      }
+    } else {
+      // PyTorch stores [I, O/G, k...]; oneDNN's deconvolution reads [G, O/G, I/G, k...].
+      const int64_t ig = wd[0] / groups, og = wd[1];
+      const int64_t o_stride = ksize, i_stride = og * ksize;
+      if (groups == 1) {
+        logical = {og, wd[0]};
+        strides_w = {o_stride, i_stride};
+      } else {
+        logical = {groups, og, ig};
+        strides_w = {ig * i_stride, o_stride, i_stride};
+      }
+      logical.insert(logical.end(), kd.begin(), kd.end());
+      strides_w.insert(strides_w.end(), dense.begin() + 2, dense.end());
+    }
+    memory w_plain = src_memory(op.inputs[1]);
+    if (w_plain.get_desc() != plain_md(wd, dt::f32)) {
+      w_plain = as(op.inputs[1], plain_md(wd, dt::f32));
+    }
+    memory w_view = view(w_plain, memory::desc(logical, dt::f32, strides_w));
+    // In bf16 mode a result that only convolutions and matmuls read is stored in bf16: they would
+    // round it to bf16 first anyway, so this saves a conversion and half the traffic, exactly.
+    bool bf16_dst = wdt == dt::bf16 && feeds_only_bf16_math_[op.output];
+    for (const PostOp& p : op.post_ops) bf16_dst = bf16_dst && !p.is_sum;
+    const memory::desc src_any(sd, wdt, tag::any);
+    const memory::desc dst_any(od, bf16_dst ? dt::bf16 : dt::f32, tag::any);
+    const memory::desc w_any(logical, wdt, tag::any);
+    const bool has_bias = op.inputs[2] >= 0;
+    const memory::desc bias_md = has_bias ? memory::desc({od[1]}, dt::f32, tag::a) : memory::desc();
+    if (has_bias && checked_numel(graph_.tensors[op.inputs[2]].dims) != od[1]) {
+      refuse("convolution bias size differs from the output channels");
+    }
+    dnnl::primitive_attr attr = attr_for(op);
+    memory::desc src_md, wei_md, dst_md;
+    dnnl::primitive prim;
+    Step step;
+    if (!transposed) {
+      dnnl::convolution_forward::primitive_desc pd;
+      const bool wino_shape = wdt == dt::f32 && groups == 1 && r == 2 && kd[0] == 3 && kd[1] == 3 &&
+                              strides[0] == 1 && strides[1] == 1 && dil[0] == 0 && dil[1] == 0 &&
+                              winograd_;
+      if (wino_shape) {
+        try {
+          dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                            dnnl::algorithm::convolution_winograd, src_any, w_any,
+                                            bias_md, dst_any, strides, dil, pad_l, pad_r);
+          pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+        } catch (const dnnl::error&) {
+        }
+      }
+      if (!pd) {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, src_any, w_any,
+                                          bias_md, dst_any, strides, dil, pad_l, pad_r);
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+      }
+      src_md = pd.src_desc();
+      wei_md = pd.weights_desc();
+      dst_md = pd.dst_desc();
+      step.prim = dnnl::convolution_forward(pd);
+      note_scratchpad(pd, &step);
+    } else {
+      dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::deconvolution_direct, src_any, w_any,
+                                          bias_md, dst_any, strides, dil, pad_l, pad_r);
+      dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine_);
+      src_md = pd.src_desc();
+      wei_md = pd.weights_desc();
+      dst_md = pd.dst_desc();
+      step.prim = dnnl::deconvolution_forward(pd);
+      note_scratchpad(pd, &step);
+    }
+    memory src = as(op.inputs[0], src_md);
+    memory wei = reorder_weight(w_view, op.inputs[1], wei_md);
+    memory dst = make_output(op, dst_md);
+    step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (has_bias) {
+      memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+      step.args.emplace_back(DNNL_ARG_BIAS, view(b, bias_md));
+    }
+    steps_.push_back(std::move(step));
+  }
+
+  // `view_of_w` (tensor `id`) in the primitive's weight layout: reordered once now for a weight,
+  // or at every call for a runtime tensor.
+  memory reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want) {
+    if (view_of_w.get_desc() == want) return view_of_w;
+    memory out(want, engine_);
+    if (graph_.tensors[id].kind == TensorKind::Weight) {
+      reorder_now(view_of_w, out);
+    } else {
+      add_reorder(view_of_w, out);
+    }
+    return out;
+  }
+
+  void build_matmul(const OpDesc& op, dt wdt) {
+    const memory::dims ad = dims_of(op.inputs[0]);
+    const memory::dims bd = to_dims(graph_.tensors[op.inputs[1]].dims);
+    const memory::dims od = dims_of(op.output);
+    if (ad.size() < 2 || ad.size() > 3 || bd.size() != ad.size() || od.size() != ad.size()) {
+      refuse("matmul ranks disagree");
+    }
+    const bool const_b = graph_.tensors[op.inputs[1]].kind == TensorKind::Weight;
+    memory b_src = src_memory(op.inputs[1]);
+    if (b_src.get_desc().dims() != bd) refuse("matmul weight view");
+    const memory::desc a_md = plain_md(ad, wdt);
+    const memory::desc b_md = const_b ? memory::desc(bd, wdt, tag::any) : plain_md(bd, wdt);
+    const memory::desc o_md = plain_md(od, dt::f32);
+    memory::desc bias_md;
+    if (op.inputs[2] >= 0) {
+      const memory::dims biasd = pad_rank(dims_of(op.inputs[2]), od.size());
+      if (biasd.size() != od.size()) refuse("matmul bias of higher rank");
+      bias_md = plain_md(biasd, dt::f32);
+    }
+    dnnl::matmul::desc d(a_md, b_md, bias_md, o_md);
+    dnnl::matmul::primitive_desc pd(d, attr_for(op), engine_);
+    memory a = as(op.inputs[0], pd.src_desc());
+    memory b = reorder_weight(b_src, op.inputs[1], pd.weights_desc());
+    memory dst = make_output(op, pd.dst_desc());
+    std::vector<std::pair<int, memory>> args = {
+        {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, dst}};
+    if (op.inputs[2] >= 0) {
+      memory bias = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+      args.emplace_back(DNNL_ARG_BIAS, view(bias, bias_md));
+    }
+    add_step<dnnl::matmul>(pd, std::move(args));
+  }
+
+  void build_pool(const OpDesc& op) {
+    const auto alg = static_cast<PoolAlg>(op.ints[0]);
+    const int64_t r = op.ints[1];
+    auto ints = [&](int k) {
+      return memory::dims(op.ints.begin() + 2 + k * r, op.ints.begin() + 2 + (k + 1) * r);
+    };
+    memory::dims dil = ints(4);
+    for (auto& d : dil) d -= 1;
+    const memory::dims sd = dims_of(op.inputs[0]);
+    const memory::dims od = dims_of(op.output);
+    if (static_cast<int64_t>(sd.size()) != r + 2 || od.size() != sd.size()) {
+      refuse("pooling ranks disagree");
+    }
+    memory src = src_memory(op.inputs[0]);
+    const dnnl::algorithm a = alg == PoolAlg::Max ? dnnl::algorithm::pooling_max
+                              : alg == PoolAlg::AvgIncludePad
+                                  ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, a, src.get_desc(),
+                                     memory::desc(od, dt::f32, tag::any), ints(1), ints(0), dil,
+                                     ints(2), ints(3));
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::pooling_v2_forward::primitive_desc pd(d, attr, engine_);
+    memory dst = make_output(op, pd.dst_desc());
+    add_step<dnnl::pooling_v2_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  }
+
+  // A [C] f32 parameter of a normalization, or an empty memory.
+  memory channel_param(int32_t id, int64_t channels) {
+    if (id < 0) return memory();
+    if (checked_numel(graph_.tensors[id].dims) != channels) refuse("parameter size differs");
+    memory m = as(id, plain_md(dims_of(id), dt::f32));
+    return view(m, memory::desc({channels}, dt::f32, tag::a));
+  }
+
+  void build_layer_norm(const OpDesc& op) {
+    check_same_dims(op.inputs[0], op.output);
+    const memory::dims sd = dims_of(op.inputs[0]);
+    if (sd.empty()) refuse("layer norm of a scalar");
+    memory src = as(op.inputs[0], plain_md(sd, dt::f32));
+    memory g = channel_param(op.inputs[1], sd.back());
+    memory b = channel_param(op.inputs[2], sd.back());
+    auto flags = dnnl::normalization_flags::none;
+    if (g) flags |= dnnl::normalization_flags::use_scale;
+    if (b) flags |= dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                              op.floats[0], flags);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::layer_normalization_forward::primitive_desc pd(d, attr, engine_);
+    memory dst = make_output(op, pd.dst_desc());
+    std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+    if (g) args.emplace_back(DNNL_ARG_SCALE, g);
+    if (b) args.emplace_back(DNNL_ARG_SHIFT, b);
+    // Inference still computes the statistics; oneDNN wants somewhere to put them.
+    memory mean(pd.mean_desc(), engine_), var(pd.variance_desc(), engine_);
+    args.emplace_back(DNNL_ARG_MEAN, mean);
+    args.emplace_back(DNNL_ARG_VARIANCE, var);
+    add_step<dnnl::layer_normalization_forward>(pd, std::move(args));
+  }
+
+  void build_batch_norm(const OpDesc& op) {
+    check_same_dims(op.inputs[0], op.output);
+    const memory::dims sd = dims_of(op.inputs[0]);
+    if (sd.size() < 2) refuse("batch norm of rank < 2");
+    memory src = src_memory(op.inputs[0]);
+    const int64_t c = sd[1];
+    memory g = channel_param(op.inputs[1], c);
+    memory b = channel_param(op.inputs[2], c);
+    memory mean = channel_param(op.inputs[3], c);
+    memory var = channel_param(op.inputs[4], c);
+    auto flags = dnnl::normalization_flags::use_global_stats;
+    if (g) flags |= dnnl::normalization_flags::use_scale;
+    if (b) flags |= dnnl::normalization_flags::use_shift;
+    dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                              op.floats[0], flags);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::batch_normalization_forward::primitive_desc pd(d, attr, engine_);
+    memory dst = make_output(op, pd.dst_desc());
+    std::vector<std::pair<int, memory>> args = {
+        {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var}};
+    if (g) args.emplace_back(DNNL_ARG_SCALE, g);
+    if (b) args.emplace_back(DNNL_ARG_SHIFT, b);
+    add_step<dnnl::batch_normalization_forward>(pd, std::move(args));
+  }
+
+ public:
+  void prepare_outputs() { direct_out_.assign(graph_.outputs.size(), false); }
+
+ private:
+  CpuGraph graph_;
+  int threads_;
+  bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  const NamedDataMap* named_ = nullptr;
+  std::vector<memory> mem_;
+  std::vector<memory::desc> md_;
+  std::vector<memory> out_mem_;
+  std::vector<bool> direct_out_;
+  std::vector<std::pair<memory, int>> bound_;  // caller buffers: memory -> argument index
+  std::vector<memory::desc> arg_md_;           // per argument: the layout it must have
+  std::vector<Step> steps_;
+  memory scratch_;
+  size_t scratch_bytes_ = 0;
+  int cur_op_ = 0;
+  std::vector<int> last_use_;
+  std::vector<bool> shares_storage_;
+  std::vector<bool> feeds_only_bf16_math_;
+  struct Buffer {
+    memory mem;
+    size_t bytes;
+    int live_until;  // the last op reading a tensor stored here
+  };
+  std::vector<Buffer> pool_;
+  std::vector<int> buffer_of_;  // per tensor: its pool buffer, or -1
+  memory::dims dims_cache_;
+};
+
+int threads_from(std::span<const CompileSpec> specs) {
+  for (const CompileSpec& s : specs) {
+    if (s.key != "num_threads") continue;
+    int n = 0;
+    for (uint8_t c : s.value) {
+      if (c < '0' || c > '9' || n > 1000) return -1;
+      n = n * 10 + (c - '0');
+    }
+    return n >= 1 ? n : -1;
+  }
+  return ThreadPool::global().num_threads();
+}
+
+// "fp32_winograd" = "off" turns Winograd off; it is on by default.
+bool winograd_from(std::span<const CompileSpec> specs) {
+  for (const CompileSpec& s : specs) {
+    if (s.key == "fp32_winograd") {
+      return std::string_view(reinterpret_cast<const char*>(s.value.data()), s.value.size()) !=
+             "off";
+    }
+  }
+  return true;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  bool is_available() const override { return true; }
+
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer* processed,
+                               std::span<const CompileSpec> specs) const override {
+    if (processed == nullptr || processed->data() == nullptr) {
+      return fail(Error::InvalidArgument, "cpu delegate: no processed blob");
+    }
+    std::string why;
+    std::optional<CpuGraph> g =
+        parse(std::span<const uint8_t>(processed->bytes(), processed->size()), &why);
+    if (!g) return fail(Error::InvalidProgram, "cpu delegate: invalid blob: %s", why.c_str());
+    processed->free();  // everything needed is copied
+    const int threads = threads_from(specs);
+    if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
+    const int previous = omp_get_max_threads();
+    // Primitives are created for the thread count they will run with.
+    omp_set_num_threads(threads);
+    CpuDelegate* d = nullptr;
+    try {
+      d = new CpuDelegate(std::move(*g), threads, winograd_from(specs));
+      d->prepare_outputs();
+      d->build(context.named_data);
+    } catch (const InitError& e) {
+      delete d;
+      omp_set_num_threads(previous);
+      return fail(e.code, "cpu delegate: %s", e.message.c_str());
+    } catch (const dnnl::error& e) {
+      delete d;
+      omp_set_num_threads(previous);
+      return fail(Error::InvalidProgram, "cpu delegate: oneDNN: %s", e.what());
+    } catch (const std::bad_alloc&) {
+      delete d;
+      omp_set_num_threads(previous);
+      return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
+    }
+    omp_set_num_threads(previous);
+    // DelegateHandle is opaque: the runtime only hands the pointer back.
+    return reinterpret_cast<DelegateHandle*>(d);
+  }
+
+  Error execute(BackendExecuteContext&, DelegateHandle* handle,
+                std::span<EValue*> args) const override {
+    if (handle == nullptr) return fail(Error::DelegateInvalidHandle, "cpu delegate: no handle");
+    return reinterpret_cast<CpuDelegate*>(handle)->execute(args);
+  }
+
+  void destroy(DelegateHandle* handle) const override {
+    delete reinterpret_cast<CpuDelegate*>(handle);
+  }
+};
+
+}  // namespace
+
+const Backend* runtime_backend() {
+  static const CpuBackend backend;
+  return &backend;
+}
+
+Error register_runtime_backend() { return register_backend("cpu", runtime_backend()); }
+
+}  // namespace ember::cpu

@@ -1,0 +1,29 @@
+// The runtime side of the `cpu` backend: runs the processed blob of backends/cpu/cpu_compiler.h
+// on oneDNN (AVX-512 / bf16 where the CPU has them).
+//
+//   EMBER_TRY(ember::cpu::register_runtime_backend());    // once, before loading methods
+//   const ember::Backend* b = ember::cpu::runtime_backend();
+//   Result<DelegateHandle*> h = b->init(ctx, &blob, specs); // then execute(), destroy()
+//
+// init validates the whole blob (graph_format.h), reads the weights from the context's named data
+// (every key must be there with its exact size), creates the oneDNN primitives with the layouts
+// oneDNN prefers (blocked activations stay blocked between ops; weights are reordered once,
+// here), and allocates every buffer, the scratchpad included. execute binds the caller's input and
+// output storage, runs the primitives and allocates nothing itself. The handle owns all of it;
+// destroy frees it. The processed blob is copied at init and released (processed->free()).
+// Threads: the "num_threads" compile spec, else the size of ThreadPool::global() when init runs;
+// oneDNN's OpenMP runtime uses that count for this delegate's primitives at every call.
+// A handle must not be executed from two threads at once.
+#pragma once
+
+#include "runtime/executor/backend.h"
+
+namespace ember::cpu {
+
+// The backend object (name "cpu").
+const Backend* runtime_backend();
+
+// Registers runtime_backend() under "cpu". InvalidArgument when the name is taken.
+Error register_runtime_backend();
+
+}  // namespace ember::cpu

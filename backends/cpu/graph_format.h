@@ -1,0 +1,120 @@
+// The `cpu` backend's processed blob: a small graph of oneDNN-shaped ops, written by preprocess
+// (compiler half) and read, fully validated, by init (runtime half).
+//
+//   CpuGraph g;  g.tensors.push_back(...);  g.ops.push_back(...);
+//   std::vector<uint8_t> blob = serialize(g);
+//   std::optional<CpuGraph> back = parse(blob, &why);  // nullopt + reason on any inconsistency
+//
+// Plain structs with no oneDNN types, so both halves share them and the compiler never links
+// oneDNN. `parse` checks the magic, version, every count against the bytes left, every tensor id,
+// rank, size product, enum value and per-op parameter count, so a truncated or corrupted blob is
+// refused with a reason and never reaches oneDNN. The caller owns the blob; the result is a copy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ember::cpu {
+
+inline constexpr int kMaxCpuRank = 6;
+
+enum class TensorKind : uint8_t {
+  Input = 0,         // the `index`-th delegate argument
+  Weight = 1,        // bytes of weights[index]; dims and dim_order describe how they are read
+  Intermediate = 2,  // produced by exactly one op
+};
+
+struct TensorDesc {
+  TensorKind kind = TensorKind::Intermediate;
+  uint32_t index = 0;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> dim_order;  // physical order, outermost first; empty: contiguous
+};
+
+// A weight stored in named data under `key` (exactly `nbytes` fp32 bytes, dense).
+struct WeightRef {
+  std::string key;
+  uint64_t nbytes = 0;
+};
+
+enum class OpKind : uint8_t {
+  Conv = 0,       // in: src, weight, bias|-1; ints: conv_ints layout below
+  MatMul = 1,     // in: a, b, bias|-1 (bias broadcast over the leading dims)
+  Pool = 2,       // in: src; ints: pool_ints layout below
+  Eltwise = 3,    // in: src; ints: [EltwiseAlg]; floats: [alpha, beta]
+  Binary = 4,     // in: a, b (b broadcast to a); ints: [BinaryAlg]
+  Softmax = 5,    // in: src; ints: [axis]
+  LayerNorm = 6,  // in: src, gamma|-1, beta|-1 (over the last dim); floats: [eps]
+  BatchNorm = 7,  // in: src, gamma|-1, beta|-1, mean, var (channel dim 1); floats: [eps]
+  Concat = 8,     // in: srcs...; ints: [axis]
+  Reshape = 9,    // in: src; the output tensor's dims (same element count)
+  Permute = 10,   // in: src; ints: the permutation (output dim i = input dim perm[i])
+};
+inline constexpr uint8_t kNumOpKinds = 11;
+
+enum class EltwiseAlg : uint8_t {
+  Relu = 0,
+  Clip = 1,  // alpha = min, beta = max (hardtanh, relu6)
+  GeluErf = 2,
+  GeluTanh = 3,
+  Swish = 4,     // silu: alpha = 1
+  Logistic = 5,  // sigmoid
+  Hardswish = 6,
+  Elu = 7,  // alpha
+  Tanh = 8,
+};
+inline constexpr uint8_t kNumEltwiseAlgs = 9;
+
+enum class BinaryAlg : uint8_t { Add = 0, Mul = 1 };
+inline constexpr uint8_t kNumBinaryAlgs = 2;
+
+enum class PoolAlg : uint8_t { Max = 0, AvgIncludePad = 1, AvgExcludePad = 2 };
+inline constexpr uint8_t kNumPoolAlgs = 3;
+
+// Post-ops fused into a Conv or MatMul (or Binary), applied in order to its result.
+struct PostOp {
+  bool is_sum = false;  // dst = op(...) + tensor (the residual add)
+  int32_t tensor = -1;  // the summand (is_sum)
+  EltwiseAlg alg = EltwiseAlg::Relu;
+  float alpha = 0;
+  float beta = 0;
+};
+
+struct OpDesc {
+  OpKind kind = OpKind::Eltwise;
+  std::vector<int32_t> inputs;  // tensor ids; -1 for an absent optional input
+  int32_t output = -1;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<PostOp> post_ops;
+};
+
+// Conv ints: [spatial_rank r, groups, transposed, stride[r], pad_l[r], pad_r[r], dilation[r]
+// (PyTorch's, >= 1), output_padding[r]]; weight dims are PyTorch's (OIHW, or IOHW transposed).
+// Pool ints: [PoolAlg, r, kernel[r], stride[r], pad_l[r], pad_r[r], dilation[r]].
+
+enum class Precision : uint8_t { Fp32 = 0, Bf16 = 1 };
+
+struct CpuGraph {
+  Precision precision = Precision::Fp32;
+  uint32_t num_inputs = 0;  // delegate inputs; the delegate outputs follow them in args
+  std::vector<TensorDesc> tensors;
+  std::vector<WeightRef> weights;
+  std::vector<OpDesc> ops;
+  std::vector<int32_t> outputs;  // tensor id of each delegate output, in order
+  // The dim order each delegate output is written in (empty: contiguous), parallel to outputs.
+  std::vector<std::vector<uint8_t>> output_dim_orders;
+};
+
+std::vector<uint8_t> serialize(const CpuGraph& graph);
+
+// The graph in `blob`, or nullopt with `*error` set to what is wrong.
+std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error);
+
+// The number of elements of `dims`, or -1 for a negative size or an overflow past 2^40.
+int64_t checked_numel(std::span<const int64_t> dims);
+
+}  // namespace ember::cpu
