@@ -17,6 +17,7 @@
 
 #include "runtime/executor/module.h"
 #include "runtime/platform/clock.h"
+#include "tools/backends.h"
 #include "tools/npy.h"
 
 namespace {
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (Error e = ember::tools::register_runtime_backends(); e != Error::Ok) return report(e);
   ember::ModuleOptions options;
   options.data_path = ptd;
   options.num_threads = threads;

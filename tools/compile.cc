@@ -4,15 +4,24 @@
 #include <fstream>
 
 #include "backends/loopback/loopback_compiler.h"
+#if EMBER_HAVE_CPU_BACKEND
+#include "backends/cpu/cpu_compiler.h"
+#endif
 #include "compiler/emit/pte_writer.h"
 #include "compiler/lower/pipeline.h"
 
 namespace ember::tools {
 
 int register_compiler_backends() {
-  ir::Status s = loopback::register_loopback_compiler_backend();
-  if (!s.ok()) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+  static const ir::Status status = [] {
+    ir::Status s = loopback::register_loopback_compiler_backend();
+#if EMBER_HAVE_CPU_BACKEND
+    if (s.ok()) s = cpu::register_compiler_backend();
+#endif
+    return s;
+  }();
+  if (!status.ok()) {
+    std::fprintf(stderr, "error: %s\n", status.message().c_str());
     return 1;
   }
   return 0;

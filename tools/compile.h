@@ -21,7 +21,8 @@ struct CompileCommand {
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> backends;
 };
 
-// Registers the compiler backends `ember compile --backend` knows (loopback). Idempotent.
+// Registers the compiler backends `ember compile --backend` knows (loopback; cpu when built with
+// oneDNN). Idempotent.
 int register_compiler_backends();
 
 int compile_command(const CompileCommand& command);

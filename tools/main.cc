@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kUsage =
     "usage:\n"
     "  ember compile MODEL.ep -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
-    "                [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
+    "                [--backend NAME [--backend-spec KEY=VALUE]...]... [--precision fp32|bf16]\n"
     "  ember inspect MODEL.pte [--json]\n"
     "  ember inspect MODEL.ep --backend NAME [--backend-spec KEY=VALUE]...\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
@@ -25,7 +25,9 @@ constexpr const char* kUsage =
     "         --backend delegates what NAME supports (repeatable, priority order; `loopback` is\n"
     "         the reference backend) and prints each delegate's nodes and every node left on the\n"
     "         portable path with the reason; --backend-spec gives the last --backend a compile\n"
-    "         spec (exclude_ops=aten::cumsum,... keeps those ops portable for any backend)\n"
+    "         spec (exclude_ops=aten::cumsum,... keeps those ops portable for any backend);\n"
+    "         backends: loopback, and cpu (oneDNN) when built with it; --precision bf16 runs the\n"
+    "         cpu backend's convolutions and matmuls in bfloat16 (fp32 inputs and outputs)\n"
     "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
     "planned\n"
     "         memory of a .pte program (each delegate with its nodes); of an exported program\n"
@@ -136,6 +138,7 @@ int run_main(int argc, char** argv) {
 
 int compile_main(int argc, char** argv) {
   ember::tools::CompileCommand c;
+  std::string precision;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "-o" || arg == "--ptd" || arg == "--print-ir") {
@@ -151,6 +154,12 @@ int compile_main(int argc, char** argv) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0) return usage_error("--backend-spec needs KEY=VALUE");
       c.backends.back().second.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    } else if (arg == "--precision") {
+      if (i + 1 >= argc) return usage_error("--precision needs fp32 or bf16");
+      precision = argv[++i];
+      if (precision != "fp32" && precision != "bf16") {
+        return usage_error("--precision takes fp32 or bf16");
+      }
     } else if (arg[0] == '-') {
       return usage_error(("unknown option " + arg).c_str());
     } else if (c.model.empty()) {
@@ -161,6 +170,16 @@ int compile_main(int argc, char** argv) {
   }
   if (c.model.empty() || c.output.empty()) {
     return usage_error("compile needs MODEL.ep -o MODEL.pte");
+  }
+  // --precision is the cpu backend's `precision` compile spec (the only backend with a choice).
+  if (!precision.empty()) {
+    bool found = false;
+    for (auto& [name, specs] : c.backends) {
+      if (name != "cpu") continue;
+      specs.emplace_back("precision", precision);
+      found = true;
+    }
+    if (!found) return usage_error("--precision applies to the cpu backend: add --backend cpu");
   }
   return ember::tools::compile_command(c);
 }

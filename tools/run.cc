@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <random>
 
-#include "backends/loopback/loopback_runtime.h"
 #include "runtime/executor/module.h"
 #include "runtime/platform/clock.h"
+#include "tools/backends.h"
 #include "tools/npy.h"
 
 namespace ember::tools {
@@ -70,7 +70,7 @@ void print_values(const Tensor& t) {
 
 int run_command(const RunOptions& o) {
   // The backends this runtime carries, registered before any method loads.
-  if (loopback::register_loopback_backend() != Error::Ok) {
+  if (register_runtime_backends() != Error::Ok) {
     std::fprintf(stderr, "error: %s\n", last_error_message());
     return 1;
   }

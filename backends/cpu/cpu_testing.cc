@@ -5,17 +5,7 @@
 #include "backends/cpu/cpu_compiler.h"
 #include "backends/cpu/cpu_runtime.h"
 #include "compiler/import/exported_program.h"
-#include "compiler/lower/sha256.h"
 #include "compiler/passes/passes.h"
-
-// Stand-ins for two functions compiler/partition/backend.h declares and the delegation work
-// (issue 5, another branch) defines. Weak, so that once both are merged the real definitions win.
-namespace ember::partition {
-[[gnu::weak]] std::string weight_key(std::string_view fqn, std::span<const uint8_t> bytes) {
-  return std::string(fqn) + ":sha256:" + lower::sha256_hex(bytes);
-}
-[[gnu::weak]] ir::Status register_compiler_backend(const CompilerBackend*) { return {}; }
-}  // namespace ember::partition
 
 namespace ember::cpu::testing {
 

@@ -245,6 +245,20 @@ class CloneWrite(torch.nn.Module):  # C20
         return y
 
 
+class EluFamily(torch.nn.Module):  # C30 test 1: plain ELU, delegated to the cpu backend
+    def __init__(self):
+        super().__init__()
+        self.elu = torch.nn.ELU(alpha=0.5)
+
+    def forward(self, x):
+        return torch.nn.functional.elu(x) + self.elu(x * 2)
+
+
+class SeluCelu(torch.nn.Module):  # C30 test 2: ELU with scale or input_scale, never claimed
+    def forward(self, x):
+        return torch.nn.functional.selu(x) + torch.nn.functional.celu(x, 2.0)
+
+
 def torchvision_model(name):
     import torchvision
     return getattr(torchvision.models, name)()
@@ -306,6 +320,9 @@ def models():
                             None, True),
         "c19_shared_weight": (SharedWeight, [(r(2, 4),)], None, True),
         "c20_clone_write": (CloneWrite, [(r(2, 3),), (r(2, 3) + 5,)], None, True),
+        # C30 (the cpu backend; run by --model c30).
+        "c30_elu": (EluFamily, [(r(4, 16) * 3,)], None, True),
+        "c30_selu_celu": (SeluCelu, [(r(4, 16) * 3,)], None, True),
     }
 
 
@@ -324,6 +341,36 @@ def inspect_json(args, pte):
     r = run([args.ember, "inspect", pte, "--json"])
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
+
+
+# What the cpu backend must take (C30) or leave on the portable path, by model.
+CPU_EXPECT = {
+    "c30_elu": {"portable_ops_absent": ["aten::elu"]},
+    "c30_selu_celu": {"delegated_ops_absent": ["aten::elu"]},
+    "resnet18": {"delegates": True},
+    "mobilenet_v2": {"delegates": True},
+}
+
+
+def check_cpu(args, name, pte):
+    """The cpu backend (issue 6): what it must take and what it must leave portable (C30)."""
+    info = inspect_json(args, pte)
+    method = info["methods"][0]
+    delegates = method["delegates"]
+    ops = [o["name"] for o in method["operators"]]
+    delegated = [n["op"] for d in delegates for n in d["nodes"]]
+    expect = CPU_EXPECT.get(name, {})
+    if expect.get("delegates"):
+        assert delegates, f"{name} (cpu): nothing was delegated"
+    for op in expect.get("portable_ops_absent", []):
+        assert delegates and not any(o.startswith(op) for o in ops), (name, ops)
+    for op in expect.get("delegated_ops_absent", []):
+        assert not any(o.startswith(op + ".") for o in delegated), (name, delegated)
+        assert any(o.startswith(op) for o in ops), (name, ops)
+    for d in delegates:
+        assert d["backend"] == "cpu" and d["blob_bytes"] > 0 and d["nodes"], d
+    print(f"   {name} (cpu): {len(delegates)} delegate(s), {len(delegated)} node(s) delegated, "
+          f"{len(ops)} portable op(s)")
 
 
 def check_delegated(args, name, mode, pte, ptd):
@@ -597,16 +644,21 @@ def check_model(args, name):
     elif dynamic == "batch2":
         dyn = [{0: ember.Dim("batch", 2, 8)}]
     ember.export(copy.deepcopy(module), calls[0], ep, dynamic_shapes=dyn)
-    for mode in ("pte", "ptd", "loopback", "loopback_ptd"):
+    for mode in ("pte", "ptd", "loopback", "loopback_ptd", "cpu"):
         pte = os.path.join(work, f"{name}_{mode}.pte")
         ptd = os.path.join(work, f"{name}_{mode}.ptd") if mode.endswith("ptd") else None
         backend_args = []
-        if mode.startswith("loopback"):
+        if mode == "cpu":
+            backend_args = ["--backend", "cpu"]
+        elif mode.startswith("loopback"):
             backend_args = ["--backend", "loopback"]
             for spec in DELEGATION.get(name, {}).get("specs", []):
                 backend_args += ["--backend-spec", spec]
         r = compile_model(args, ep, pte, ptd, backend_args)
         print(r.stdout, end="")
+        if mode == "cpu" and "unknown backend 'cpu'" in r.stderr:
+            print(f"   {name} (cpu): this build has no cpu backend (oneDNN not found)")
+            continue
         if r.returncode != 0:
             missing = re.findall(r"distinct op\(s\):([^)]*)\)", r.stderr)
             if "cannot run" in r.stderr and not required:
@@ -625,6 +677,8 @@ def check_model(args, name):
         compare(name, expected, os.path.join(work, "out_" + mode))
         if mode.startswith("loopback"):
             check_delegated(args, name, mode, pte, ptd)
+        if mode == "cpu":
+            check_cpu(args, name, pte)
         print(f"ok {name} ({mode})")
     return 0
 
@@ -672,6 +726,8 @@ def main():
             names += list(models()) + ["wrong_ptd"] + list(ir_models())
         elif m == "delegation":
             names += list(DELEGATION)
+        elif m == "c30":
+            names += ["c30_elu", "c30_selu_celu"]
         else:
             names.append(m)
     failed, skipped = [], []

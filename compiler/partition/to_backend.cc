@@ -258,15 +258,18 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
       if (!pp.ok()) return ir::Status::error(where + ": " + pp.status().message());
       LoweredDelegate d;
       d.backend = backend_name;
-      d.compile_specs = request.compile_specs;
+      // `exclude_ops` is lowering's own spec: the backend never sees it, nor does the runtime.
+      for (const CompileSpecEntry& s : request.compile_specs) {
+        if (s.key != "exclude_ops") d.compile_specs.push_back(s);
+      }
+      const std::vector<CompileSpecEntry> backend_specs = d.compile_specs;
       std::string listing;
       for (const ir::Node* n : p.nodes) {
         d.nodes.push_back(n->name() + " (" + n->qualified_op() + ")");
         listing += n->name() + "\t" + n->qualified_op() + "\n";
       }
       d.compile_specs.push_back({kNodesSpecKey, {listing.begin(), listing.end()}});
-      ir::StatusOr<PreprocessResult> pre =
-          request.backend->preprocess(*pp->program, request.compile_specs);
+      ir::StatusOr<PreprocessResult> pre = request.backend->preprocess(*pp->program, backend_specs);
       if (!pre.ok()) {
         return ir::Status::error(where + ": preprocess failed: " + pre.status().message());
       }

@@ -37,7 +37,7 @@ namespace ember::partition {
 // One backend the caller asks for, with its compile specs. A spec `exclude_ops` (comma-separated
 // qualified or bare op names, "aten::cumsum,aten::mul.Tensor") is read by lowering itself: nodes
 // of those ops stay portable with the reason "excluded by the compile spec". It is a test and
-// tuning hook that works for every backend.
+// tuning hook that works for every backend; neither preprocess nor the runtime half sees it.
 struct BackendRequest {
   const CompilerBackend* backend = nullptr;
   std::vector<CompileSpecEntry> compile_specs;
