@@ -641,6 +641,7 @@ TEST(CpuBackend, CorruptedBlobRefused) {
     for (uint8_t flip : {0x01, 0x80, 0xff}) {
       std::vector<uint8_t> bad = blob;
       bad[i] ^= flip;
+      if (std::getenv("EMBER_CPU_FLIP_TRACE")) std::fprintf(stderr, "flip %zu %02x\n", i, flip);
       FreeableBuffer buf(bad.data(), bad.size(), nullptr, nullptr);
       Result<DelegateHandle*> h = b->init(ctx, &buf, {});
       if (h.ok()) {

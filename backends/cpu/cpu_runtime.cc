@@ -122,7 +122,7 @@ class CpuDelegate {
     // The activations a delegate may hold (a corrupted size must not become a huge allocation).
     uint64_t activation_bytes = 0;
     for (const TensorDesc& t : graph_.tensors) {
-      if (t.kind == TensorKind::Intermediate) {
+      if (t.kind != TensorKind::Weight) {
         activation_bytes += static_cast<uint64_t>(checked_numel(t.dims)) * 4;
       }
     }
@@ -305,10 +305,7 @@ class CpuDelegate {
     }
   }
 
-  const memory::dims& dims_of(int32_t id) {
-    dims_cache_ = to_dims(graph_.tensors[id].dims);
-    return dims_cache_;
-  }
+  memory::dims dims_of(int32_t id) const { return to_dims(graph_.tensors[id].dims); }
 
   dnnl::primitive_attr attr_for(const OpDesc& op) {
     dnnl::primitive_attr attr;
@@ -490,7 +487,7 @@ class CpuDelegate {
       case OpKind::Binary: {
         check_same_dims(op.inputs[0], op.output);
         memory a = src_memory(op.inputs[0]);
-        const memory::dims& ad = dims_of(op.inputs[0]);
+        const memory::dims ad = dims_of(op.inputs[0]);
         const size_t rank = ad.size();
         const memory::dims bd = pad_rank(to_dims(graph_.tensors[op.inputs[1]].dims), rank);
         if (bd.size() != rank) refuse("binary operand of higher rank");
@@ -530,6 +527,19 @@ class CpuDelegate {
       case OpKind::BatchNorm:
         return build_batch_norm(op);
       case OpKind::Concat: {
+        const memory::dims od = dims_of(op.output);
+        const auto axis = static_cast<size_t>(op.ints[0]);
+        if (axis >= od.size()) refuse("concat axis out of range");
+        int64_t along = 0;
+        for (int32_t in : op.inputs) {
+          const memory::dims d = dims_of(in);
+          if (d.size() != od.size()) refuse("concat ranks differ");
+          for (size_t i = 0; i < d.size(); ++i) {
+            if (i != axis && d[i] != od[i]) refuse("concat sizes differ");
+          }
+          along += d[axis];
+        }
+        if (along != od[axis]) refuse("concat output size disagrees");
         std::vector<memory> srcs;
         std::vector<memory::desc> mds;
         for (int32_t in : op.inputs) {
@@ -538,7 +548,6 @@ class CpuDelegate {
         }
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-        const memory::dims od = dims_of(op.output);
         dnnl::concat::primitive_desc pd(memory::desc(od, dt::f32, tag::any),
                                         static_cast<int>(op.ints[0]), mds, engine_, attr);
         memory dst = make_output(op, pd.dst_desc());
@@ -614,12 +623,30 @@ class CpuDelegate {
         static_cast<int64_t>(od.size()) != r + 2) {
       refuse("convolution ranks disagree");
     }
-    if (wd[0] % groups != 0 || (transposed && wd[0] % groups != 0)) refuse("groups do not divide");
+    if (wd[0] % groups != 0) refuse("groups do not divide");
     auto ints = [&](int k) {
       return memory::dims(op.ints.begin() + 3 + k * r, op.ints.begin() + 3 + (k + 1) * r);
     };
     const memory::dims strides = ints(0), pad_l = ints(1), pad_r = ints(2);
     memory::dims dil = ints(3);
+    // oneDNN does not check every size against the others: a blob whose sizes disagree would
+    // read or write out of bounds, so each is checked here.
+    if (od[0] != sd[0]) refuse("convolution batch sizes differ");
+    if (!transposed ? (sd[1] != wd[1] * groups || od[1] != wd[0])
+                    : (sd[1] != wd[0] || od[1] != wd[1] * groups)) {
+      refuse("convolution channels disagree with the weight");
+    }
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t k = (wd[2 + i] - 1) * dil[i] + 1;
+      int64_t expect;
+      if (!transposed) {
+        const int64_t span = sd[2 + i] + pad_l[i] + pad_r[i] - k;
+        expect = span < 0 ? -1 : span / strides[i] + 1;
+      } else {
+        expect = (sd[2 + i] - 1) * strides[i] - pad_l[i] - pad_r[i] + k;
+      }
+      if (od[2 + i] != expect || wd[2 + i] < 1) refuse("convolution output size disagrees");
+    }
     for (auto& d : dil) d -= 1;  // oneDNN counts the gaps
     // The weights as oneDNN reads them: [G, O/G, I/G, k...] (grouped) or [O, I, k...].
     memory::dims kd(wd.begin() + 2, wd.end());
@@ -738,6 +765,13 @@ class CpuDelegate {
     if (ad.size() < 2 || ad.size() > 3 || bd.size() != ad.size() || od.size() != ad.size()) {
       refuse("matmul ranks disagree");
     }
+    const size_t n = ad.size();
+    for (size_t i = 0; i + 2 < n; ++i) {
+      if (ad[i] != bd[i] || od[i] != ad[i]) refuse("matmul batch sizes differ");
+    }
+    if (ad[n - 1] != bd[n - 2] || od[n - 2] != ad[n - 2] || od[n - 1] != bd[n - 1]) {
+      refuse("matmul sizes disagree");
+    }
     const bool const_b = graph_.tensors[op.inputs[1]].kind == TensorKind::Weight;
     memory b_src = src_memory(op.inputs[1]);
     if (b_src.get_desc().dims() != bd) refuse("matmul weight view");
@@ -748,6 +782,9 @@ class CpuDelegate {
     if (op.inputs[2] >= 0) {
       const memory::dims biasd = pad_rank(dims_of(op.inputs[2]), od.size());
       if (biasd.size() != od.size()) refuse("matmul bias of higher rank");
+      for (size_t i = 0; i < od.size(); ++i) {
+        if (biasd[i] != 1 && biasd[i] != od[i]) refuse("matmul bias does not broadcast");
+      }
       bias_md = plain_md(biasd, dt::f32);
     }
     dnnl::matmul::desc d(a_md, b_md, bias_md, o_md);
@@ -776,6 +813,14 @@ class CpuDelegate {
     const memory::dims od = dims_of(op.output);
     if (static_cast<int64_t>(sd.size()) != r + 2 || od.size() != sd.size()) {
       refuse("pooling ranks disagree");
+    }
+    if (od[0] != sd[0] || od[1] != sd[1]) refuse("pooling changes batch or channels");
+    for (int64_t i = 0; i < r; ++i) {
+      const int64_t k = (op.ints[2 + i] - 1) * op.ints[2 + 4 * r + i] + 1;
+      const int64_t span = sd[2 + i] + op.ints[2 + 2 * r + i] + op.ints[2 + 3 * r + i] - k;
+      if (span < 0 || od[2 + i] != span / op.ints[2 + r + i] + 1) {
+        refuse("pooling output size disagrees");
+      }
     }
     memory src = src_memory(op.inputs[0]);
     const dnnl::algorithm a = alg == PoolAlg::Max ? dnnl::algorithm::pooling_max
@@ -882,7 +927,6 @@ class CpuDelegate {
   };
   std::vector<Buffer> pool_;
   std::vector<int> buffer_of_;  // per tensor: its pool buffer, or -1
-  memory::dims dims_cache_;
 };
 
 int threads_from(std::span<const CompileSpec> specs) {
