@@ -978,10 +978,45 @@ class Builder {
   std::vector<partition::NamedBlob> named_;
 };
 
+// The table's verdict, and one more rule for every op: a result with a non-contiguous dim order
+// (a transpose or permute seen as a view) stays portable. The runtime half writes results in
+// contiguous order, so a delegate output planned with another order would be refused at execute.
+class CpuSupport final : public partition::BackendSupport {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  partition::Support check(const Node& node) const override {
+    partition::Support s = support_table().check(node);
+    if (!s.supported) return s;
+    for (size_t i = 0; i < node.num_outputs(); ++i) {
+      const Value* v = node.output(i);
+      if (v->is_tensor() && !v->tensor_type().is_contiguous()) {
+        return partition::Support::no("result %" + v->name() +
+                                      " has a non-contiguous dim order (the cpu backend binds "
+                                      "contiguous tensors only)");
+      }
+    }
+    std::optional<std::string> strided;
+    for (const ir::NamedArg& a : node.args()) {
+      a.value.for_each_value([&](const Value* v) {
+        if (!strided && v->is_tensor() && !v->tensor_type().is_contiguous()) {
+          strided = "operand %" + v->name() +
+                    " has a non-contiguous dim order (the cpu backend binds contiguous tensors "
+                    "only)";
+        }
+      });
+    }
+    if (strided) return partition::Support::no(*strided);
+    return s;
+  }
+};
+
 class CpuCompilerBackend final : public partition::CompilerBackend {
  public:
   std::string_view name() const override { return "cpu"; }
-  const partition::BackendSupport& support() const override { return support_table(); }
+  const partition::BackendSupport& support() const override {
+    static const CpuSupport support;
+    return support;
+  }
   ir::StatusOr<partition::PreprocessResult> preprocess(
       const ir::Program& partition,
       std::span<const partition::CompileSpecEntry> specs) const override {

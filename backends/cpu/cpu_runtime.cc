@@ -494,9 +494,14 @@ class CpuDelegate {
         for (size_t i = 0; i < rank; ++i) {
           if (bd[i] != 1 && bd[i] != ad[i]) refuse("binary operand does not broadcast");
         }
-        memory b = bd == ad ? as(op.inputs[1], a.get_desc())
-                            : view(as(op.inputs[1], plain_md(dims_of(op.inputs[1]), dt::f32)),
-                                   plain_md(bd, dt::f32));
+        // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
+        // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
+        // change the rank.
+        const bool same_rank = dims_of(op.inputs[1]).size() == rank;
+        memory b = bd == ad && same_rank
+                       ? as(op.inputs[1], a.get_desc())
+                       : view(as(op.inputs[1], plain_md(dims_of(op.inputs[1]), dt::f32)),
+                              plain_md(bd, dt::f32));
         const auto alg = static_cast<BinaryAlg>(op.ints[0]) == BinaryAlg::Add
                              ? dnnl::algorithm::binary_add
                              : dnnl::algorithm::binary_mul;

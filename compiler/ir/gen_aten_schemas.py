@@ -22,7 +22,7 @@ slice_scatter softmax split split_with_sizes sqrt squeeze stack sub sub_ sum sym
 sym_stride t tan tanh topk transpose tril triu trunc unbind unsqueeze upsample_bilinear2d
 upsample_nearest2d var var_mean view where zero_ zeros zeros_like _log_softmax _native_batch_norm_legit_no_training
 _reshape_alias _softmax _to_copy _unsafe_view bernoulli dropout native_dropout _assert_async
-reshape flatten expand_as mean addmm_ bmm index_copy index_add
+reshape flatten expand_as mean addmm_ bmm index_copy index_add celu selu
 """.split()
 
 

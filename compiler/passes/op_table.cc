@@ -14,6 +14,7 @@ namespace {
 
 ir::Status lower_linear(ir::Program& program, ir::Node* node);
 ir::Status lower_copy(ir::Program& program, ir::Node* node);
+ir::Status lower_celu(ir::Program& program, ir::Node* node);
 ir::Status lower_select_scatter(ir::Program& program, ir::Node* node);
 ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node);
 ir::Status lower_batch_norm(ir::Program& program, ir::Node* node);
@@ -27,6 +28,7 @@ constexpr LoweringRule kRules[] = {
     {"aten::arange.default", "aten::arange.out", "end", nullptr, nullptr},
     {"aten::arange.start", "aten::arange.start_out", "start,end,step=1", nullptr, nullptr},
     {"aten::arange.start_step", "aten::arange.start_out", "start,end,step", nullptr, nullptr},
+    {"aten::celu.default", nullptr, nullptr, lower_celu, nullptr},
     {"aten::clone.default", "aten::clone.out", "self,memory_format", nullptr, nullptr},
     {"aten::copy.default", nullptr, nullptr, lower_copy, nullptr},
     // empty's contents are unspecified; zeros are one valid choice.
@@ -231,6 +233,32 @@ ir::Status lower_linear(ir::Program&, ir::Node* node) {
   }
   ir::Node* k =
       add_kernel_node(g, kernel, std::move(args), output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
+// ATen computes celu(x, alpha) as elu(x, alpha, scale=1, input_scale=1/alpha): the same kernel
+// with the same arguments, so the result is exactly ATen's (C30 keeps such an elu portable on a
+// backend that runs only input_scale == 1).
+ir::Status lower_celu(ir::Program&, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  const ir::Arg* alpha_arg = node->arg("alpha");
+  double alpha = 1.0;
+  if (alpha_arg != nullptr && alpha_arg->kind() == ir::ArgKind::Int) {
+    alpha = static_cast<double>(alpha_arg->as_int());
+  } else if (alpha_arg != nullptr && alpha_arg->kind() == ir::ArgKind::Float) {
+    alpha = alpha_arg->as_float();
+  } else if (alpha_arg != nullptr && !alpha_arg->is_none()) {
+    return ir::Status::error(node_error(*node, "celu's alpha must be a number"));
+  }
+  if (self == nullptr) return ir::Status::error(node_error(*node, "celu needs a tensor"));
+  if (alpha == 0)
+    return ir::Status::error(node_error(*node, "celu with alpha 0 (ATen refuses it)"));
+  ir::Node* k = add_kernel_node(*node->owner(), "aten::elu.out",
+                                {{"self", ir::Arg::value(self)},
+                                 {"alpha", ir::Arg::floating(alpha)},
+                                 {"scale", ir::Arg::integer(1)},
+                                 {"input_scale", ir::Arg::floating(1.0 / alpha)}},
+                                output_types(*node), node->name(), node);
   return replace_node(node, {k->output()});
 }
 

@@ -300,10 +300,14 @@ Result<FreeableBuffer> Program::PteNamedData::get_data(std::string_view key) con
               key.data());
 }
 
-Error Program::PteNamedData::load_data_into(std::string_view key, void*, size_t) const {
-  return fail(Error::NotImplemented,
-              "a program's own named data cannot be loaded into a tensor (key '%.*s')",
-              static_cast<int>(key.size()), key.data());
+Error Program::PteNamedData::load_data_into(std::string_view key, void* buffer, size_t size) const {
+  Result<FreeableBuffer> data = get_data(key);
+  if (!data.ok()) return data.error();
+  EMBER_CHECK(data->size() >= size, Error::InvalidArgument,
+              "named data '%.*s' holds %zu bytes; %zu were asked for", static_cast<int>(key.size()),
+              key.data(), data->size(), size);
+  if (size > 0) std::memcpy(buffer, data->data(), size);
+  return Error::Ok;
 }
 
 size_t Program::PteNamedData::num_keys() const {

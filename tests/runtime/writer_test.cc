@@ -113,6 +113,12 @@ TEST(Writer, NamedDataIsStoredOncePerKeyAndReadBack) {
     EXPECT_EQ(std::vector<uint8_t>(data->bytes(), data->bytes() + data->size()), w1) << key;
   }
   EXPECT_EQ(named->get_data("c").error(), Error::NotFound);
+  // Copied into a caller's buffer (how a delegate loads its weights), never past the stored size.
+  uint8_t copy[5] = {};
+  ASSERT_EQ(named->load_data_into("a", copy, 4), Error::Ok) << last_error_message();
+  EXPECT_EQ(std::vector<uint8_t>(copy, copy + 5), (std::vector<uint8_t>{1, 2, 3, 4, 0}));
+  EXPECT_EQ(named->load_data_into("a", copy, 6), Error::InvalidArgument);
+  EXPECT_EQ(named->load_data_into("c", copy, 1), Error::NotFound);
   // constants, then one segment for the bytes "a" and "b" share.
   EXPECT_EQ(program->flatbuffer()->segments()->size(), 2u);
 
