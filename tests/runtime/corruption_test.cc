@@ -1,6 +1,10 @@
 // Bad input never crashes: every truncation and every single-byte overwrite of each fixture, and
 // of a .ptd the writer makes, ends in an Error or a run. CI runs this under ASan and UBSan, so an
 // out-of-bounds read or undefined behaviour fails the test even when the result looks fine.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "compiler/emit/pte_writer.h"
 #include "runtime/executor/flat_tensor_data_map.h"
 #include "tests/runtime/test_util.h"
@@ -144,6 +148,36 @@ bool read_ptd(const std::vector<uint8_t>& file) {
     }
   }
   return true;
+}
+
+// Inputs the fuzz targets found (docs/hardening.md), each kept as a file that once crashed.
+TEST(FuzzRegressions, EveryFindingLoadsOrFailsCleanly) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  const std::filesystem::path dir = EMBER_FUZZ_REGRESSIONS_DIR;
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+    ASSERT_FALSE(file.empty()) << entry.path();
+    (void)load_and_run(file);  // UBSan (asan build) fails the test on undefined behaviour
+    ++files;
+  }
+  EXPECT_GE(files, 1u);
+}
+
+// Finding 1 (program_fuzz): a zero-size dim keeps numel and the byte size at 0, but the strides of
+// the other dims multiplied up to a signed overflow (undefined behaviour) in compute_strides.
+TEST(FuzzRegressions, StridesOfAnEmptyTensorWithHugeDimsDoNotOverflow) {
+  const int32_t sizes[] = {0, 1 << 30, 1 << 30, 1 << 30};
+  float storage = 0;
+  Result<Tensor> t = Tensor::make(ScalarType::Float, sizes, {}, &storage);
+  ASSERT_TRUE(t.ok()) << last_error_message();
+  EXPECT_EQ(t->numel(), 0);
+  EXPECT_EQ(t->nbytes(), 0u);
+  EXPECT_EQ(t->strides()[3], 1);
+  EXPECT_EQ(t->strides()[2], int64_t{1} << 30);
+  EXPECT_EQ(t->strides()[1], int64_t{1} << 60);
 }
 
 TEST(PtdCorruption, IntactFileReadsBack) {
