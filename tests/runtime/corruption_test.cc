@@ -180,6 +180,24 @@ TEST(FuzzRegressions, StridesOfAnEmptyTensorWithHugeDimsDoNotOverflow) {
   EXPECT_EQ(t->strides()[1], int64_t{1} << 60);
 }
 
+// Finding 2 (program_fuzz): a padding of 11821949021847553 made the convolution's output width
+// wrap, as int32, to the static out's own width, so the resize passed and the kernel wrote far
+// past the out tensor. Padding, stride, dilation and groups are now bounded, and an output size
+// that does not fit int32 is refused.
+TEST(FuzzRegressions, ConvolutionRefusesAnOutputSizeThatWrapsInt32) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/conv_padding_wraps_int32.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("padding"), std::string::npos)
+      << last_error_message();
+}
+
 TEST(PtdCorruption, IntactFileReadsBack) {
   const std::vector<uint8_t> file = sample_ptd();
   AlignedBytes bytes(file);
