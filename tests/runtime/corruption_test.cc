@@ -18,7 +18,8 @@ struct Outcome {
 };
 
 // Loads, loads every method, binds zero inputs of the declared shapes and executes.
-Outcome load_and_run(const std::vector<uint8_t>& file) {
+// `max_instructions` (when not 0) caps each execute, as the fuzz target does.
+Outcome load_and_run(const std::vector<uint8_t>& file, size_t max_instructions = 0) {
   Outcome outcome;
   AlignedBytes bytes(file);
   BufferDataLoader loader(bytes.data.get(), bytes.size);
@@ -70,6 +71,7 @@ Outcome load_and_run(const std::vector<uint8_t>& file) {
       outputs.emplace_back(info->nbytes + 16, 0);
       (void)method->set_output_data_ptr(outputs.back().data(), info->nbytes, i);
     }
+    if (max_instructions != 0) method->set_max_instructions(max_instructions);
     if (bound && method->execute() == Error::Ok) outcome.ran = true;
   }
   return outcome;
@@ -160,7 +162,8 @@ TEST(FuzzRegressions, EveryFindingLoadsOrFailsCleanly) {
     const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
                                     std::istreambuf_iterator<char>());
     ASSERT_FALSE(file.empty()) << entry.path();
-    (void)load_and_run(file);  // UBSan (asan build) fails the test on undefined behaviour
+    // UBSan (asan build) fails the test on undefined behaviour.
+    (void)load_and_run(file, /*max_instructions=*/100'000);
     ++files;
   }
   EXPECT_GE(files, 1u);
@@ -195,6 +198,25 @@ TEST(FuzzRegressions, ConvolutionRefusesAnOutputSizeThatWrapsInt32) {
   EXPECT_TRUE(outcome.loaded);
   EXPECT_FALSE(outcome.ran);
   EXPECT_NE(std::string(last_error_message()).find("padding"), std::string::npos)
+      << last_error_message();
+}
+
+// Finding 3 (program_fuzz, a timeout): a JumpFalse on a constant-false value jumping backwards
+// loops until the 10,000,000-instruction cap, which with real kernels outlasts any caller's
+// patience. Method::set_max_instructions lets a host lower the cap; execute then stops with
+// InvalidState.
+TEST(FuzzRegressions, ALoopingProgramStopsAtTheInstructionCap) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/jump_loop_timeout.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file, 1000);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("stopped after 1000 instructions"),
+            std::string::npos)
       << last_error_message();
 }
 
