@@ -220,6 +220,22 @@ TEST(FuzzRegressions, ALoopingProgramStopsAtTheInstructionCap) {
       << last_error_message();
 }
 
+// Finding 4 (program_fuzz): a pooling padding near 2^63 overflowed int64 in the output-size
+// arithmetic (undefined behaviour). Pooling parameters are now bounded.
+TEST(FuzzRegressions, PoolingRefusesParametersThatOverflow) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/pool_padding_overflow.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file, 100'000);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("out of range"), std::string::npos)
+      << last_error_message();
+}
+
 TEST(PtdCorruption, IntactFileReadsBack) {
   const std::vector<uint8_t> file = sample_ptd();
   AlignedBytes bytes(file);
