@@ -118,7 +118,8 @@ struct MethodSpec {
   // Appends an instruction, constructed in place.
   template <typename Spec, typename... Args>
   void append(Args&&... args) {
-    instructions.emplace_back(std::in_place_type<Spec>, std::forward<Args>(args)...);
+    // Brace-initialized first: clang 14 (the fuzz build) has no parenthesized aggregate init.
+    instructions.emplace_back(std::in_place_type<Spec>, Spec{std::forward<Args>(args)...});
   }
   // Adds (or reuses) the operator and a KernelCall with `args` (out already repeated by caller).
   void call(const std::string& op_name, const std::string& overload, std::vector<int32_t> args);

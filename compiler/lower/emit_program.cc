@@ -401,6 +401,24 @@ class Emitter {
         alias_[g->inputs()[i]] = ops[i];
       }
     }
+    const ir::ValueType& pred_type = pred->as_value()->type();
+    const bool bool_pred =
+        pred_type.kind == ir::ValueKind::Bool ||
+        (pred_type.kind == ir::ValueKind::Tensor && pred_type.tensor.dtype == ir::DType::Bool);
+    if (!bool_pred) {
+      return ir::Status::error(passes::node_error(
+          n, "cond: the predicate is " + ir::to_string(pred_type) + ", not a bool"));
+    }
+    for (const ir::Graph* g : branches) {
+      for (size_t j = 0; j < n.num_outputs(); ++j) {
+        if (g->outputs()[j]->type().kind != n.output(j)->type().kind) {
+          return ir::Status::error(
+              passes::node_error(n, "cond: branch output " + std::to_string(j) + " is " +
+                                        ir::to_string(g->outputs()[j]->type()) + ", the result " +
+                                        ir::to_string(n.output(j)->type())));
+        }
+      }
+    }
     auto pred_index = index_.find(pred->as_value());
     if (pred_index == index_.end()) {
       return ir::Status::error(passes::node_error(n, "cond: the predicate is not computed"));
@@ -414,7 +432,7 @@ class Emitter {
       bool move = true;
       for (const ir::Graph* g : branches) {
         const ir::Value* out = g->outputs()[j];
-        move = move && out->producer() != nullptr && out->is_tensor() == r->is_tensor();
+        move = move && out->producer() != nullptr;
       }
       int32_t idx = 0;
       switch (r->type().kind) {

@@ -1,5 +1,6 @@
 #include "runtime/core/tensor.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace ember {
@@ -71,7 +72,11 @@ void Tensor::compute_strides() {
   for (int i = dim_ - 1; i >= 0; --i) {
     const int d = dim_order_[i];
     strides_[d] = stride;
-    stride *= sizes_[d] > 1 ? sizes_[d] : 1;
+    // The product of sizes fits int64 whenever the tensor has elements (its byte size was
+    // checked); with a zero-size dim it may not, and such strides never address memory.
+    if (__builtin_mul_overflow(stride, sizes_[d] > 1 ? int64_t{sizes_[d]} : int64_t{1}, &stride)) {
+      stride = INT64_MAX;
+    }
   }
 }
 

@@ -24,7 +24,6 @@ enum ValueFlag : uint8_t {
 
 // One execute runs at most this many instructions (ExecuTorch's ET_MAX_INSTRUCTIONS): a program
 // whose jumps loop forever fails instead of hanging.
-constexpr size_t kMaxInstructionsPerExecute = 10'000'000;
 // Operator names are built in a buffer of this size, as in ExecuTorch.
 constexpr size_t kMaxOperatorNameLength = 100;
 
@@ -152,6 +151,7 @@ Method::Method(Method&& o) noexcept
       num_outputs_(std::exchange(o.num_outputs_, 0)),
       instructions_(std::exchange(o.instructions_, nullptr)),
       num_instructions_(std::exchange(o.num_instructions_, 0)),
+      max_instructions_(o.max_instructions_),
       delegates_(std::exchange(o.delegates_, nullptr)),
       num_delegates_(std::exchange(o.num_delegates_, 0)),
       external_buffers_(std::exchange(o.external_buffers_, nullptr)),
@@ -849,9 +849,9 @@ Error Method::execute() {
   size_t pc = 0;
   size_t executed = 0;
   while (pc < num_instructions_) {
-    EMBER_CHECK(++executed <= kMaxInstructionsPerExecute, Error::InvalidState,
+    EMBER_CHECK(++executed <= max_instructions_, Error::InvalidState,
                 "execute stopped after %zu instructions (a jump that loops forever?)",
-                kMaxInstructionsPerExecute);
+                max_instructions_);
     const Instruction& ins = instructions_[pc];
     switch (ins.kind) {
       case Instruction::Kind::Kernel: {

@@ -68,6 +68,10 @@ class Method {
   // Runs the instructions. InvalidState when an input is unset or an output has no buffer;
   // otherwise the error of the failing kernel or delegate, with the instruction and operator named.
   Error execute();
+  // Caps the instructions one execute runs (JumpFalse can loop): beyond it execute returns
+  // InvalidState. The default, 10,000,000, is ExecuTorch's; a host running untrusted programs
+  // (the fuzz target) may lower it so a looping program fails fast.
+  void set_max_instructions(size_t n) { max_instructions_ = n; }
 
  private:
   friend class Program;
@@ -103,6 +107,7 @@ class Method {
   size_t num_outputs_ = 0;
   Instruction* instructions_ = nullptr;
   size_t num_instructions_ = 0;
+  size_t max_instructions_ = 10'000'000;
   Delegate* delegates_ = nullptr;
   size_t num_delegates_ = 0;
   FreeableBuffer* external_buffers_ = nullptr;

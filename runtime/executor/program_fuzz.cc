@@ -67,6 +67,8 @@ void run_method(const ember::Program& program, std::string_view name) {
     buffers.push_back(std::make_unique<Aligned>(info->nbytes));
     (void)method->set_output_data_ptr(buffers.back()->data, info->nbytes, i);
   }
+  // A program may loop through JumpFalse: stop it long before libFuzzer's timeout would.
+  method->set_max_instructions(100'000);
   (void)method->execute();
 }
 

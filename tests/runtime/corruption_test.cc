@@ -1,6 +1,10 @@
 // Bad input never crashes: every truncation and every single-byte overwrite of each fixture, and
 // of a .ptd the writer makes, ends in an Error or a run. CI runs this under ASan and UBSan, so an
 // out-of-bounds read or undefined behaviour fails the test even when the result looks fine.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
 #include "compiler/emit/pte_writer.h"
 #include "runtime/executor/flat_tensor_data_map.h"
 #include "tests/runtime/test_util.h"
@@ -14,7 +18,8 @@ struct Outcome {
 };
 
 // Loads, loads every method, binds zero inputs of the declared shapes and executes.
-Outcome load_and_run(const std::vector<uint8_t>& file) {
+// `max_instructions` (when not 0) caps each execute, as the fuzz target does.
+Outcome load_and_run(const std::vector<uint8_t>& file, size_t max_instructions = 0) {
   Outcome outcome;
   AlignedBytes bytes(file);
   BufferDataLoader loader(bytes.data.get(), bytes.size);
@@ -66,6 +71,7 @@ Outcome load_and_run(const std::vector<uint8_t>& file) {
       outputs.emplace_back(info->nbytes + 16, 0);
       (void)method->set_output_data_ptr(outputs.back().data(), info->nbytes, i);
     }
+    if (max_instructions != 0) method->set_max_instructions(max_instructions);
     if (bound && method->execute() == Error::Ok) outcome.ran = true;
   }
   return outcome;
@@ -144,6 +150,90 @@ bool read_ptd(const std::vector<uint8_t>& file) {
     }
   }
   return true;
+}
+
+// Inputs the fuzz targets found (docs/hardening.md), each kept as a file that once crashed.
+TEST(FuzzRegressions, EveryFindingLoadsOrFailsCleanly) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  const std::filesystem::path dir = EMBER_FUZZ_REGRESSIONS_DIR;
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                    std::istreambuf_iterator<char>());
+    ASSERT_FALSE(file.empty()) << entry.path();
+    // UBSan (asan build) fails the test on undefined behaviour.
+    (void)load_and_run(file, /*max_instructions=*/100'000);
+    ++files;
+  }
+  EXPECT_GE(files, 1u);
+}
+
+// Finding 1 (program_fuzz): a zero-size dim keeps numel and the byte size at 0, but the strides of
+// the other dims multiplied up to a signed overflow (undefined behaviour) in compute_strides.
+TEST(FuzzRegressions, StridesOfAnEmptyTensorWithHugeDimsDoNotOverflow) {
+  const int32_t sizes[] = {0, 1 << 30, 1 << 30, 1 << 30};
+  float storage = 0;
+  Result<Tensor> t = Tensor::make(ScalarType::Float, sizes, {}, &storage);
+  ASSERT_TRUE(t.ok()) << last_error_message();
+  EXPECT_EQ(t->numel(), 0);
+  EXPECT_EQ(t->nbytes(), 0u);
+  EXPECT_EQ(t->strides()[3], 1);
+  EXPECT_EQ(t->strides()[2], int64_t{1} << 30);
+  EXPECT_EQ(t->strides()[1], int64_t{1} << 60);
+}
+
+// Finding 2 (program_fuzz): a padding of 11821949021847553 made the convolution's output width
+// wrap, as int32, to the static out's own width, so the resize passed and the kernel wrote far
+// past the out tensor. Padding, stride, dilation and groups are now bounded, and an output size
+// that does not fit int32 is refused.
+TEST(FuzzRegressions, ConvolutionRefusesAnOutputSizeThatWrapsInt32) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/conv_padding_wraps_int32.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("padding"), std::string::npos)
+      << last_error_message();
+}
+
+// Finding 3 (program_fuzz, a timeout): a JumpFalse on a constant-false value jumping backwards
+// loops until the 10,000,000-instruction cap, which with real kernels outlasts any caller's
+// patience. Method::set_max_instructions lets a host lower the cap; execute then stops with
+// InvalidState.
+TEST(FuzzRegressions, ALoopingProgramStopsAtTheInstructionCap) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/jump_loop_timeout.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file, 1000);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("stopped after 1000 instructions"),
+            std::string::npos)
+      << last_error_message();
+}
+
+// Finding 4 (program_fuzz): a pooling padding near 2^63 overflowed int64 in the output-size
+// arithmetic (undefined behaviour). Pooling parameters are now bounded.
+TEST(FuzzRegressions, PoolingRefusesParametersThatOverflow) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  std::ifstream in(std::string(EMBER_FUZZ_REGRESSIONS_DIR) + "/pool_padding_overflow.pte",
+                   std::ios::binary);
+  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+  ASSERT_FALSE(file.empty());
+  const Outcome outcome = load_and_run(file, 100'000);
+  EXPECT_TRUE(outcome.loaded);
+  EXPECT_FALSE(outcome.ran);
+  EXPECT_NE(std::string(last_error_message()).find("out of range"), std::string::npos)
+      << last_error_message();
 }
 
 TEST(PtdCorruption, IntactFileReadsBack) {

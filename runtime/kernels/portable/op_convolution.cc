@@ -5,6 +5,8 @@
 // implicit GEMM (util/gemm.h packs the im2col matrix on the fly, so no column buffer); transposed,
 // depthwise and 16-bit float convolutions run a direct output-stationary loop (contract C29 for
 // transposed).
+#include <cstdint>
+
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/portable/util/dispatch.h"
 #include "runtime/kernels/portable/util/elementwise.h"
@@ -22,6 +24,8 @@ struct Conv {
   bool transposed;
 };
 
+constexpr int64_t kMaxParam = int64_t{1} << 30;
+
 Error read_pair(const char* op, const char* what, std::span<const int64_t> v, int spatial,
                 int64_t fallback, int64_t min, int64_t out[2]) {
   EMBER_CHECK(v.size() <= 1 || v.size() == static_cast<size_t>(spatial), Error::InvalidArgument,
@@ -30,6 +34,10 @@ Error read_pair(const char* op, const char* what, std::span<const int64_t> v, in
     out[2 - spatial + i] = v.empty() ? fallback : v[v.size() == 1 ? 0 : i];
     EMBER_CHECK(out[2 - spatial + i] >= min, Error::InvalidArgument, "%s: %s must be >= %lld", op,
                 what, static_cast<long long>(min));
+    // Bounded so the output-size arithmetic below cannot overflow int64.
+    EMBER_CHECK(out[2 - spatial + i] <= kMaxParam, Error::InvalidArgument,
+                "%s: %s %lld is too large (at most %lld)", op, what,
+                static_cast<long long>(out[2 - spatial + i]), static_cast<long long>(kMaxParam));
   }
   if (spatial == 1) out[0] = fallback;
   return Error::Ok;
@@ -147,7 +155,8 @@ Error convolution_out(KernelContext& ctx, std::span<EValue*> args) {
               "%s: expected a 3-D (N, C, L) or 4-D (N, C, H, W) input, got %d-D", op, rank);
   EMBER_CHECK(weight.dim() == rank, Error::InvalidArgument, "%s: weight has rank %d, input rank %d",
               op, weight.dim(), rank);
-  EMBER_CHECK(groups > 0, Error::InvalidArgument, "%s: groups must be positive", op);
+  EMBER_CHECK(groups > 0 && groups <= kMaxParam, Error::InvalidArgument,
+              "%s: groups must be in [1, %lld]", op, static_cast<long long>(kMaxParam));
   const ScalarType dt = input.dtype();
   EMBER_CHECK(weight.dtype() == dt && out.dtype() == dt && (bias == nullptr || bias->dtype() == dt),
               Error::InvalidArgument, "%s: input, weight, bias and out must share one dtype", op);
@@ -203,6 +212,10 @@ Error convolution_out(KernelContext& ctx, std::span<EValue*> args) {
                 op);
   }
   EMBER_CHECK(c.oh > 0 && c.ow > 0, Error::InvalidArgument, "%s: output size is too small", op);
+  // Sizes are int32: an output size that does not fit must not wrap into one that does.
+  EMBER_CHECK(c.oh <= INT32_MAX && c.ow <= INT32_MAX && c.c_out <= INT32_MAX,
+              Error::InvalidArgument, "%s: output size %lld x %lld is too large", op,
+              static_cast<long long>(c.oh), static_cast<long long>(c.ow));
   EMBER_CHECK(bias == nullptr || (bias->dim() == 1 && bias->size(0) == c.c_out),
               Error::InvalidArgument, "%s: bias must have shape [%lld]", op,
               static_cast<long long>(c.c_out));

@@ -76,6 +76,11 @@ inline Error pool_pair(const char* op, const char* what, std::span<const int64_t
               "%s: %s must be a single int or a pair of ints", op, what);
   out[0] = v[0];
   out[1] = v.size() == 2 ? v[1] : v[0];
+  // Bounded so pooled_size's arithmetic cannot overflow int64 (a fuzzed padding did).
+  constexpr int64_t kMax = int64_t{1} << 30;
+  EMBER_CHECK(out[0] >= -kMax && out[0] <= kMax && out[1] >= -kMax && out[1] <= kMax,
+              Error::InvalidArgument, "%s: %s (%lld, %lld) is out of range", op, what,
+              static_cast<long long>(out[0]), static_cast<long long>(out[1]));
   return Error::Ok;
 }
 
