@@ -12,7 +12,17 @@
 // GEMM (gemm.cc), they are also compiled for wider ISAs: GCC and clang emit one copy per target
 // and an ifunc resolver that picks, when the library is loaded, the widest one whose CPU features
 // are present (features, not "arch=" CPU models, which a newer CPU would not match). The code stays
-// plain C++. (The resolver is an ifunc, hence glibc.)
+// plain C++. (The resolver is an ifunc, hence glibc.) ThreadSanitizer builds take the baseline
+// copy: an ifunc resolver runs while the program is relocated, before TSan's runtime is set up,
+// and its instrumented code crashes there.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define EMBER_NO_TARGET_CLONES 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define EMBER_NO_TARGET_CLONES 1
+#endif
 #if defined(__x86_64__) && defined(__GLIBC__) && !defined(EMBER_NO_TARGET_CLONES)
 #define EMBER_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
