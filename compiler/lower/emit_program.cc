@@ -243,6 +243,30 @@ class Emitter {
 
   // A delegate call: its arguments, then its outputs (planned like any activation), and the
   // blob, compile specs and backend id in the method's delegate table.
+  // The value slot of a result computed at instruction `at`: a planned tensor (defined there), or
+  // a scalar. `placeholder`: a cond result its branches' outputs are moved into.
+  int32_t add_result(const ir::Value* v, int64_t at, bool placeholder = false) {
+    int32_t idx = 0;
+    switch (v->type().kind) {
+      case ir::ValueKind::Tensor:
+        idx = method_.add(tensor_spec(v->tensor_type()));
+        planned_.push_back({v, idx, false, placeholder});
+        first_def_[v] = at;
+        break;
+      case ir::ValueKind::Int:
+        idx = method_.add(int64_t{0});
+        break;
+      case ir::ValueKind::Float:
+        idx = method_.add(0.0);
+        break;
+      case ir::ValueKind::Bool:
+        idx = method_.add(false);
+        break;
+    }
+    index_[v] = idx;
+    return idx;
+  }
+
   ir::Status emit_delegate(const ir::Node& n) {
     const ir::Arg* index = n.arg("index");
     const ir::Arg* inputs = n.arg("inputs");
@@ -267,10 +291,7 @@ class Emitter {
       if (!v->is_tensor()) {
         return ir::Status::error(passes::node_error(n, "a delegate output is not a tensor"));
       }
-      const int32_t idx = method_.add(tensor_spec(v->tensor_type()));
-      planned_.push_back({v, idx, false});
-      first_def_[v] = at;
-      index_[v] = idx;
+      const int32_t idx = add_result(v, at);
       use(v, at);
       args.push_back(idx);
     }
@@ -312,24 +333,7 @@ class Emitter {
     std::vector<int32_t> outs;
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       const ir::Value* v = n.output(i);
-      int32_t idx = 0;
-      switch (v->type().kind) {
-        case ir::ValueKind::Tensor:
-          idx = method_.add(tensor_spec(v->tensor_type()));
-          planned_.push_back({v, idx, false});
-          first_def_[v] = at;
-          break;
-        case ir::ValueKind::Int:
-          idx = method_.add(int64_t{0});
-          break;
-        case ir::ValueKind::Float:
-          idx = method_.add(0.0);
-          break;
-        case ir::ValueKind::Bool:
-          idx = method_.add(false);
-          break;
-      }
-      index_[v] = idx;
+      const int32_t idx = add_result(v, at);
       use(v, at);
       outs.push_back(idx);
     }
@@ -434,25 +438,8 @@ class Emitter {
         const ir::Value* out = g->outputs()[j];
         move = move && out->producer() != nullptr;
       }
-      int32_t idx = 0;
-      switch (r->type().kind) {
-        case ir::ValueKind::Tensor:
-          idx = method_.add(tensor_spec(r->tensor_type()));
-          planned_.push_back({r, idx, false, move});
-          first_def_[r] = start;
-          break;
-        case ir::ValueKind::Int:
-          idx = method_.add(int64_t{0});
-          break;
-        case ir::ValueKind::Float:
-          idx = method_.add(0.0);
-          break;
-        case ir::ValueKind::Bool:
-          idx = method_.add(false);
-          break;
-      }
+      const int32_t idx = add_result(r, start, /*placeholder=*/move);
       if (!r->is_tensor()) move = true;  // scalars are values, a move copies them
-      index_[r] = idx;
       results.push_back(idx);
       moved.push_back(move);
       if (move) moved_from_[r] = {branches[0]->outputs()[j], branches[1]->outputs()[j]};
