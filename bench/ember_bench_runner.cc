@@ -6,8 +6,13 @@
 //
 // On start it executes once, writes the outputs to --out-dir/output_<i>.npy (the driver checks
 // them against eager PyTorch), runs the warm-up executes and prints "ready". Any failure prints
-// one line "error: ..." and exits with 1. The Module owns the program, weights and buffers; the
+// one line "error: ..." and exits with 1.
+//
+//   ember_bench_runner --fma-peak   -> "fma_peak_gflops 118.4": one core's float32 FMA peak,
+//   measured (the probe of the portable GEMM), the yardstick of bench/layer_report.py. The Module
+//   owns the program, weights and buffers; the
 // input arrays are owned here and outlive every execute.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +21,7 @@
 #include <vector>
 
 #include "runtime/executor/module.h"
+#include "runtime/kernels/portable/util/gemm.h"
 #include "runtime/platform/clock.h"
 #include "tools/backends.h"
 #include "tools/npy.h"
@@ -43,6 +49,13 @@ int usage() {
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
+  if (std::strcmp(argv[1], "--fma-peak") == 0) {
+    // The best of five short probes: a probe that loses its core to another process reads low.
+    double best = 0;
+    for (int k = 0; k < 5; ++k) best = std::max(best, ember::measure_fma_peak_flops(0.2));
+    std::printf("fma_peak_gflops %.2f\n", best / 1e9);
+    return 0;
+  }
   std::string model = argv[1], ptd, method = "forward", out_dir;
   std::vector<std::string> input_paths;
   int threads = 0, warmup = 3;

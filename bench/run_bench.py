@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 
+import layer_report
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -49,6 +51,10 @@ ONNX_OPSET = 17
 DEFAULT = {"rounds": 10, "per_round": 3, "warmup": 3, "budget": 60, "pause": 0.1}
 QUICK = {"rounds": 7, "per_round": 3, "warmup": 2, "budget": 30, "pause": 0.1}
 MIN_RUNS = 20
+# Per-layer reports (bench/layer_report.py) of these (model, configuration)s, at 1 thread, where
+# one core's measured FMA peak is the yardstick; in results.md and docs/performance.md.
+LAYER_REPORTS = [("resnet18", "Ember cpu fp32"), ("resnet18", "Ember cpu bf16"),
+                 ("mobilenet_v2", "Ember cpu fp32")]
 
 
 # --- Results -> text. Pure functions (bench/run_bench_test.py checks them). ----------------------
@@ -444,7 +450,25 @@ def versions(results):
     return v
 
 
-def write_docs(run, rows, table, best, errors, chart_name):
+def layers_text(layers):
+    """The per-layer reports of one run as a markdown section ('' when there are none)."""
+    if not layers:
+        return ""
+    parts = ["## Where the cpu backend's time goes (1 thread)\n\n"
+             "From `bench/layer_report.py` (oneDNN's verbose mode, median of 20 executes): the "
+             "heaviest primitives of one inference, each with its floating-point work "
+             "(2 x multiply-adds of the direct algorithm) and the rate of that work against the "
+             "FMA peak of one core, measured on this machine by `ember_bench_runner --fma-peak`. "
+             "Winograd convolutions do fewer multiplies than the direct algorithm, so their "
+             "share can pass 100%. bf16 runs on AVX-512 BF16 dot products, whose peak is twice "
+             "the float32 FMA peak on this CPU (it has no AMX)."]
+    for key, text in layers.items():
+        model, config = key.rsplit("/", 1)
+        parts.append(f"### {model}, {config}\n\n{text}")
+    return "\n\n".join(parts) + "\n"
+
+
+def write_docs(run, rows, table, best, errors, layers, chart_name):
     """docs/performance.md from one run's record (see main)."""
     plan, v, load, descriptions = run["plan"], run["versions"], run["load"], run["descriptions"]
     pause = (f"with a {plan['pause']:g} s pause between systems, so that thread pools still "
@@ -487,6 +511,7 @@ configuration above its tolerance is reported as wrong and not timed.
 
 {errors}
 
+{layers}
 ## Method
 
 - Machine: {run['machine']}. Load average (1 min) at the start of the
@@ -570,8 +595,8 @@ def main():
         rows = list(results)
     else:
         load_start = os.getloadavg()[0]
-        results, rows, descriptions, elapsed = measure(args, plan)
-        run = {"plan": plan, "elapsed": elapsed, "descriptions": descriptions,
+        results, rows, descriptions, layers, elapsed = measure(args, plan)
+        run = {"plan": plan, "elapsed": elapsed, "descriptions": descriptions, "layers": layers,
                "threads": args.threads, "systems": args.systems, "argv": sys.argv[1:],
                "load": [load_start, os.getloadavg()[0]], "versions": versions(results),
                "machine": machine_info(), "eager_blas": eager_blas(), "cpus": os.cpu_count(),
@@ -583,9 +608,10 @@ def main():
     table = markdown_table(results, systems, rows)
     errors = error_table(results, systems, rows)
     best = markdown_table(results, systems, rows, stat=min)
+    layers = layers_text(run.get("layers", {}))
     report = (f"## Median latency, ms (ratio to {ORT})\n\n{table}\n\n"
               f"## Fastest run, ms (ratio to {ORT})\n\n{best}\n\n"
-              f"## Max abs error vs eager (relative)\n\n{errors}\n")
+              f"## Max abs error vs eager (relative)\n\n{errors}\n\n{layers}")
     print("\n" + report)
     open(os.path.join(args.work, "results.md"), "w").write(report)
     png = os.path.join(args.work, "performance.png")
@@ -594,13 +620,13 @@ def main():
         f"(measured in {run['elapsed'] / 60:.1f} min)")
     if args.write_docs:
         shutil.copy(png, os.path.join(ROOT, "docs", "performance.png"))
-        write_docs(run, rows, table, best, errors, "performance.png")
+        write_docs(run, rows, table, best, errors, layers, "performance.png")
 
 
 def measure(args, plan):
     start = time.time()
     os.makedirs(args.work, exist_ok=True)
-    results, rows, descriptions = {}, [], {}
+    results, rows, descriptions, layers = {}, [], {}, {}
     for model in args.models:
         d, meta = prepare_model(model, args.work, args.reexport)
         descriptions[model] = meta["description"]
@@ -614,7 +640,18 @@ def measure(args, plan):
             log(f"{model}, {t} thread(s)")
             results[(model, t)] = measure_cell(args, model, d, meta, artifacts, t, plan)
             rows.append((model, t))
-    return results, rows, descriptions, time.time() - start
+        for config in (c for m, c in LAYER_REPORTS if m == model and c in artifacts):
+            if isinstance(artifacts[config], str):
+                continue
+            log(f"{model}: {config}: per-layer report")
+            pte, ptd = artifacts[config]
+            inputs = [os.path.join(d, f) for _, f in meta["inputs"]]
+            try:
+                layers[f"{model}/{config}"] = layer_report.run_report(
+                    args.ember, args.runner, pte, ptd, inputs, threads=1, top=8)
+            except (RuntimeError, subprocess.CalledProcessError) as e:
+                layers[f"{model}/{config}"] = f"no report: {e}"
+    return results, rows, descriptions, layers, time.time() - start
 
 
 if __name__ == "__main__":

@@ -299,5 +299,37 @@ TEST(BinaryFamily, LargeBroadcastSplitsOverThreadsAndMatches) {
   check_binary("aten::minimum.out", cl, c, at::minimum(cl, c));
 }
 
+// pow with a Scalar exponent: ATen computes 2, 3, -2, 0.5, -0.5 and -1 with plain arithmetic for
+// float and double, so Ember must give the same bits (special values and signs included); other
+// exponents, half tensors and an int 2 on an int tensor go through pow as before.
+TEST(BinaryFamily, PowScalarShortcutsMatchAtenExactly) {
+  at::manual_seed(12);
+  const std::vector<double> exponents = {2.0, 3.0, -2.0, 0.5, -0.5, -1.0, 1.5, 4.0};
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kHalf}) {
+    at::Tensor a = at::randn({4, 37}, at::kDouble) * 3;
+    a.index_put_(
+        {0, at::indexing::Slice(0, 8)},
+        at::tensor({0.0, -0.0, INFINITY, -INFINITY, NAN, 1e-310, -1e-30, 1e30}, at::kDouble));
+    a = a.to(dtype);
+    for (double e : exponents) {
+      SCOPED_TRACE(std::string(at::toString(dtype)) + " ** " + std::to_string(e));
+      const at::Tensor expected = at::pow(a, e);
+      KernelCall call("aten::pow.Tensor_Scalar_out");
+      call.tensor(a).scalar(e).out_like(expected).repeat_out();
+      ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+      // pow itself is ATen's vectorized one there (a last-bit difference is allowed as before).
+      const bool shortcut = e != 1.5 && e != 4.0 && dtype != at::kHalf;
+      expect_matches(call.out(), expected,
+                     shortcut ? std::optional<Tolerance>(Tolerance{0, 0}) : std::nullopt);
+    }
+  }
+  const at::Tensor i = at::arange(-5, 6, at::kInt);
+  const at::Tensor expected = at::pow(i, 2);
+  KernelCall call("aten::pow.Tensor_Scalar_out");
+  call.tensor(i).scalar(int64_t{2}).out_like(expected).repeat_out();
+  ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+  expect_matches(call.out(), expected);
+}
+
 }  // namespace
 }  // namespace ember::testing

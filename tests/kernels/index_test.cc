@@ -188,5 +188,22 @@ TEST(AdvancedIndex, RandomAgainstATen) {
             at::index_put(cl, aten_indices({none, idx}), at::ones({5}), true));
 }
 
+// A KV cache write, self[:, positions] = rows: whole rows at unique indexed positions, the form
+// index_put copies a row at a time; with contiguous, transposed and broadcast values.
+TEST(IndexPut, RowsAtPositions) {
+  at::manual_seed(5);
+  const at::Tensor cache = at::randn({1, 16, 8});
+  const at::Tensor pos = at::tensor({3, 4, 5, 9}, at::kLong);
+  const at::Tensor none;
+  for (const at::Tensor& values : {at::randn({1, 4, 8}), at::randn({1, 8, 4}).transpose(1, 2),
+                                   at::randn({8}), at::randn({4, 1})}) {
+    SCOPED_TRACE(::testing::PrintToString(values.sizes()));
+    for (bool accumulate : {false, true}) {
+      check_put(cache, {none, pos}, values, accumulate,
+                at::index_put(cache, aten_indices({none, pos}), values, accumulate));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing

@@ -126,10 +126,22 @@ Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>&
           };
           bool same = out.dtype() == (spec.bool_result ? ScalarType::Bool : common) &&
                       std::is_same_v<T, CTYPE>;
-          for (const Tensor* t : tensors) same = same && t->dtype() == common;
+          // Scalar operands (and None, read as 0) enter as one value converted to the common
+          // dtype, what the general path below does element by element; tensors must have it.
+          std::array<CTYPE, N> scalar_value{};
+          for (size_t k = 0; k < N; ++k) {
+            if (operands[k]->is_tensor()) {
+              same = same && tensors[k]->dtype() == common;
+            } else if (!operands[k]->is_none()) {
+              scalar_value[k] = static_cast<CTYPE>(scalar_to<T>(*operands[k]));
+            }
+          }
           if (same && !spec.bool_result) {
             std::array<const CTYPE*, N> p{};
-            for (size_t k = 0; k < N; ++k) p[k] = tensors[k]->template data<CTYPE>();
+            for (size_t k = 0; k < N; ++k) {
+              p[k] = operands[k]->is_tensor() ? tensors[k]->template data<CTYPE>()
+                                              : &scalar_value[k];
+            }
             Out* po = out.data<Out>();
             for_each_broadcast_n<N>(tensors, out, ctx.threads, [&](const int64_t* in, int64_t o) {
               std::array<T, N> x;

@@ -73,22 +73,43 @@ Error index_put_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
               "index_put: out has rank %d, expected %d", out.dim(), self.dim());
   EMBER_TRY(out.resize(self.sizes()));
   copy_tensor(self, out);
+  // The element of values that result element i reads.
+  auto value_offset = [&](int64_t i) {
+    int64_t vo = 0;
+    for (int d = r - 1; d >= 0; --d) {
+      vo += (i % rs[d]) * vstride[d];
+      i /= rs[d];
+    }
+    return vo;
+  };
+  const int row_dim = ix.last_self_dim();
   EMBER_SWITCH_ALL_TYPES(self.dtype(), T, (void)0, {
     const T* pv = values.data<T>();
     T* po = out.data<T>();
-    ix.for_each([&](const int64_t* coords, int64_t i) {
-      int64_t vo = 0;
-      for (int d = r - 1; d >= 0; --d) {
-        vo += (i % rs[d]) * vstride[d];
-        i /= rs[d];
-      }
-      T& dst = po[offset_in(out, coords)];
+    auto put = [&](T& dst, const T& v) {
       if (accumulate) {
-        dst = convert<T>(convert<compute_type_t<T>>(dst) + convert<compute_type_t<T>>(pv[vo]));
+        dst = convert<T>(convert<compute_type_t<T>>(dst) + convert<compute_type_t<T>>(v));
       } else {
-        dst = pv[vo];
+        dst = v;
       }
-    });
+    };
+    if (row_dim >= 0) {
+      // A row at a time (a KV cache write: whole rows at indexed positions).
+      const int64_t os = out.stride(row_dim), vs = vstride[r - 1];
+      ix.for_each_row([&](const int64_t* coords, int64_t i, int64_t len) {
+        T* dst = po + offset_in(out, coords);
+        const T* src = pv + value_offset(i);
+        if (!accumulate && os == 1 && vs == 1) {
+          std::memcpy(dst, src, static_cast<size_t>(len) * sizeof(T));
+          return;
+        }
+        for (int64_t k = 0; k < len; ++k) put(dst[k * os], src[k * vs]);
+      });
+    } else {
+      ix.for_each([&](const int64_t* coords, int64_t i) {
+        put(po[offset_in(out, coords)], pv[value_offset(i)]);
+      });
+    }
   });
   return Error::Ok;
 }

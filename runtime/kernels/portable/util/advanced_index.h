@@ -4,6 +4,7 @@
 //   EMBER_TRY(AdvancedIndex::parse("index", self, indices, &ix));  // shapes, masks, bounds
 //   EMBER_TRY(out.resize(ix.result_sizes()));
 //   ix.for_each([&](const int64_t* self_coords, int64_t i) { ... });  // i: row-major in result
+//   ix.for_each_row([&](const int64_t* self_coords, int64_t i, int64_t len) { ... });  // runs
 //
 // `indices` is an optional-tensor list: None keeps a dim whole; an int32/int64 tensor picks along
 // one dim (negative values wrap); a bool/uint8 mask of k dims stands for its nonzero() split into k
@@ -38,6 +39,30 @@ class AdvancedIndex {
       self_coords(idx, coords);
       f(static_cast<const int64_t*>(coords), i);
       for (int d = dim_ - 1; d >= 0; --d) {
+        if (++idx[d] < sizes_[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  // The self dim the result's last dim walks (a dim no index covers), or -1 when the result's
+  // last dim comes from the indices or the result has no dims.
+  int last_self_dim() const { return dim_ > 0 && out_b_[dim_ - 1] < 0 ? out_self_[dim_ - 1] : -1; }
+
+  // for_each a row at a time, when last_self_dim() >= 0: f(self_coords, i, len) for each run of
+  // the result's last dim, with the coordinates of its first element (along the run the
+  // coordinate of last_self_dim() counts up from 0), the row-major index of that element in the
+  // result and the run's length.
+  template <typename F>
+  void for_each_row(F&& f) {
+    const int64_t n = result_numel();
+    if (n == 0 || last_self_dim() < 0) return;
+    const int64_t len = sizes_[dim_ - 1];
+    int64_t idx[kMaxRank] = {}, coords[kMaxRank] = {};
+    for (int64_t i = 0; i < n; i += len) {
+      self_coords(idx, coords);
+      f(static_cast<const int64_t*>(coords), i, len);
+      for (int d = dim_ - 2; d >= 0; --d) {
         if (++idx[d] < sizes_[d]) break;
         idx[d] = 0;
       }

@@ -33,6 +33,25 @@ bool row_major(const View& v) {
   return true;
 }
 
+// `v` with its size-1 dims dropped and every dim merged into the one before it where the two are
+// adjacent in storage: the same elements in the same order, in as few dims as possible.
+View coalesced(const View& v) {
+  View c;
+  c.offset = v.offset;
+  for (int d = 0; d < v.dim; ++d) {
+    if (v.sizes[d] == 1) continue;
+    if (c.dim > 0 && c.strides[c.dim - 1] == v.strides[d] * v.sizes[d]) {
+      c.sizes[c.dim - 1] *= v.sizes[d];
+      c.strides[c.dim - 1] = v.strides[d];
+    } else {
+      c.sizes[c.dim] = v.sizes[d];
+      c.strides[c.dim] = v.strides[d];
+      ++c.dim;
+    }
+  }
+  return c;
+}
+
 template <typename Src, typename Dst>
 void copy_typed(const Src* src, const View& view, Dst* dst, const View& dview) {
   const int64_t n = view.numel();
@@ -43,12 +62,29 @@ void copy_typed(const Src* src, const View& view, Dst* dst, const View& dview) {
       return;
     }
   }
-  Walker s{view.dim, view.sizes, view.strides, view.offset};
   if (row_major(dview)) {
     Dst* d = dst + dview.offset;
+    const View c = coalesced(view);
+    // Runs contiguous in the source (a transpose or slice that keeps the last dim whole): copied
+    // run by run, walking only the dims above.
+    if (c.dim > 0 && c.strides[c.dim - 1] == 1) {
+      const int64_t run = c.sizes[c.dim - 1];
+      Walker s{c.dim - 1, c.sizes, c.strides, c.offset};
+      for (int64_t i = 0; i < n; i += run, s.next()) {
+        const Src* from = src + s.offset;
+        if constexpr (std::is_same_v<Src, Dst>) {
+          std::memcpy(d + i, from, static_cast<size_t>(run) * sizeof(Src));
+        } else {
+          for (int64_t k = 0; k < run; ++k) d[i + k] = convert<Dst>(from[k]);
+        }
+      }
+      return;
+    }
+    Walker s{c.dim, c.sizes, c.strides, c.offset};
     for (int64_t i = 0; i < n; ++i, s.next()) d[i] = convert<Dst>(src[s.offset]);
     return;
   }
+  Walker s{view.dim, view.sizes, view.strides, view.offset};
   Walker w{dview.dim, dview.sizes, dview.strides, dview.offset};
   for (int64_t i = 0; i < n; ++i, s.next(), w.next()) dst[w.offset] = convert<Dst>(src[s.offset]);
 }
