@@ -139,8 +139,8 @@ Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>&
           if (same && !spec.bool_result) {
             std::array<const CTYPE*, N> p{};
             for (size_t k = 0; k < N; ++k) {
-              p[k] = operands[k]->is_tensor() ? tensors[k]->template data<CTYPE>()
-                                              : &scalar_value[k];
+              p[k] =
+                  operands[k]->is_tensor() ? tensors[k]->template data<CTYPE>() : &scalar_value[k];
             }
             Out* po = out.data<Out>();
             for_each_broadcast_n<N>(tensors, out, ctx.threads, [&](const int64_t* in, int64_t o) {
