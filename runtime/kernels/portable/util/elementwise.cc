@@ -1,5 +1,7 @@
 #include "runtime/kernels/portable/util/elementwise.h"
 
+#include "runtime/kernels/portable/util/copy.h"
+
 namespace ember {
 
 Error broadcast_shape(std::span<const Tensor* const> ins, int32_t* sizes, int& rank) {
@@ -92,6 +94,10 @@ Error copy_out(ThreadPool* pool, const Tensor& in, Tensor& out, const char* op_n
   EMBER_CHECK(out.dim() == in.dim(), Error::InvalidArgument, "%s: out has rank %d, the input %d",
               op_name, out.dim(), in.dim());
   EMBER_TRY(out.resize(in.sizes()));
+  if (in.dtype() == out.dtype()) {
+    copy_tensor(in, out);  // by contiguous runs (util/copy.h), dim orders honoured
+    return Error::Ok;
+  }
   Error status = Error::Ok;
   EMBER_SWITCH_ALL_TYPES(
       out.dtype(), CTYPE,

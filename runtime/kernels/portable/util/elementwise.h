@@ -9,6 +9,7 @@
 // family op is one template over its compute type instead of one per dtype combination.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -68,9 +69,25 @@ void for_each_broadcast_n(const std::array<const Tensor*, N>& ins, const Tensor&
       rest /= out.size(d);
       for (size_t k = 0; k <= N; ++k) off[k] += idx[d] * st[k][d];
     }
-    for (int64_t i = begin; i < end; ++i) {
+    if (n == 0) {  // one element
       f(static_cast<const int64_t*>(off), off[N]);
-      for (int d = n - 1; d >= 0; --d) {
+      return;
+    }
+    // A run along the last dim at a time: there every offset moves by its constant stride.
+    const int last = n - 1;
+    const int64_t len = out.size(last);
+    for (int64_t i = begin; i < end;) {
+      const int64_t run = std::min(end - i, len - idx[last]);
+      for (int64_t j = 0; j < run; ++j) {
+        f(static_cast<const int64_t*>(off), off[N]);
+        for (size_t k = 0; k <= N; ++k) off[k] += st[k][last];
+      }
+      i += run;
+      idx[last] += run;
+      if (idx[last] < len) continue;
+      for (size_t k = 0; k <= N; ++k) off[k] -= st[k][last] * len;
+      idx[last] = 0;
+      for (int d = last - 1; d >= 0; --d) {
         if (++idx[d] < out.size(d)) {
           for (size_t k = 0; k <= N; ++k) off[k] += st[k][d];
           break;
