@@ -18,6 +18,7 @@ goes, not for quoting latency (bench/run_bench.py does that).
 import argparse
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -175,6 +176,7 @@ def main():
     p.add_argument("--runner",
                    default=os.path.join(ROOT, "build", "release", "bench", "ember_bench_runner"))
     args = p.parse_args()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     try:
         print(run_report(args.ember, args.runner, args.pte, args.ptd, args.input, args.threads,
                          args.repeat, args.top))
