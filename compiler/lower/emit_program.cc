@@ -59,11 +59,13 @@ class Emitter {
       final_value[input] = g.outputs()[i];
     }
     EMBER_IR_RETURN_IF_ERROR(emit_inputs(final_value));
+    find_in_place_writes(nodes, final_value, user_outputs);
     // Kernel calls.
     for (const ir::Node* n : nodes) EMBER_IR_RETURN_IF_ERROR(emit_node(*n));
-    // Written state: copy the final value into the tensor's own storage.
+    // Written state: copy the final value into the tensor's own storage (unless it was computed
+    // there).
     for (const auto& [input, value] : final_value) {
-      if (input == value) continue;
+      if (input == value || in_place_.count(value) != 0) continue;
       const int32_t dst = index_.at(input);
       auto it = index_.find(value);
       if (it == index_.end()) return ir::Status::error("the new value of a buffer is not computed");
@@ -84,6 +86,40 @@ class Emitter {
   }
 
  private:
+  // State whose new value is an index_put of its old one (a KV cache write) is written in place:
+  // index_put's out is the state tensor itself, so neither index_put's copy of the whole tensor
+  // nor the copy back at the end happens. Only when nothing reads the old value after the write
+  // (nodes run in order) or in the same call other than as `self`, and the new value is no user
+  // output (which would alias the state).
+  void find_in_place_writes(
+      const std::vector<const ir::Node*>& nodes,
+      const std::unordered_map<const ir::Value*, const ir::Value*>& final_value,
+      const std::vector<const ir::Value*>& user_outputs) {
+    std::unordered_map<const ir::Node*, size_t> order;
+    for (size_t i = 0; i < nodes.size(); ++i) order[nodes[i]] = i;
+    for (const auto& [input, value] : final_value) {
+      const ir::Node* p = value->producer();
+      if (input == value || p == nullptr || order.count(p) == 0 ||
+          p->qualified_op() != "aten::index_put.out" || p->num_outputs() != 1 ||
+          std::find(user_outputs.begin(), user_outputs.end(), value) != user_outputs.end()) {
+        continue;
+      }
+      const ir::Arg* self = p->arg("self");
+      if (self == nullptr || self->kind() != ir::ArgKind::Value || self->as_value() != input) {
+        continue;
+      }
+      size_t reads_in_p = 0;
+      for (const ir::NamedArg& a : p->args()) {
+        a.value.for_each_value([&](const ir::Value* v) { reads_in_p += v == input ? 1 : 0; });
+      }
+      bool later_read = reads_in_p != 1;
+      for (const ir::Node* u : input->users()) {
+        later_read = later_read || order.count(u) == 0 || order.at(u) > order.at(p);
+      }
+      if (!later_read) in_place_[value] = input;
+    }
+  }
+
   int64_t instruction_count() const { return static_cast<int64_t>(method_.instructions.size()); }
   void use(const ir::Value* v, int64_t at) {
     // A subgraph input is its operand; a cond result moved from branch outputs is read through
@@ -333,6 +369,11 @@ class Emitter {
     std::vector<int32_t> outs;
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       const ir::Value* v = n.output(i);
+      if (auto s = in_place_.find(v); s != in_place_.end()) {
+        index_[v] = index_.at(s->second);  // the state tensor: planned for the whole run
+        outs.push_back(index_[v]);
+        continue;
+      }
       const int32_t idx = add_result(v, at);
       use(v, at);
       outs.push_back(idx);
@@ -532,6 +573,7 @@ class Emitter {
   emit::MethodSpec method_;
   EmittedMethod result_;
   std::unordered_map<const ir::Value*, int32_t> index_;
+  std::unordered_map<const ir::Value*, const ir::Value*> in_place_;  // new value -> its state
   std::unordered_map<const ir::Value*, int64_t> first_def_;
   std::unordered_map<const ir::Value*, int64_t> last_use_;
   std::vector<Planned> planned_;

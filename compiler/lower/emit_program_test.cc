@@ -85,5 +85,45 @@ TEST(EmitProgram, PlansWithReuseAndReportsTheLowerBound) {
   EXPECT_EQ(m->method.instructions.size(), 2u);
 }
 
+// A buffer written by index_put (a KV cache) is written in place: index_put's out is the buffer,
+// and no copy back follows, unless the old value is read after the write.
+std::unique_ptr<ir::Program> cache_write(bool read_old_after) {
+  const std::string text = "weight \"cache\": f32[4, 2] = hex\"" + std::string(64, '0') +
+                           "\"\n"
+                           "mutated buffer \"cache\"\n"
+                           "graph(\n"
+                           "    %b_cache: f32[4, 2] buffer \"cache\",\n"
+                           "    %pos: i64[1],\n"
+                           "    %v: f32[1, 2]\n"
+                           ") {\n"
+                           "  %put: f32[4, 2] = aten::index_put.default(self=%b_cache, "
+                           "indices=[%pos], values=%v, accumulate=false)\n"
+                           "  %sum: f32[4, 2] = aten::add.Tensor(self=%put, other=" +
+                           std::string(read_old_after ? "%b_cache" : "%put") +
+                           ", alpha=1)\n"
+                           "  return (%sum, %put buffer_mutation \"cache\")\n"
+                           "}\n";
+  auto p = ir::parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  auto program = std::move(*p);
+  EXPECT_TRUE(run_passes(*program, nullptr).ok());
+  return program;
+}
+
+TEST(EmitProgram, StateWrittenByIndexPutInPlace) {
+  std::map<std::string, std::string> keys;
+  for (bool read_old_after : {false, true}) {
+    SCOPED_TRACE(read_old_after ? "old value read after the write" : "write only");
+    auto program = cache_write(read_old_after);
+    auto m = emit_method(*program, {}, &keys);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    // index_put and add; the copy back (clone) only when the write could not be in place.
+    EXPECT_EQ(m->method.instructions.size(), read_old_after ? 3u : 2u);
+    // Planned: the state and the sum (32 bytes each), and a separate index_put result only when
+    // the write is not in place.
+    EXPECT_EQ(m->stats.planned_bytes, read_old_after ? 96u : 64u);
+  }
+}
+
 }  // namespace
 }  // namespace ember::lower

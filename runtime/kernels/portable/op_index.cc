@@ -2,8 +2,9 @@
 // aten::index_put.out(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False, *,
 //     Tensor(a!) out)
 // Advanced indexing with integer and boolean-mask indices (contract C27, util/advanced_index.h).
-// index_put copies self to out, then writes values (broadcast to the indexing result's shape) at
-// the indexed places; accumulate sums duplicates, otherwise the last write wins.
+// index_put copies self to out (unless out is self's storage: then it writes in place), then
+// writes values (broadcast to the indexing result's shape) at the indexed places; accumulate sums
+// duplicates, otherwise the last write wins.
 #include <cstring>
 
 #include "runtime/executor/kernel_registry.h"
@@ -72,7 +73,8 @@ Error index_put_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
   EMBER_CHECK(out.dim() == self.dim(), Error::InvalidArgument,
               "index_put: out has rank %d, expected %d", out.dim(), self.dim());
   EMBER_TRY(out.resize(self.sizes()));
-  copy_tensor(self, out);
+  // out may be self's own storage (the compiler writes state such as a KV cache in place).
+  if (out.data() != self.data()) copy_tensor(self, out);
   // The element of values that result element i reads.
   auto value_offset = [&](int64_t i) {
     int64_t vo = 0;
