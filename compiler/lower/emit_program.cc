@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "compiler/partition/backend.h"
 #include "compiler/passes/kernel_eval.h"
@@ -60,6 +61,11 @@ class Emitter {
     }
     EMBER_IR_RETURN_IF_ERROR(emit_inputs(final_value));
     find_in_place_writes(nodes, final_value, user_outputs);
+    for (const auto& [input, value] : final_value) {
+      state_inputs_.insert(input);
+      no_view_alias_.insert(value);
+    }
+    no_view_alias_.insert(user_outputs.begin(), user_outputs.end());
     // Kernel calls.
     for (const ir::Node* n : nodes) EMBER_IR_RETURN_IF_ERROR(emit_node(*n));
     // Written state: copy the final value into the tensor's own storage (unless it was computed
@@ -346,6 +352,7 @@ class Emitter {
   ir::Status emit_node(const ir::Node& n) {
     if (passes::is_delegate_call(n)) return emit_delegate(n);
     if (n.num_subgraphs() > 0) return emit_control_flow(n);
+    if (is_alias_view(n)) return emit_alias_view(n);
     const std::string op = n.qualified_op();
     const bool prim = passes::is_prim_op(op);
     if (!prim && !passes::is_lowered(n)) {
@@ -398,6 +405,54 @@ class Emitter {
     }
     // ExecuTorch writes the `default` overload as an empty one (docs/pte-format.md §4.8).
     method_.call(n.op(), n.overload() == "default" ? "" : n.overload(), std::move(args));
+    return {};
+  }
+
+  // A view of a contiguous tensor as another contiguous shape reads the same bytes in the same
+  // order, so it is emitted as ExecuTorch's executorch_prim::et_view: the result points into the
+  // operand's storage and has none of its own (no copy, no memory planned). The operand's memory
+  // then lives as long as the view is used. Only at the top level (a branch's result is moved),
+  // for static shapes, and never for a view of state before its write (a later in-place write
+  // would show through it), a user output or a state's new value (they need storage of their own).
+  bool is_alias_view(const ir::Node& n) const {
+    if (branch_depth_ > 0 || n.qualified_op() != "aten::view_copy.out" || n.num_outputs() != 1) {
+      return false;
+    }
+    const ir::Arg* self = n.arg("self");
+    const ir::Arg* size = n.arg("size");
+    if (self == nullptr || self->kind() != ir::ArgKind::Value || size == nullptr ||
+        size->kind() != ir::ArgKind::List) {
+      return false;
+    }
+    const ir::Value* in = self->as_value();
+    const ir::Value* out = n.output(0);
+    if (!in->is_tensor() || !out->is_tensor() || no_view_alias_.count(out) != 0) return false;
+    const ir::TensorType &a = in->tensor_type(), &b = out->tensor_type();
+    if (!a.is_static() || !b.is_static() || !a.is_contiguous() || !b.is_contiguous() ||
+        a.dtype != b.dtype || a.numel_upper_bound() != b.numel_upper_bound()) {
+      return false;
+    }
+    // Through views already emitted as aliases, down to the storage.
+    const ir::Value* root = in;
+    for (auto it = alias_.find(root); it != alias_.end(); it = alias_.find(root)) root = it->second;
+    return state_inputs_.count(root) == 0;
+  }
+
+  ir::Status emit_alias_view(const ir::Node& n) {
+    const int64_t at = instruction_count();
+    const ir::Value* in = n.arg("self")->as_value();
+    const ir::Value* out = n.output(0);
+    ir::StatusOr<int32_t> self = arg_value(*n.arg("self"), at);
+    if (!self.ok()) return ir::Status::error(passes::node_error(n, self.status().message()));
+    // The result's own sizes (the operand's may hold a -1 to infer).
+    emit::IntListSpec size;
+    for (const ir::Dim& d : out->tensor_type().shape) size.items.push_back(method_.add(d.value));
+    const int32_t size_idx = method_.add(size);
+    const int32_t idx = method_.add(tensor_spec(out->tensor_type()));  // unplanned: no storage
+    index_[out] = idx;
+    alias_[out] = in;
+    // ExecuTorch writes this one prim op with its `default` overload (docs/pte-format.md §4.8).
+    method_.call("executorch_prim::et_view", "default", {*self, size_idx, idx});
     return {};
   }
 
@@ -497,7 +552,12 @@ class Emitter {
         std::get<emit::JumpFalseSpec>(method_.instructions[jump_to_else]).destination =
             static_cast<int32_t>(instruction_count());
       }
-      for (ir::Node* inner : branches[b]->nodes()) EMBER_IR_RETURN_IF_ERROR(emit_node(*inner));
+      ++branch_depth_;
+      for (ir::Node* inner : branches[b]->nodes()) {
+        ir::Status st = emit_node(*inner);
+        if (!st.ok()) return st;
+      }
+      --branch_depth_;
       for (size_t j = 0; j < results.size(); ++j) {
         const ir::Value* out = branches[b]->outputs()[j];
         auto it = index_.find(out);
@@ -574,6 +634,9 @@ class Emitter {
   EmittedMethod result_;
   std::unordered_map<const ir::Value*, int32_t> index_;
   std::unordered_map<const ir::Value*, const ir::Value*> in_place_;  // new value -> its state
+  std::unordered_set<const ir::Value*> state_inputs_;   // inputs holding state (before writes)
+  std::unordered_set<const ir::Value*> no_view_alias_;  // values that need storage of their own
+  int branch_depth_ = 0;                                // > 0 while emitting a cond branch
   std::unordered_map<const ir::Value*, int64_t> first_def_;
   std::unordered_map<const ir::Value*, int64_t> last_use_;
   std::vector<Planned> planned_;

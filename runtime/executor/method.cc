@@ -20,12 +20,16 @@ namespace {
 enum ValueFlag : uint8_t {
   kConstant = 1,  // data in the program or a .ptd: read-only, never an out argument
   kPlanned = 2,   // memory-planned or constant: set_input copies into it
+  kView = 4,      // the result of an et_view (or moved from one): storage set when that runs
 };
 
 // One execute runs at most this many instructions (ExecuTorch's ET_MAX_INSTRUCTIONS): a program
 // whose jumps loop forever fails instead of hanging.
 // Operator names are built in a buffer of this size, as in ExecuTorch.
 constexpr size_t kMaxOperatorNameLength = 100;
+
+// The prim op whose result takes its operand's storage (a view without a copy).
+constexpr const char* kEtView = "executorch_prim::et_view.default";
 
 const char* fb_tag_name(const fb::EValue* v) {
   return v == nullptr ? "null" : to_string(tag_from_flatbuffer(v->val_type()));
@@ -45,8 +49,10 @@ struct Method::Instruction {
   EValue** args;
   const Kernel* kernel;
   uint32_t delegate;
-  int32_t a;  // move_from, cond_value_index, value_index
-  int32_t b;  // move_to, destination_instruction
+  int32_t a;         // move_from, cond_value_index, value_index
+  int32_t b;         // move_to, destination_instruction
+  bool reads_views;  // an argument is an et_view result, checked to be set before the call
+  bool et_view;      // the call is an et_view (its last argument is the result it sets)
 };
 
 struct Method::Delegate {
@@ -221,6 +227,7 @@ Error Method::init(const NamedDataMap* external_data) {
   EMBER_TRY(check_io());
   EMBER_TRY(init_delegates(external_data));
   EMBER_TRY(init_instructions());
+  EMBER_TRY(check_storage());
   initialized_ = true;
   return Error::Ok;
 }
@@ -480,19 +487,24 @@ Error Method::check_io() {
                 "output %zu refers to value %d of %zu", i, idx, num_values_);
     output_index_[i] = idx;
   }
+  return Error::Ok;
+}
+
+Error Method::check_storage() {
   // Every tensor with bytes and no storage must be bound by the caller, so it must be an input or
-  // an output: anything else would leave a kernel writing through a null pointer.
+  // an output, or get its storage from an et_view: anything else would leave a kernel writing
+  // through a null pointer.
   for (size_t v = 0; v < num_values_; ++v) {
     const Tensor* t = values_[v].tensor_ptr();
     if (t == nullptr || t->data() != nullptr || t->capacity_bytes() == 0) continue;
-    bool io = false;
+    bool io = (value_flags_[v] & kView) != 0;
     for (size_t i = 0; i < num_inputs_ && !io; ++i) io = input_index_[i] == static_cast<int32_t>(v);
     for (size_t i = 0; i < num_outputs_ && !io; ++i) {
       io = output_index_[i] == static_cast<int32_t>(v);
     }
     EMBER_CHECK(io, Error::InvalidProgram,
                 "value %zu: a tensor of %zu bytes has no storage (not planned, not a constant, "
-                "not an input or output)",
+                "not an input, an output or an et_view result)",
                 v, t->capacity_bytes());
   }
   return Error::Ok;
@@ -611,6 +623,9 @@ Error Method::init_instructions() {
                     op->name()->c_str(), len, kMaxOperatorNameLength - 1);
         out.kind = Instruction::Kind::Kernel;
         EMBER_TRY(gather_args(call->args(), pc, out));
+        if (std::strcmp(name, kEtView) == 0 && out.num_args == 3) {
+          value_flags_[out.args[2] - values_] |= kView;
+        }
         out.kernel = find_kernel(name);
         if (out.kernel == nullptr) {
           if (std::strstr(missing, name) == nullptr &&
@@ -718,6 +733,46 @@ Error Method::init_instructions() {
   (void)values;
   EMBER_CHECK(num_missing == 0, Error::OperatorMissing,
               "no kernel is registered for %zu operator call(s): %s", num_missing, missing);
+  // A move of an et_view result carries its (possibly unset) storage along.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t pc = 0; pc < num_instructions_; ++pc) {
+      const Instruction& ins = instructions_[pc];
+      if (ins.kind != Instruction::Kind::Move || (value_flags_[ins.a] & kView) == 0 ||
+          (value_flags_[ins.b] & kView) != 0) {
+        continue;
+      }
+      value_flags_[ins.b] |= kView;
+      changed = true;
+    }
+  }
+  // Calls that read an et_view result check, when they run, that its et_view ran first (a
+  // program could read it before, or jump over the et_view).
+  for (size_t pc = 0; pc < num_instructions_; ++pc) {
+    Instruction& ins = instructions_[pc];
+    ins.reads_views = false;
+    ins.et_view = false;
+    if (ins.kind != Instruction::Kind::Kernel && ins.kind != Instruction::Kind::Delegate) continue;
+    ins.et_view =
+        ins.kind == Instruction::Kind::Kernel && std::strcmp(ins.kernel->name, kEtView) == 0;
+    const size_t n = ins.et_view ? ins.num_args - 1 : ins.num_args;
+    for (size_t k = 0; k < n; ++k) {
+      ins.reads_views = ins.reads_views || (value_flags_[ins.args[k] - values_] & kView) != 0;
+    }
+  }
+  return Error::Ok;
+}
+
+Error Method::check_view_args(const Instruction& ins, size_t pc) const {
+  const size_t n = ins.et_view ? ins.num_args - 1 : ins.num_args;  // not the et_view's result
+  for (size_t k = 0; k < n; ++k) {
+    const EValue* e = ins.args[k];
+    if ((value_flags_[e - values_] & kView) == 0 || !e->is_tensor()) continue;
+    const Tensor& t = e->to_tensor();
+    EMBER_CHECK(t.data() != nullptr || t.capacity_bytes() == 0, Error::InvalidProgram,
+                "instruction %zu reads value %td, an et_view result, before its et_view ran", pc,
+                e - values_);
+  }
   return Error::Ok;
 }
 
@@ -855,6 +910,7 @@ Error Method::execute() {
     const Instruction& ins = instructions_[pc];
     switch (ins.kind) {
       case Instruction::Kind::Kernel: {
+        if (ins.reads_views) EMBER_TRY(check_view_args(ins, pc));
         const Error e = ins.kernel->fn(kernel_context, {ins.args, ins.num_args});
         if (memory_->temp_allocator != nullptr) memory_->temp_allocator->reset();
         if (e != Error::Ok) {
@@ -863,6 +919,7 @@ Error Method::execute() {
         break;
       }
       case Instruction::Kind::Delegate: {
+        if (ins.reads_views) EMBER_TRY(check_view_args(ins, pc));
         const Delegate& d = delegates_[ins.delegate];
         const Error e = d.backend->execute(backend_context, d.handle, {ins.args, ins.num_args});
         if (memory_->temp_allocator != nullptr) memory_->temp_allocator->reset();
@@ -881,6 +938,8 @@ Error Method::execute() {
         } else {
           const Tensor& t = cond.to_tensor();
           const uint8_t* p = t.data<uint8_t>();
+          EMBER_CHECK(p != nullptr || t.numel() == 0, Error::InvalidProgram,
+                      "instruction %zu: the condition tensor has no storage", pc);
           for (int64_t k = 0; k < t.numel() && truth; ++k) truth = p[k] != 0;
         }
         if (!truth) {

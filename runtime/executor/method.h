@@ -88,6 +88,8 @@ class Method {
   Error init_delegates(const NamedDataMap* external_data);
   Error init_instructions();
   Error check_io();
+  Error check_storage();
+  Error check_view_args(const Instruction& ins, size_t pc) const;
   template <typename T>
   Result<T*> allocate(size_t count, const char* what);
   void release();

@@ -288,8 +288,39 @@ Error local_scalar_dense(KernelContext&, std::span<EValue*> args) {
   return write(op, *args[1], r);
 }
 
+// executorch_prim::et_view.default(self, size, out): out becomes a view of self's storage with
+// the given sizes, no copy (the compiler emits it for a view of a contiguous tensor; out has no
+// memory of its own). Both in the default dim order, the same dtype and element count.
+Error et_view(KernelContext&, std::span<EValue*> args) {
+  const char* op = "executorch_prim::et_view.default";
+  const Tensor& self = args[0]->to_tensor();
+  const std::span<const int64_t> size = args[1]->to_int_list();
+  Tensor& out = args[2]->to_tensor();
+  EMBER_CHECK(out.dtype() == self.dtype(), Error::InvalidArgument, "%s: out has dtype %s, self %s",
+              op, to_string(out.dtype()), to_string(self.dtype()));
+  EMBER_CHECK(self.is_contiguous() && static_cast<int>(size.size()) == out.dim() &&
+                  size.size() <= static_cast<size_t>(kMaxRank),
+              Error::InvalidArgument, "%s: self is not contiguous, or the size is not out's rank",
+              op);
+  int32_t sizes[kMaxRank] = {};
+  int64_t numel = 1;
+  for (size_t d = 0; d < size.size(); ++d) {
+    EMBER_CHECK(size[d] >= 0 && size[d] <= std::numeric_limits<int32_t>::max(),
+                Error::InvalidArgument, "%s: size %lld", op, static_cast<long long>(size[d]));
+    sizes[d] = static_cast<int32_t>(size[d]);
+    numel *= size[d];
+  }
+  EMBER_CHECK(numel == self.numel(), Error::InvalidArgument, "%s: a view of %lld elements as %lld",
+              op, static_cast<long long>(self.numel()), static_cast<long long>(numel));
+  EMBER_TRY(out.resize({sizes, size.size()}));
+  EMBER_CHECK(out.is_contiguous(), Error::InvalidArgument, "%s: out is not contiguous", op);
+  out.set_data(self.mutable_data());
+  return Error::Ok;
+}
+
 // Signature letters (kernel_registry.h): the result is one more `s` (or `i` for sizes).
 const Kernel kPrimKernels[] = {
+    {"executorch_prim::et_view.default", et_view, "tlt"},
     {"aten::sym_size.int", sym_size_int, "tii"},
     {"aten::sym_numel", sym_numel, "ti"},
     {"aten::_local_scalar_dense", local_scalar_dense, "ts"},
