@@ -125,5 +125,43 @@ TEST(EmitProgram, StateWrittenByIndexPutInPlace) {
   }
 }
 
+// A view of a contiguous intermediate is an et_view (no copy, nothing planned for it); a view of
+// state before its write stays a copy, since the in-place write would show through an alias.
+TEST(EmitProgram, ViewsOfContiguousTensorsAreAliases) {
+  const std::string text = "weight \"cache\": f32[4] = hex\"" + std::string(32, '0') +
+                           "\"\n"
+                           "mutated buffer \"cache\"\n"
+                           "graph(\n"
+                           "    %b_cache: f32[4] buffer \"cache\",\n"
+                           "    %x: f32[2, 2]\n"
+                           ") {\n"
+                           "  %mul: f32[2, 2] = aten::mul.Tensor(self=%x, other=%x)\n"
+                           "  %v: f32[4] = aten::view.default(self=%mul, size=[-1])\n"
+                           "  %old: f32[2, 2] = aten::view.default(self=%b_cache, size=[2, 2])\n"
+                           "  %new: f32[4] = aten::add.Tensor(self=%b_cache, other=%v, alpha=1)\n"
+                           "  %r: f32[2, 2] = aten::mul.Tensor(self=%old, other=%mul)\n"
+                           "  return (%r, %new buffer_mutation \"cache\")\n"
+                           "}\n";
+  auto p = ir::parse_program(text);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  auto program = std::move(*p);
+  ASSERT_TRUE(run_passes(*program, nullptr).ok());
+  std::map<std::string, std::string> keys;
+  auto m = emit_method(*program, {}, &keys);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::vector<std::string> ops;
+  for (const auto& op : m->method.operators) ops.push_back(op.name + "." + op.overload);
+  size_t views = 0, copies = 0;
+  for (const auto& ins : m->method.instructions) {
+    const auto* call = std::get_if<emit::KernelCallSpec>(&ins);
+    if (call == nullptr) continue;
+    const std::string& name = ops[static_cast<size_t>(call->op_index)];
+    views += name == "executorch_prim::et_view.default";
+    copies += name == "aten::view_copy.out";
+  }
+  EXPECT_EQ(views, 1u);   // %v
+  EXPECT_EQ(copies, 1u);  // %old, a view of the state before its write
+}
+
 }  // namespace
 }  // namespace ember::lower

@@ -11,6 +11,7 @@
 namespace ember::testing {
 namespace {
 
+using emit::IntListSpec;
 using emit::MethodSpec;
 using emit::ProgramSpec;
 using emit::TensorSpec;
@@ -248,6 +249,68 @@ TEST(Method, AKernelMayNotWriteIntoAConstant) {
   EXPECT_EQ((*program).load_method("forward", &memory.manager).error(), Error::InvalidProgram);
   EXPECT_NE(std::string(last_error_message()).find("writes its output into a constant"),
             std::string::npos);
+}
+
+// et_view: the result shares its operand's storage (no storage of its own, no copy). A program
+// that reads the result before its et_view ran, or jumps over the et_view, gets an error at
+// execute, not a read through a null pointer; a result with no et_view at all is refused at load.
+ProgramSpec view_then_mul(bool read_before_view) {
+  MethodSpec m;
+  const int32_t x = m.add(TensorSpec::planned(ScalarType::Float, {2, 3}, 0));
+  const int32_t two = m.add(TensorSpec::constant(ScalarType::Float, {}, float_bytes({2})));
+  TensorSpec view_spec;
+  view_spec.dtype = ScalarType::Float;
+  view_spec.sizes = {6};
+  const int32_t v = m.add(view_spec);  // unplanned: storage from the et_view
+  const int32_t y = m.add(TensorSpec::planned(ScalarType::Float, {6}, 32));
+  const int32_t size = m.add(IntListSpec{{m.add(int64_t{6})}});
+  m.inputs = {x};
+  m.outputs = {y};
+  if (read_before_view) m.call("aten::mul", "out", {v, two, y, y});
+  m.call("executorch_prim::et_view", "default", {x, size, v});
+  m.call("aten::mul", "out", {v, two, y, y});
+  m.arena_sizes = {64};
+  return ProgramSpec{{m}};
+}
+
+TEST(Method, EtViewSharesStorageAndIsCheckedBeforeItIsRead) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  for (bool read_before_view : {false, true}) {
+    SCOPED_TRACE(read_before_view ? "read before the et_view" : "in order");
+    Loaded program(write(view_then_mul(read_before_view)));
+    ASSERT_TRUE(program.program->ok()) << last_error_message();
+    MethodMemory memory(*(*program).method_meta("forward"));
+    Result<Method> method = (*program).load_method("forward", &memory.manager);
+    ASSERT_TRUE(method.ok()) << last_error_message();
+    std::vector<float> in{1, 2, 3, 4, 5, 6};
+    Tensor x = float_tensor(in, {2, 3});
+    ASSERT_EQ(method->set_input(x, 0), Error::Ok) << last_error_message();
+    if (read_before_view) {
+      EXPECT_EQ(method->execute(), Error::InvalidProgram);
+      EXPECT_NE(std::string(last_error_message()).find("before its et_view ran"), std::string::npos)
+          << last_error_message();
+      continue;
+    }
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    const Tensor out = method->get_output(0)->to_tensor();
+    ASSERT_EQ(out.numel(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(out.data<float>()[i], 2.0f * in[i]);
+  }
+  // Without the et_view, the unplanned tensor has no storage at all: refused at load.
+  MethodSpec m;
+  const int32_t x = m.add(TensorSpec::planned(ScalarType::Float, {2}, 0));
+  TensorSpec bare;
+  bare.sizes = {2};
+  const int32_t v = m.add(bare);
+  const int32_t y = m.add(TensorSpec::planned(ScalarType::Float, {2}, 16));
+  m.inputs = {x};
+  m.outputs = {y};
+  m.call("aten::mul", "out", {x, v, y, y});
+  m.arena_sizes = {32};
+  Loaded bad(write(ProgramSpec{{m}}));
+  ASSERT_TRUE(bad.program->ok()) << last_error_message();
+  MethodMemory memory(*(*bad).method_meta("forward"));
+  EXPECT_EQ((*bad).load_method("forward", &memory.manager).error(), Error::InvalidProgram);
 }
 
 TEST(Method, SeveralMethodsAndMutableStatePersistAcrossExecutions) {
