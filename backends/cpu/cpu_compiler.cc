@@ -317,7 +317,9 @@ class Builder {
           return ir::Status::error("cpu backend: input %" + v->name() +
                                    " is not a static float32 tensor");
         }
-        TensorDesc t{TensorKind::Input, graph_.num_inputs++, static_dims(*v), dim_order(*v)};
+        // Contiguous, whatever the value's dim order: the program holds every activation in
+        // row-major order (a transpose is materialized by a copy), and so passes it here.
+        TensorDesc t{TensorKind::Input, graph_.num_inputs++, static_dims(*v), {}};
         tensor_of_[v] = add_tensor(std::move(t));
       } else {
         const ir::Weight* w = program_.find_weight(spec.target);
@@ -340,7 +342,7 @@ class Builder {
       auto t = tensor(v);
       if (!t.ok()) return t.status();
       graph_.outputs.push_back(*t);
-      graph_.output_dim_orders.push_back(dim_order(*v));
+      graph_.output_dim_orders.push_back({});  // row-major, as the program holds it (above)
     }
     compact();
     return {};
@@ -978,45 +980,10 @@ class Builder {
   std::vector<partition::NamedBlob> named_;
 };
 
-// The table's verdict, and one more rule for every op: a result with a non-contiguous dim order
-// (a transpose or permute seen as a view) stays portable. The runtime half writes results in
-// contiguous order, so a delegate output planned with another order would be refused at execute.
-class CpuSupport final : public partition::BackendSupport {
- public:
-  std::string_view name() const override { return "cpu"; }
-  partition::Support check(const Node& node) const override {
-    partition::Support s = support_table().check(node);
-    if (!s.supported) return s;
-    for (size_t i = 0; i < node.num_outputs(); ++i) {
-      const Value* v = node.output(i);
-      if (v->is_tensor() && !v->tensor_type().is_contiguous()) {
-        return partition::Support::no("result %" + v->name() +
-                                      " has a non-contiguous dim order (the cpu backend binds "
-                                      "contiguous tensors only)");
-      }
-    }
-    std::optional<std::string> strided;
-    for (const ir::NamedArg& a : node.args()) {
-      a.value.for_each_value([&](const Value* v) {
-        if (!strided && v->is_tensor() && !v->tensor_type().is_contiguous()) {
-          strided = "operand %" + v->name() +
-                    " has a non-contiguous dim order (the cpu backend binds contiguous tensors "
-                    "only)";
-        }
-      });
-    }
-    if (strided) return partition::Support::no(*strided);
-    return s;
-  }
-};
-
 class CpuCompilerBackend final : public partition::CompilerBackend {
  public:
   std::string_view name() const override { return "cpu"; }
-  const partition::BackendSupport& support() const override {
-    static const CpuSupport support;
-    return support;
-  }
+  const partition::BackendSupport& support() const override { return support_table(); }
   ir::StatusOr<partition::PreprocessResult> preprocess(
       const ir::Program& partition,
       std::span<const partition::CompileSpecEntry> specs) const override {
