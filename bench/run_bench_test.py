@@ -75,6 +75,23 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(e[3], "| resnet18 | 2 | 1.00e+00 (5.0e-01) | – | 1.00e-06 (1.0e-06) "
                                "| – |")
 
+    def test_top1_check(self):
+        import numpy as np
+        ref = np.array([[0.1, 0.9, 0.3]], dtype=np.float32)
+        self.assertTrue(rb.top1_agrees(ref + 0.05, ref))
+        self.assertFalse(rb.top1_agrees(np.array([[0.9, 0.1, 0.3]], np.float32), ref))
+        # the last row of a [batch, tokens, vocab] output
+        seq = np.zeros((1, 2, 3), np.float32)
+        seq[0, 1, 2] = 1
+        self.assertTrue(rb.top1_agrees(seq, seq))
+        results = {("resnet18", 1): {"Ember cpu bf16": {"status": "ok", "times": [1.0],
+                                                        "err": (0.02, 0.01, True)},
+                                     rb.ORT: {"status": "ok", "times": [1.0],
+                                              "err": (1e-6, 1e-6, False)}}}
+        e = rb.error_table(results, ["Ember cpu bf16", rb.ORT], [("resnet18", 1)]).splitlines()
+        self.assertEqual(e[2], "| resnet18 | 1 | 2.00e-02 (1.0e-02) top-1 ✓ | "
+                               "1.00e-06 (1.0e-06) top-1 ✗ |")
+
     def test_every_system_has_a_config(self):
         self.assertEqual(rb.SYSTEMS[-2:], [rb.EAGER, rb.ORT])
         for name, c in rb.EMBER_CONFIGS.items():
