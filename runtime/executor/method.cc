@@ -625,6 +625,7 @@ Error Method::init_instructions() {
         EMBER_TRY(gather_args(call->args(), pc, out));
         if (std::strcmp(name, kEtView) == 0 && out.num_args == 3) {
           value_flags_[out.args[2] - values_] |= kView;
+          has_views_ = true;
         }
         out.kernel = find_kernel(name);
         if (out.kernel == nullptr) {
@@ -898,6 +899,16 @@ Error Method::execute() {
                 "output %zu has no buffer: the program does not plan it, so call "
                 "set_output_data_ptr first",
                 i);
+  }
+  // et_view results start each execute with no storage, so a call that reads one before its
+  // et_view runs this time fails, instead of reading through last execute's pointer (an input
+  // buffer the caller may have freed since).
+  if (has_views_) {
+    for (size_t v = 0; v < num_values_; ++v) {
+      if ((value_flags_[v] & kView) != 0 && values_[v].is_tensor()) {
+        values_[v].to_tensor().set_data(nullptr);
+      }
+    }
   }
   KernelContext kernel_context{memory_->temp_allocator, &ThreadPool::global()};
   BackendExecuteContext backend_context{memory_->temp_allocator};

@@ -295,6 +295,12 @@ TEST(Method, EtViewSharesStorageAndIsCheckedBeforeItIsRead) {
     const Tensor out = method->get_output(0)->to_tensor();
     ASSERT_EQ(out.numel(), 6);
     for (int i = 0; i < 6; ++i) EXPECT_EQ(out.data<float>()[i], 2.0f * in[i]);
+    // Again with new input values: the view reads them (it is re-pointed at every execute).
+    std::vector<float> in2{-1, -2, -3, -4, -5, -6};
+    Tensor x2 = float_tensor(in2, {2, 3});
+    ASSERT_EQ(method->set_input(x2, 0), Error::Ok) << last_error_message();
+    ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(out.data<float>()[i], 2.0f * in2[i]);
   }
   // Without the et_view, the unplanned tensor has no storage at all: refused at load.
   MethodSpec m;
