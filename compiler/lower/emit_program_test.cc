@@ -14,6 +14,16 @@
 namespace ember::lower {
 namespace {
 
+// `text` parsed and through the passes (what emit_method takes).
+std::unique_ptr<ir::Program> lowered(const std::string& text) {
+  auto p = ir::parse_program(text);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  if (!p.ok()) return nullptr;
+  auto program = std::move(*p);
+  EXPECT_TRUE(run_passes(*program, nullptr).ok());
+  return program;
+}
+
 std::unique_ptr<ir::Program> linear_like(const std::string& weight_hex) {
   const std::string text = "weight \"linear.weight\": f32[2] = hex\"" + weight_hex +
                            "\"\n"
@@ -25,11 +35,7 @@ std::unique_ptr<ir::Program> linear_like(const std::string& weight_hex) {
                            "  %relu: f32[2] = aten::relu.default(self=%mul)\n"
                            "  return (%relu)\n"
                            "}\n";
-  auto p = ir::parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  auto program = std::move(*p);
-  EXPECT_TRUE(run_passes(*program, nullptr).ok());
-  return program;
+  return lowered(text);
 }
 
 size_t count(const std::vector<uint8_t>& bytes, const std::string& needle) {
@@ -103,11 +109,7 @@ std::unique_ptr<ir::Program> cache_write(bool read_old_after) {
                            ", alpha=1)\n"
                            "  return (%sum, %put buffer_mutation \"cache\")\n"
                            "}\n";
-  auto p = ir::parse_program(text);
-  EXPECT_TRUE(p.ok()) << p.status().message();
-  auto program = std::move(*p);
-  EXPECT_TRUE(run_passes(*program, nullptr).ok());
-  return program;
+  return lowered(text);
 }
 
 TEST(EmitProgram, StateWrittenByIndexPutInPlace) {
@@ -115,6 +117,7 @@ TEST(EmitProgram, StateWrittenByIndexPutInPlace) {
   for (bool read_old_after : {false, true}) {
     SCOPED_TRACE(read_old_after ? "old value read after the write" : "write only");
     auto program = cache_write(read_old_after);
+    ASSERT_TRUE(program);
     auto m = emit_method(*program, {}, &keys);
     ASSERT_TRUE(m.ok()) << m.status().message();
     // index_put and add; the copy back (clone) only when the write could not be in place.
@@ -142,10 +145,8 @@ TEST(EmitProgram, ViewsOfContiguousTensorsAreAliases) {
                            "  %r: f32[2, 2] = aten::mul.Tensor(self=%old, other=%mul)\n"
                            "  return (%r, %new buffer_mutation \"cache\")\n"
                            "}\n";
-  auto p = ir::parse_program(text);
-  ASSERT_TRUE(p.ok()) << p.status().message();
-  auto program = std::move(*p);
-  ASSERT_TRUE(run_passes(*program, nullptr).ok());
+  auto program = lowered(text);
+  ASSERT_TRUE(program);
   std::map<std::string, std::string> keys;
   auto m = emit_method(*program, {}, &keys);
   ASSERT_TRUE(m.ok()) << m.status().message();
