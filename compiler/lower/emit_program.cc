@@ -115,8 +115,9 @@ class Emitter {
         continue;
       }
       size_t reads_in_p = 0;
+      const ir::Value* state = input;  // clang 14 cannot capture a structured binding
       for (const ir::NamedArg& a : p->args()) {
-        a.value.for_each_value([&](const ir::Value* v) { reads_in_p += v == input ? 1 : 0; });
+        a.value.for_each_value([&](const ir::Value* v) { reads_in_p += v == state ? 1 : 0; });
       }
       bool later_read = reads_in_p != 1;
       for (const ir::Node* u : input->users()) {
