@@ -204,5 +204,40 @@ TEST_F(PrimOps, BadOperandsAreErrors) {
   EXPECT_EQ(call("executorch_prim::truediv.Scalar", args), Error::InvalidArgument);
 }
 
+// et_view points out at self's storage with the given sizes; sizes whose element count differs
+// from self's, or overflows, and a dtype that differs are errors that leave out untouched.
+TEST_F(PrimOps, EtViewChecksItsSizes) {
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  const int32_t self_sizes[] = {2, 3};
+  Tensor self = *Tensor::make(ScalarType::Float, self_sizes, {}, data);
+  auto run = [&](std::vector<int64_t> dims, ScalarType out_dtype, Tensor* out) {
+    std::vector<EValue> items;
+    for (int64_t d : dims) items.push_back(I(d));
+    std::vector<EValue*> item_ptrs;
+    for (EValue& e : items) item_ptrs.push_back(&e);
+    std::vector<int64_t> scratch(dims.size());
+    std::vector<int32_t> out_sizes;  // the view's own sizes; 1s where they are absurd
+    for (int64_t d : dims) out_sizes.push_back(d <= 64 ? static_cast<int32_t>(d) : 1);
+    *out = *Tensor::make(out_dtype, out_sizes, {}, nullptr);
+    std::vector<EValue> args{EValue::from_tensor(&self),
+                             EValue::from_int_list({item_ptrs.data(), scratch.data(), dims.size()}),
+                             EValue::from_tensor(out)};
+    return call("executorch_prim::et_view.default", args);
+  };
+  Tensor out;
+  ASSERT_EQ(run({3, 2}, ScalarType::Float, &out), Error::Ok) << last_error_message();
+  EXPECT_EQ(out.data(), static_cast<void*>(data));
+  EXPECT_EQ(out.size(0), 3);
+  EXPECT_EQ(out.data<float>()[5], 6.0f);
+  EXPECT_EQ(run({4, 2}, ScalarType::Float, &out), Error::InvalidArgument);
+  EXPECT_EQ(out.data(), nullptr);
+  EXPECT_EQ(run({std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::max(),
+                 std::numeric_limits<int32_t>::max()},
+                ScalarType::Float, &out),
+            Error::InvalidArgument);
+  EXPECT_EQ(run({6}, ScalarType::Int, &out), Error::InvalidArgument);
+  EXPECT_EQ(out.data(), nullptr);
+}
+
 }  // namespace
 }  // namespace ember::testing

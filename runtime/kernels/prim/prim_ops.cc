@@ -308,7 +308,8 @@ Error et_view(KernelContext&, std::span<EValue*> args) {
     EMBER_CHECK(size[d] >= 0 && size[d] <= std::numeric_limits<int32_t>::max(),
                 Error::InvalidArgument, "%s: size %lld", op, static_cast<long long>(size[d]));
     sizes[d] = static_cast<int32_t>(size[d]);
-    numel *= size[d];
+    EMBER_CHECK(!__builtin_mul_overflow(numel, size[d], &numel), Error::InvalidArgument,
+                "%s: the size's element count overflows", op);
   }
   EMBER_CHECK(numel == self.numel(), Error::InvalidArgument, "%s: a view of %lld elements as %lld",
               op, static_cast<long long>(self.numel()), static_cast<long long>(numel));
