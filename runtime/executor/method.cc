@@ -600,6 +600,8 @@ Error Method::init_instructions() {
   for (size_t pc = 0; pc < num_instructions_; ++pc) {
     const fb::Instruction* ins = instructions->Get(static_cast<flatbuffers::uoffset_t>(pc));
     Instruction& out = instructions_[pc];
+    out.reads_views = false;  // set below, once every et_view result is known
+    out.et_view = false;
     EMBER_CHECK(ins->instr_args() != nullptr, Error::InvalidProgram,
                 "instruction %zu has no arguments table", pc);
     switch (ins->instr_args_type()) {
@@ -623,7 +625,8 @@ Error Method::init_instructions() {
                     op->name()->c_str(), len, kMaxOperatorNameLength - 1);
         out.kind = Instruction::Kind::Kernel;
         EMBER_TRY(gather_args(call->args(), pc, out));
-        if (std::strcmp(name, kEtView) == 0 && out.num_args == 3) {
+        out.et_view = std::strcmp(name, kEtView) == 0 && out.num_args == 3;
+        if (out.et_view) {
           value_flags_[out.args[2] - values_] |= kView;
           has_views_ = true;
         }
@@ -751,11 +754,7 @@ Error Method::init_instructions() {
   // program could read it before, or jump over the et_view).
   for (size_t pc = 0; pc < num_instructions_; ++pc) {
     Instruction& ins = instructions_[pc];
-    ins.reads_views = false;
-    ins.et_view = false;
     if (ins.kind != Instruction::Kind::Kernel && ins.kind != Instruction::Kind::Delegate) continue;
-    ins.et_view =
-        ins.kind == Instruction::Kind::Kernel && std::strcmp(ins.kernel->name, kEtView) == 0;
     const size_t n = ins.et_view ? ins.num_args - 1 : ins.num_args;
     for (size_t k = 0; k < n; ++k) {
       ins.reads_views = ins.reads_views || (value_flags_[ins.args[k] - values_] & kView) != 0;

@@ -15,16 +15,7 @@ import sys
 import torch
 
 import ember
-
-
-class MLP(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(4, 8)
-        self.fc2 = torch.nn.Linear(8, 3)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+from export_models import MLP  # the importer tests' model, from this folder
 
 
 class Conv(torch.nn.Module):
