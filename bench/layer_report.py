@@ -4,7 +4,8 @@
                      [--repeat R] [--top K] [--ember build/release/tools/ember]
 
 Runs `ember run MODEL.pte --repeat R` with ONEDNN_VERBOSE=1, which makes oneDNN print one line per
-primitive execution with its time, splits the lines into the R executes, and reports for every
+primitive execution with its time (and EMBER_CPU_VERBOSE=1, the same for the cpu backend's own
+kernels: fused inverted residual blocks, matrix-vector products), splits the lines into the R executes, and reports for every
 primitive of one execute its median time over the executes, its floating-point work
 (convolutions and matmuls: 2 x multiply-adds of the direct algorithm) and that work's rate as a
 share of the FMA peak: one core's float32 peak, measured by `ember_bench_runner --fma-peak`,
@@ -29,13 +30,14 @@ ROOT = os.path.dirname(HERE)
 
 # --- Pure functions (bench/run_bench_test.py checks them) ------------------------------------------
 def parse_exec_lines(text):
-    """oneDNN verbose output -> [(kind, impl, problem, attrs, ms)] for the 'exec' lines."""
+    """oneDNN (and Ember's cpu backend) verbose output -> [(kind, impl, problem, attrs, ms)] for
+    the 'exec' lines."""
     out = []
     for line in text.splitlines():
-        if not line.startswith("onednn_verbose,exec,cpu,"):
+        if not line.startswith(("onednn_verbose,exec,cpu,", "ember_verbose,exec,cpu,")):
             continue
         f = line.split(",")
-        # onednn_verbose,exec,cpu,KIND,IMPL,PROP,MDS,ATTRS,AUX,PROBLEM,MS
+        # {onednn,ember}_verbose,exec,cpu,KIND,IMPL,PROP,MDS,ATTRS,AUX,PROBLEM,MS
         if len(f) < 11:
             continue
         out.append((f[3], f[4], f[9], f[7].strip(), float(f[10])))
@@ -77,6 +79,14 @@ def flops(kind, problem):
             spatial *= _int(r"o%s(\d+)" % axis, problem, 1)
             kernel *= _int(r"k%s(\d+)" % axis, problem, 1)
         return 2 * mb * oc * spatial * (ic // max(g, 1)) * kernel
+    if kind == "inverted_residual":  # Ember's: [1x1 expand] -> 3x3 depthwise -> 1x1 project
+        mb = _int(r"mb(\d+)", problem, 1)
+        ic, ec, oc = (_int(r"ic(\d+)", problem, 0), _int(r"ec(\d+)", problem, 0),
+                      _int(r"oc(\d+)", problem, 0))
+        ih, iw = _int(r"ih(\d+)", problem, 0), _int(r"iw(\d+)", problem, 0)
+        out = _int(r"oh(\d+)", problem, 0) * _int(r"ow(\d+)", problem, 0)
+        expand = ih * iw * ic * ec if "_expand" in problem else 0
+        return 2 * mb * (expand + out * ec * 9 + out * ec * oc)
     if kind == "matmul":
         parts = problem.split(":")
         if len(parts) < 3:
@@ -153,7 +163,8 @@ def run_report(ember, runner, pte, ptd=None, inputs=(), threads=1, repeat=20, to
         cmd += ["--input", x]
     if ptd:
         cmd += ["--ptd", ptd]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ONEDNN_VERBOSE="1"))
+    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ONEDNN_VERBOSE="1",
+                                                                  EMBER_CPU_VERBOSE="1"))
     if r.returncode != 0:
         raise RuntimeError("ember run failed: " + (r.stderr or r.stdout).strip()[-500:])
     try:

@@ -1,4 +1,5 @@
-"""Smoke test of bench/run_bench.py's parsing and report code (no timing, no models):
+"""Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code (no
+timing, no models):
 
     /usr/bin/python3 bench/run_bench_test.py
 """
@@ -8,6 +9,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layer_report as lr  # noqa: E402
 import run_bench as rb  # noqa: E402
 
 
@@ -99,6 +101,45 @@ class ReportTest(unittest.TestCase):
             self.assertGreater(c["tol"], 0, name)
         self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
         self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
+
+
+class LayerReportTest(unittest.TestCase):
+    # Two executes of a program: a oneDNN convolution, Ember's fused block, Ember's matvec.
+    VERBOSE = "\n".join([
+        "onednn_verbose,info,cpu,runtime:OpenMP",
+        "onednn_verbose,exec,cpu,reorder,jit:uni,undef,src_f32 dst_f32,,,32x3x3x3,0.01",
+    ] + 2 * [
+        "onednn_verbose,exec,cpu,convolution,brgconv:avx512_core,forward_inference,src dst,"
+        "attr-post-ops:eltwise_clip_v2:0:6 ,alg:convolution_direct,"
+        "mb1_ic3oc32_ih224oh112kh3sh2dh0ph1_iw224ow112kw3sw2dw0pw1,0.2",
+        "ember_verbose,exec,cpu,inverted_residual,ember:avx512,forward_inference,,,,"
+        "mb1_ic16ec96oc24_ih112oh56_iw112ow56_s2_expand,0.5",
+        "ember_verbose,exec,cpu,matmul,ember:matvec,forward_inference,,,,"
+        "1x1280:1280x1000:1x1000,0.1",
+    ])
+
+    def test_parse_both_kinds_of_lines_and_split_executes(self):
+        records = lr.parse_exec_lines(self.VERBOSE)
+        self.assertEqual(len(records), 7)  # the init-time reorder and two executes of three
+        self.assertEqual(records[2][:3], ("inverted_residual", "ember:avx512",
+                                          "mb1_ic16ec96oc24_ih112oh56_iw112ow56_s2_expand"))
+        runs = lr.split_executes(records, 2)
+        self.assertEqual([r[0] for r in runs[0]], ["convolution", "inverted_residual", "matmul"])
+        self.assertEqual(runs[0], runs[1])
+
+    def test_flops(self):
+        conv = "mb1_ic3oc32_ih224oh112kh3sh2dh0ph1_iw224ow112kw3sw2dw0pw1"
+        self.assertEqual(lr.flops("convolution", conv), 2 * 32 * 112 * 112 * 3 * 9)
+        self.assertEqual(lr.flops("matmul", "1x1280:1280x1000:1x1000"), 2 * 1280 * 1000)
+        # expand 112x112x16 -> 96, depthwise 3x3 on 56x56x96, project 96 -> 24
+        want = 2 * (112 * 112 * 16 * 96 + 56 * 56 * 96 * 9 + 56 * 56 * 96 * 24)
+        self.assertEqual(lr.flops("inverted_residual",
+                                  "mb1_ic16ec96oc24_ih112oh56_iw112ow56_s2_expand"), want)
+        # without expansion: depthwise and projection only
+        self.assertEqual(lr.flops("inverted_residual", "mb2_ic32ec32oc16_ih8oh8_iw8ow8_s1"),
+                         2 * 2 * (64 * 32 * 9 + 64 * 32 * 16))
+        self.assertEqual(lr.flops("pooling_v2", "mb1ic1280_ih7oh1kh7sh7dh0ph0_iw7ow1kw7sw7dw0pw0"),
+                         0)
 
 
 if __name__ == "__main__":

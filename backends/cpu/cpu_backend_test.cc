@@ -14,6 +14,8 @@
 #include "backends/cpu/cpu_runtime.h"
 #include "backends/cpu/cpu_testing.h"
 #include "backends/cpu/graph_format.h"
+#include "backends/cpu/inverted_residual.h"
+#include "backends/cpu/packed_gemm.h"
 #include "compiler/import/exported_program.h"
 #include "compiler/ir/parser.h"
 #include "compiler/passes/passes.h"
@@ -117,7 +119,8 @@ std::unique_ptr<ir::Program> parse_text(const std::string& text) {
 // Runs the blob through init/execute with `inputs`; outputs shaped like `like`.
 std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tensor>& inputs,
                             const std::vector<at::Tensor>& like,
-                            std::vector<CompileSpec> specs = {}) {
+                            std::vector<CompileSpec> specs = {},
+                            DelegateSummary* summary = nullptr) {
   const Backend* b = runtime_backend();
   BlobMap map(&c.result.named_data);
   BackendInitContext ctx{nullptr, "forward", &map};
@@ -126,6 +129,7 @@ std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tensor>& in
   Result<DelegateHandle*> h = b->init(ctx, &buf, specs);
   EXPECT_TRUE(h.ok()) << last_error_message();
   if (!h.ok()) return {};
+  if (summary != nullptr) *summary = summarize(*h);
   std::vector<at::Tensor> in, out;
   std::vector<Tensor> tensors;
   std::vector<std::vector<int32_t>> sizes;
@@ -694,6 +698,268 @@ std::vector<float> read_floats(const std::string& path) {
   if (std::fread(v.data(), 4, v.size(), f) != v.size()) v.clear();
   std::fclose(f);
   return v;
+}
+
+// --- Ember's own kernels (ember_kernels=on): against ATen, directly and through the backend ----
+
+// c = clamp(a b + bias (+ r)) for tails of every size: rows past a tile, columns past a vector
+// and past a panel; and the panel ranges the matrix-vector step splits between threads.
+TEST(OwnKernels, PackedGemmMatchesAten) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(20);
+  for (int64_t m : {1, 5, 13, 37}) {
+    for (int64_t k : {1, 7, 16, 33, 96}) {
+      for (int64_t n : {1, 15, 16, 24, 63, 64, 100, 200}) {
+        SCOPED_TRACE("m " + std::to_string(m) + " k " + std::to_string(k) + " n " +
+                     std::to_string(n));
+        at::Tensor a = at::randn({m, k}), w = at::randn({n, k}), b = at::randn({n});
+        at::Tensor r = at::randn({m, n});
+        const bool with_bias = (m + n) % 2 == 0, with_r = (k + n) % 2 == 0;
+        PackedMatrix packed = PackedMatrix::pack(w.data_ptr<float>(),
+                                                 with_bias ? b.data_ptr<float>() : nullptr, k, n);
+        at::Tensor want = at::matmul(a, w.t());
+        if (with_bias) want = want + b;
+        if (with_r) want = want + r;
+        want = at::clamp(want, -1.0, 2.0);
+        at::Tensor got = at::full({m, n}, NAN);
+        gemm(m, packed, a.data_ptr<float>(), k, with_r ? r.data_ptr<float>() : nullptr, n,
+             got.data_ptr<float>(), n, Clamp{-1.f, 2.f});
+        expect_close(got, want, 1e-5, 1e-4);
+        // The panels in two ranges give the same result.
+        at::Tensor split = at::full({m, n}, NAN);
+        const size_t half = packed.panels.size() / 2;
+        for (auto [p0, p1] : {std::pair<size_t, size_t>{0, half}, {half, packed.panels.size()}}) {
+          gemm(m, packed, a.data_ptr<float>(), k, with_r ? r.data_ptr<float>() : nullptr, n,
+               split.data_ptr<float>(), n, Clamp{-1.f, 2.f}, p0, p1);
+        }
+        EXPECT_TRUE(at::equal(split, got));
+      }
+    }
+  }
+}
+
+struct BlockCase {
+  int64_t batch, h, w, cin, ce, cout, stride;
+  bool expand, residual;
+  Clamp act;  // after the expansion and the depthwise convolution
+  int threads;
+};
+
+// The block as ATen computes it, NCHW.
+at::Tensor block_reference(const BlockCase& c, const at::Tensor& x, const at::Tensor& we,
+                           const at::Tensor& be, const at::Tensor& wd, const at::Tensor& bd,
+                           const at::Tensor& wp, const at::Tensor& bp) {
+  at::Tensor e = x;
+  if (c.expand) e = at::clamp(at::conv2d(x, we, be), c.act.lo, c.act.hi);
+  at::Tensor d = at::clamp(at::conv2d(e, wd, bd, {c.stride, c.stride}, {1, 1}, {1, 1}, c.ce),
+                           c.act.lo, c.act.hi);
+  at::Tensor y = at::conv2d(d, wp, bp);
+  return c.residual ? y + x : y;
+}
+
+// The kernel itself (any size: the backend's L2 rule does not apply here), NHWC, against ATen:
+// strides 1 and 2, with and without expansion (channels a multiple of 16 read in place, or
+// not), residual, relu / relu6 / none, odd and tiny sizes, batches, 1-3 threads.
+TEST(OwnKernels, InvertedResidualMatchesAten) {
+  if (!InvertedResidual::supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(21);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<BlockCase> cases = {
+      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 1},
+      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 2},
+      {1, 112, 112, 16, 96, 24, 2, true, false, {0, 6}, 2},
+      {2, 13, 11, 5, 30, 5, 1, true, true, {0, inf}, 2},
+      {3, 9, 10, 32, 32, 7, 2, false, false, {0, 6}, 2},       // in place
+      {1, 9, 10, 20, 20, 7, 2, false, false, {-inf, inf}, 1},  // copied
+      {2, 7, 7, 160, 960, 320, 1, true, false, {0, 6}, 3},
+      {1, 1, 1, 16, 40, 16, 1, true, true, {0, 6}, 2},
+      {3, 2, 3, 16, 40, 8, 2, true, false, {0, 6}, 2},
+      {1, 30, 31, 24, 144, 24, 1, true, true, {-1, 1}, 2},
+      {1, 17, 18, 32, 32, 16, 2, false, false, {0, 6}, 2},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const BlockCase& c = cases[i];
+    at::Tensor x = at::randn({c.batch, c.cin, c.h, c.w});
+    at::Tensor we = at::randn({c.ce, c.cin, 1, 1}) * 0.3, be = at::randn({c.ce}) * 0.1;
+    at::Tensor wd = at::randn({c.ce, 1, 3, 3}) * 0.3, bd = at::randn({c.ce}) * 0.1;
+    at::Tensor wp = at::randn({c.cout, c.ce, 1, 1}) * 0.1, bp = at::randn({c.cout}) * 0.1;
+    at::Tensor want = block_reference(c, x, we, be, wd, bd, wp, bp);
+    InvertedResidual::Params p;
+    p.batch = c.batch;
+    p.h = c.h;
+    p.w = c.w;
+    p.cin = c.cin;
+    p.ce = c.ce;
+    p.cout = c.cout;
+    p.stride = c.stride;
+    if (c.expand) {
+      p.expand_w = we.data_ptr<float>();
+      p.expand_b = be.data_ptr<float>();
+      p.expand_act = c.act;
+    }
+    p.dw_w = wd.data_ptr<float>();
+    p.dw_b = bd.data_ptr<float>();
+    p.dw_act = c.act;
+    p.project_w = wp.data_ptr<float>();
+    p.project_b = bp.data_ptr<float>();
+    InvertedResidual kernel(p, c.threads);
+    ASSERT_EQ(kernel.out_h(), want.size(2));
+    ASSERT_EQ(kernel.out_w(), want.size(3));
+    at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
+    at::Tensor got = at::full({c.batch, want.size(2), want.size(3), c.cout}, NAN);
+    kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
+               got.data_ptr<float>());
+    expect_close(got.permute({0, 3, 1, 2}), want, 1e-4, 1e-4);
+    // A second run gives the same bits (nothing left over from the first).
+    at::Tensor again = at::full_like(got, NAN);
+    kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
+               again.data_ptr<float>());
+    EXPECT_TRUE(at::equal(again, got));
+  }
+}
+
+// NaN in the input comes out as NaN where PyTorch's does (oneDNN's clip would make it a number).
+TEST(OwnKernels, InvertedResidualPropagatesNan) {
+  if (!InvertedResidual::supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(22);
+  const BlockCase c{1, 12, 12, 16, 32, 16, 1, true, true, {0, 6}, 2};
+  at::Tensor x = at::randn({1, 16, 12, 12});
+  x.index_put_({0, 3, 5, 7}, NAN);
+  at::Tensor we = at::randn({32, 16, 1, 1}), be = at::randn({32});
+  at::Tensor wd = at::randn({32, 1, 3, 3}), bd = at::randn({32});
+  at::Tensor wp = at::randn({16, 32, 1, 1}), bp = at::randn({16});
+  at::Tensor want = block_reference(c, x, we, be, wd, bd, wp, bp);
+  ASSERT_GT(at::isnan(want).sum().item<int64_t>(), 1);
+  InvertedResidual::Params p;
+  p.h = p.w = 12;
+  p.cin = p.cout = 16;
+  p.ce = 32;
+  p.expand_w = we.data_ptr<float>();
+  p.expand_b = be.data_ptr<float>();
+  p.dw_w = wd.data_ptr<float>();
+  p.dw_b = bd.data_ptr<float>();
+  p.project_w = wp.data_ptr<float>();
+  p.project_b = bp.data_ptr<float>();
+  p.expand_act = p.dw_act = c.act;
+  InvertedResidual kernel(p, 2);
+  at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
+  at::Tensor got = at::empty({1, 12, 12, 16});
+  kernel.run(src.data_ptr<float>(), src.data_ptr<float>(), got.data_ptr<float>());
+  got = got.permute({0, 3, 1, 2});
+  EXPECT_TRUE(at::isnan(got).equal(at::isnan(want)));
+  at::Tensor keep = at::logical_not(at::isnan(want));
+  expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
+}
+
+std::string conv_groups_call(const std::string& x, const std::string& w, const std::string& b,
+                             int stride, int pad, int64_t groups) {
+  return "aten::convolution.default(input=" + x + ", weight=" + w + ", bias=" + b + ", stride=[" +
+         std::to_string(stride) + ", " + std::to_string(stride) + "], padding=[" +
+         std::to_string(pad) + ", " + std::to_string(pad) +
+         "], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
+         std::to_string(groups) + ")";
+}
+
+// Through the backend: MobileNetV2 blocks (batch norm folded, relu6, residual) whose expanded
+// tensor is 4.8 MB (past any core's L2) run as one fused step, and match ATen; with
+// ember_kernels=off they run on oneDNN, and match ATen too.
+TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
+  at::manual_seed(23);
+  for (int stride : {1, 2}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    const int64_t cin = 24, ce = 96, cout = stride == 1 ? 24 : 32, hw = 112;
+    at::Tensor x = at::randn({1, cin, hw, hw});
+    at::Tensor w1 = at::randn({ce, cin, 1, 1}) * 0.2, w2 = at::randn({ce, 1, 3, 3}) * 0.3;
+    at::Tensor w3 = at::randn({cout, ce, 1, 1}) * 0.1;
+    Bn bn1(ce), bn2(ce), bn3(cout);
+    at::Tensor c1 = conv2d(x, w1, at::Tensor(), 1, 0);
+    at::Tensor r1 = at::hardtanh(bn1.apply(c1), 0, 6);
+    at::Tensor c2 =
+        at::convolution(r1, w2, at::Tensor(), {stride, stride}, {1, 1}, {1, 1}, false, {0, 0}, ce);
+    at::Tensor r2 = at::hardtanh(bn2.apply(c2), 0, 6);
+    at::Tensor c3 = conv2d(r2, w3, at::Tensor(), 1, 0);
+    at::Tensor b3 = bn3.apply(c3);
+    at::Tensor want = stride == 1 ? b3 + x : b3;
+    Prog p;
+    auto xi = p.input("x", x);
+    auto c1i = p.node("c1", c1, conv_call(xi, p.weight("w1", w1), "none", 1, 0));
+    auto bn1i = bn1.call(p, "bn1", c1i, c1);
+    auto r1i =
+        p.node("r1", r1, "aten::hardtanh.default(self=" + bn1i + ", min_val=0.0, max_val=6.0)");
+    auto c2i = p.node("c2", c2, conv_groups_call(r1i, p.weight("w2", w2), "none", stride, 1, ce));
+    auto bn2i = bn2.call(p, "bn2", c2i, c2);
+    auto r2i =
+        p.node("r2", r2, "aten::hardtanh.default(self=" + bn2i + ", min_val=0.0, max_val=6.0)");
+    auto c3i = p.node("c3", c3, conv_call(r2i, p.weight("w3", w3), "none", 1, 0));
+    auto b3i = bn3.call(p, "bn3", c3i, c3);
+    p.outputs = {stride == 1
+                     ? p.node("y", want, "aten::add.Tensor(self=" + b3i + ", other=" + xi + ")")
+                     : b3i};
+    auto prog = parse_text(p.text());
+    ASSERT_NE(prog, nullptr);
+    Compiled comp = compile(*prog);
+    ASSERT_EQ(comp.graph.ops.size(), 3u);
+    static const std::string off = "off";
+    for (bool own : {true, false}) {
+      SCOPED_TRACE(own ? "ember_kernels on" : "ember_kernels off");
+      std::vector<CompileSpec> specs;
+      if (!own) {
+        specs.push_back(
+            {"ember_kernels", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
+      }
+      DelegateSummary summary;
+      auto out = run(comp, {x}, {want}, specs, &summary);
+      ASSERT_EQ(out.size(), 1u);
+      expect_close(out[0], want, 1e-4, 1e-4);
+      EXPECT_EQ(summary.inverted_residual_blocks, own && InvertedResidual::supported() ? 1 : 0);
+    }
+  }
+}
+
+// Through the backend: a one-row linear layer (a classifier, a decode step) runs as Ember's
+// matrix-vector step, with its bias, a residual sum, a clamp, or an element-wise op after it
+// (silu: a oneDNN step on its output); a 4-row one stays on oneDNN's matmul.
+TEST(OwnKernels, MatrixVectorProducts) {
+  at::manual_seed(24);
+  const int64_t k = 300, n = 1000;
+  at::Tensor w = at::randn({n, k}) * 0.1, b = at::randn({n});
+  for (const char* post : {"none", "relu", "silu", "sum"}) {
+    SCOPED_TRACE(post);
+    for (int64_t rows : {1, 4}) {
+      at::Tensor x = at::randn({rows, k}), res = at::randn({rows, n});
+      at::Tensor lin = at::addmm(b, x, w.t());
+      at::Tensor want = std::string(post) == "relu"   ? at::relu(lin)
+                        : std::string(post) == "silu" ? at::silu(lin)
+                        : std::string(post) == "sum"  ? lin + res
+                                                      : lin;
+      Prog p;
+      auto xi = p.input("x", x);
+      auto t = p.node("t", w.t().contiguous(), "aten::t.default(self=" + p.weight("w", w) + ")");
+      auto mm = p.node("mm", lin,
+                       "aten::addmm.default(self=" + p.weight("b", b) + ", mat1=" + xi +
+                           ", mat2=" + t + ", beta=1, alpha=1)");
+      if (std::string(post) == "sum") {
+        auto ri = p.input("r", res);
+        p.outputs = {p.node("y", want, "aten::add.Tensor(self=" + mm + ", other=" + ri + ")")};
+      } else if (std::string(post) != "none") {
+        p.outputs = {p.node("y", want, std::string("aten::") + post + ".default(self=" + mm + ")")};
+      } else {
+        p.outputs = {mm};
+      }
+      auto prog = parse_text(p.text());
+      ASSERT_NE(prog, nullptr);
+      Compiled comp = compile(*prog);
+      ASSERT_EQ(comp.graph.ops.size(), 1u);
+      const std::vector<at::Tensor> in =
+          std::string(post) == "sum" ? std::vector<at::Tensor>{x, res} : std::vector<at::Tensor>{x};
+      DelegateSummary summary;
+      auto out = run(comp, in, {want}, {}, &summary);
+      ASSERT_EQ(out.size(), 1u);
+      expect_close(out[0], want, 1e-4, 1e-4);
+      EXPECT_EQ(summary.matvec_steps, rows == 1 && avx512_supported() ? 1 : 0);
+    }
+  }
 }
 
 // Whole exported models (one partition each) against eager PyTorch, when the directory

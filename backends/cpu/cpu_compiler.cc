@@ -997,9 +997,9 @@ class CpuCompilerBackend final : public partition::CompilerBackend {
           return ir::Status::error("cpu backend: precision '" + value +
                                    "' (expected fp32 or bf16)");
         }
-      } else if (s.key == "fp32_winograd") {
+      } else if (s.key == "fp32_winograd" || s.key == "ember_kernels") {
         if (value != "on" && value != "off") {
-          return ir::Status::error("cpu backend: fp32_winograd '" + value +
+          return ir::Status::error("cpu backend: " + s.key + " '" + value +
                                    "' (expected on or off)");
         }
       } else if (s.key == "num_threads") {

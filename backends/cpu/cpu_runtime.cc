@@ -1,9 +1,14 @@
 #include "backends/cpu/cpu_runtime.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -12,6 +17,8 @@
 #include <vector>
 
 #include "backends/cpu/graph_format.h"
+#include "backends/cpu/inverted_residual.h"
+#include "backends/cpu/packed_gemm.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/platform/thread_pool.h"
 
@@ -100,7 +107,10 @@ std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
 constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
 
 struct Step {
-  dnnl::primitive prim;
+  dnnl::primitive prim;          // a oneDNN primitive, or
+  std::function<void()> kernel;  // one of Ember's own kernels, and for EMBER_CPU_VERBOSE:
+  std::string what;              // "KIND,IMPL,PROP,MDS,ATTRS" as oneDNN prints them
+  std::string problem;           // the problem, in the style of oneDNN's verbose lines
   std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
   std::vector<dnnl_exec_arg_t> c_args;
   bool uses_scratchpad = false;
@@ -108,10 +118,12 @@ struct Step {
 
 class CpuDelegate {
  public:
-  CpuDelegate(CpuGraph g, int threads, bool winograd)
+  CpuDelegate(CpuGraph g, int threads, bool winograd, bool own_kernels)
       : graph_(std::move(g)),
         threads_(threads),
         winograd_(winograd),
+        own_kernels_(own_kernels && graph_.precision == Precision::Fp32 && avx512_supported()),
+        verbose_(std::getenv("EMBER_CPU_VERBOSE") != nullptr),
         engine_(dnnl::engine::kind::cpu, 0),
         stream_(engine_),
         mem_(graph_.tensors.size()),
@@ -147,10 +159,12 @@ class CpuDelegate {
       bind(out_mem_.back(), static_cast<int>(graph_.num_inputs + j));
     }
     compute_last_uses();
-    for (size_t i = 0; i < graph_.ops.size(); ++i) {
+    for (size_t i = 0; i < graph_.ops.size();) {
       cur_op_ = static_cast<int>(i);
       try {
-        build_op(graph_.ops[i]);
+        const size_t fused = own_kernels_ ? try_inverted_residual(i) : 0;
+        if (fused == 0) build_op(graph_.ops[i]);
+        i += std::max<size_t>(fused, 1);
       } catch (const dnnl::error& e) {
         refuse("op " + std::to_string(i) + ": oneDNN refused it: " + e.what());
       }
@@ -191,6 +205,20 @@ class CpuDelegate {
     for (auto& [m, a] : bound_) m.set_data_handle(args[a]->to_tensor().mutable_data());
     if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
     for (Step& s : steps_) {
+      if (s.kernel) {
+        if (verbose_) {
+          const auto t0 = std::chrono::steady_clock::now();
+          s.kernel();
+          const std::chrono::duration<double, std::milli> ms =
+              std::chrono::steady_clock::now() - t0;
+          // oneDNN's verbose line shape, so bench/layer_report.py reads both.
+          std::fprintf(stderr, "ember_verbose,exec,cpu,%s,,%s,%.4f\n", s.what.c_str(),
+                       s.problem.c_str(), ms.count());
+        } else {
+          s.kernel();
+        }
+        continue;
+      }
       const dnnl_status_t st = dnnl_primitive_execute(
           s.prim.get(), stream_.get(), static_cast<int>(s.c_args.size()), s.c_args.data());
       if (st != dnnl_success) {
@@ -327,15 +355,18 @@ class CpuDelegate {
   // storage with another (reshape views), for in-place residual sums.
   void compute_last_uses() {
     last_use_.assign(graph_.tensors.size(), -1);
+    readers_.assign(graph_.tensors.size(), 0);
     buffer_of_.assign(graph_.tensors.size(), -1);
     shares_storage_.assign(graph_.tensors.size(), false);
     for (size_t i = 0; i < graph_.ops.size(); ++i) {
       const OpDesc& op = graph_.ops[i];
       for (int32_t t : op.inputs) {
         if (t >= 0) last_use_[t] = static_cast<int>(i);
+        if (t >= 0) ++readers_[t];
       }
       for (const PostOp& p : op.post_ops) {
         if (p.is_sum) last_use_[p.tensor] = static_cast<int>(i);
+        if (p.is_sum) ++readers_[p.tensor];
       }
       if (op.kind == OpKind::Reshape) {
         shares_storage_[op.inputs[0]] = true;
@@ -618,6 +649,189 @@ class CpuDelegate {
     }
   }
 
+  // --- Ember's fused inverted residual block (backends/cpu/inverted_residual.h) ---------------
+
+  // The conv ints of a plain 2-D convolution with a square kernel `k` (weight dims [o, i, k, k]),
+  // equal strides, padding (k - 1) / 2 on every side and no dilation; its stride, or 0 when `op`
+  // is anything else.
+  int64_t plain_conv2d_stride(const OpDesc& op, int64_t k) const {
+    if (op.kind != OpKind::Conv || op.ints.size() != 13 || op.ints[0] != 2 || op.ints[2] != 0) {
+      return 0;
+    }
+    const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
+    const int64_t pad = (k - 1) / 2;
+    const bool ok = wd.size() == 4 && wd[2] == k && wd[3] == k && op.ints[3] == op.ints[4] &&
+                    op.ints[5] == pad && op.ints[6] == pad && op.ints[7] == pad &&
+                    op.ints[8] == pad && op.ints[9] == 1 && op.ints[10] == 1;
+    return ok ? op.ints[3] : 0;
+  }
+
+  bool is_constant(int32_t t) const {
+    return t < 0 || graph_.tensors[t].kind == TensorKind::Weight;
+  }
+
+  // An intermediate that only op `reader` reads, and nothing else sees (not an output, not a
+  // reshape's storage).
+  bool private_to(int32_t t, size_t reader) const {
+    return graph_.tensors[t].kind == TensorKind::Intermediate && readers_[t] == 1 &&
+           last_use_[t] == static_cast<int>(reader) && !shares_storage_[t];
+  }
+
+  // `post` as one clamp (nothing, relu, or clip), with `*sum` set to the summand of a leading
+  // sum when `sum` is given. False for anything else.
+  static bool as_clamp(const std::vector<PostOp>& post, Clamp* c, int32_t* sum = nullptr) {
+    size_t k = 0;
+    if (sum != nullptr) {
+      *sum = -1;
+      if (!post.empty() && post[0].is_sum) *sum = post[k++].tensor;
+    }
+    if (k == post.size()) return true;
+    if (k + 1 != post.size() || post[k].is_sum) return false;
+    if (post[k].alg == EltwiseAlg::Relu && post[k].alpha == 0.f) {
+      c->lo = 0.f;
+      return true;
+    }
+    if (post[k].alg == EltwiseAlg::Clip) {
+      c->lo = post[k].alpha;
+      c->hi = post[k].beta;
+      return true;
+    }
+    return false;
+  }
+
+  // Weight `id` as dense fp32 in PyTorch's layout (null for -1), kept alive in `keep` (a reorder
+  // of it is a new buffer).
+  const float* weight_data(int32_t id, std::vector<memory>* keep) {
+    if (id < 0) return nullptr;
+    keep->push_back(as(id, plain_md(dims_of(id), dt::f32)));
+    return static_cast<const float*>(keep->back().get_data_handle());
+  }
+
+  // Ops i.. as [1x1 expand] -> 3x3 depthwise -> 1x1 project, run as one InvertedResidual step;
+  // the number of ops it replaced, or 0 (they are then built one by one).
+  size_t try_inverted_residual(size_t i) {
+    const std::vector<OpDesc>& ops = graph_.ops;
+    size_t at = i;
+    const OpDesc* expand = nullptr;
+    if (plain_conv2d_stride(ops[at], 1) == 1 && ops[at].ints[1] == 1) expand = &ops[at++];
+    if (at + 1 >= ops.size()) return 0;
+    const OpDesc& dw = ops[at];
+    const OpDesc& project = ops[at + 1];
+    const int64_t stride = plain_conv2d_stride(dw, 3);
+    if ((stride != 1 && stride != 2) || plain_conv2d_stride(project, 1) != 1 ||
+        project.ints[1] != 1 || project.inputs[0] != dw.output || !private_to(dw.output, at + 1)) {
+      return 0;
+    }
+    const std::vector<int64_t>& sd = graph_.tensors[(expand ? expand : &dw)->inputs[0]].dims;
+    const std::vector<int64_t>& ed = graph_.tensors[dw.inputs[0]].dims;
+    const std::vector<int64_t>& od = graph_.tensors[project.output].dims;
+    const int64_t ce = ed.size() == 4 ? ed[1] : 0;
+    if (sd.size() != 4 || ce < 1 || dw.ints[1] != ce ||
+        graph_.tensors[dw.inputs[1]].dims[0] != ce || graph_.tensors[dw.inputs[1]].dims[1] != 1) {
+      return 0;
+    }
+    InvertedResidual::Params p;
+    if (expand != nullptr) {
+      if (expand->output != dw.inputs[0] || !private_to(expand->output, at) ||
+          !is_constant(expand->inputs[1]) || !is_constant(expand->inputs[2]) ||
+          !as_clamp(expand->post_ops, &p.expand_act)) {
+        return 0;
+      }
+    }
+    int32_t residual = -1;
+    if (!is_constant(dw.inputs[1]) || !is_constant(dw.inputs[2]) ||
+        !is_constant(project.inputs[1]) || !is_constant(project.inputs[2]) ||
+        !as_clamp(dw.post_ops, &p.dw_act) ||
+        !as_clamp(project.post_ops, &p.project_act, &residual)) {
+      return 0;
+    }
+    if (residual >= 0 && graph_.tensors[residual].dims != od) return 0;
+    // Only where the expanded tensor of one image outgrows a core's L2 cache: smaller, oneDNN's
+    // three convolutions keep it in L2 and are as fast or faster (docs/backends/cpu.md).
+    if (ce * sd[2] * sd[3] * static_cast<int64_t>(sizeof(float)) < l2_bytes()) return 0;
+    // The sizes were checked against each other when the blob was parsed only as far as the
+    // graph format goes; the kernel trusts them, so every one is checked here.
+    p.batch = sd[0];
+    p.cin = sd[1];
+    p.h = sd[2];
+    p.w = sd[3];
+    p.ce = ce;
+    p.cout = od.size() == 4 ? od[1] : 0;
+    p.stride = stride;
+    const int64_t oh = (p.h - 1) / stride + 1, ow = (p.w - 1) / stride + 1;
+    const std::vector<int64_t> want_e = {p.batch, ce, p.h, p.w};
+    const std::vector<int64_t> want_o = {p.batch, p.cout, oh, ow};
+    const std::vector<int64_t> want_d = {p.batch, ce, oh, ow};
+    if (p.h < 1 || p.w < 1 || ed != want_e || od != want_o ||
+        graph_.tensors[dw.output].dims != want_d ||
+        graph_.tensors[project.inputs[1]].dims != std::vector<int64_t>{p.cout, ce, 1, 1} ||
+        (expand == nullptr
+             ? p.cin != ce
+             : graph_.tensors[expand->inputs[1]].dims != std::vector<int64_t>{ce, p.cin, 1, 1})) {
+      return 0;
+    }
+    for (const OpDesc* op : {expand, &dw, &project}) {
+      if (op != nullptr && op->inputs[2] >= 0 &&
+          checked_numel(graph_.tensors[op->inputs[2]].dims) !=
+              graph_.tensors[op->inputs[1]].dims[0]) {
+        return 0;
+      }
+    }
+    std::vector<memory> keep;  // until the kernel has packed its copy
+    if (expand != nullptr) {
+      p.expand_w = weight_data(expand->inputs[1], &keep);
+      p.expand_b = weight_data(expand->inputs[2], &keep);
+    }
+    p.dw_w = weight_data(dw.inputs[1], &keep);
+    p.dw_b = weight_data(dw.inputs[2], &keep);
+    p.project_w = weight_data(project.inputs[1], &keep);
+    p.project_b = weight_data(project.inputs[2], &keep);
+    auto kernel = std::make_shared<InvertedResidual>(p, threads_);
+    const int32_t in_id = (expand ? expand : &dw)->inputs[0];
+    memory src = as(in_id, nhwc_md(sd));
+    memory res = residual >= 0 ? as(residual, nhwc_md(od)) : memory();
+    // cur_op_ is still i: the output's buffer is one that no tensor read by ops i.. uses (the
+    // kernel reads its input and summand while it writes).
+    const memory::desc out_md = nhwc_md(od);
+    memory dst = pooled(out_md, project.output);
+    md_[project.output] = out_md;
+    mem_[project.output] = dst;
+    Step s;
+    s.what = "inverted_residual,ember:avx512,forward_inference,,";
+    s.problem = "mb" + std::to_string(p.batch) + "_ic" + std::to_string(p.cin) + "ec" +
+                std::to_string(ce) + "oc" + std::to_string(p.cout) + "_ih" + std::to_string(p.h) +
+                "oh" + std::to_string(oh) + "_iw" + std::to_string(p.w) + "ow" +
+                std::to_string(ow) + "_s" + std::to_string(stride) +
+                (expand != nullptr ? "_expand" : "") + (residual >= 0 ? "_residual" : "");
+    s.kernel = [kernel, src, res, dst]() {
+      kernel->run(static_cast<const float*>(handle_of(src)),
+                  res ? static_cast<const float*>(handle_of(res)) : nullptr,
+                  static_cast<float*>(handle_of(dst)));
+    };
+    steps_.push_back(std::move(s));
+    return at + 2 - i;
+  }
+
+  // One core's L2 cache, or 1 MiB where the system does not say.
+  static int64_t l2_bytes() {
+    static const int64_t bytes = [] {
+      const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+      return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+    }();
+    return bytes;
+  }
+
+  static memory::desc nhwc_md(const std::vector<int64_t>& dims) {
+    return plain_md(to_dims(dims), dt::f32, {0, 2, 3, 1});
+  }
+
+  // The data pointer of `m` at execute (a caller buffer is rebound every call); no exceptions.
+  static void* handle_of(const memory& m) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(m.get(), &p);
+    return p;
+  }
+
   void build_conv(const OpDesc& op, dt wdt) {
     const int64_t r = op.ints[0], groups = op.ints[1];
     const bool transposed = op.ints[2] != 0;
@@ -778,6 +992,7 @@ class CpuDelegate {
       refuse("matmul sizes disagree");
     }
     const bool const_b = graph_.tensors[op.inputs[1]].kind == TensorKind::Weight;
+    if (own_kernels_ && const_b && try_matvec(op, ad, bd, od)) return;
     memory b_src = src_memory(op.inputs[1]);
     if (b_src.get_desc().dims() != bd) refuse("matmul weight view");
     const memory::desc a_md = plain_md(ad, wdt);
@@ -804,6 +1019,78 @@ class CpuDelegate {
       args.emplace_back(DNNL_ARG_BIAS, view(bias, bias_md));
     }
     add_step<dnnl::matmul>(pd, std::move(args));
+  }
+
+  // A matmul of one row by a constant matrix (a classifier, a decode step's projections) through
+  // Ember's matrix-vector kernel: it streams the weight at twice oneDNN 2.6's bandwidth
+  // (packed_gemm.h). The bias, a leading residual sum and a clamp happen in the kernel; other
+  // element-wise post-ops follow as oneDNN steps on its output. False (nothing built) when it
+  // does not apply.
+  bool try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                  const memory::dims& od) {
+    const size_t n = ad.size();
+    for (size_t i = 0; i + 1 < n; ++i) {
+      if (ad[i] != 1) return false;  // one row, no batch
+    }
+    const int64_t k = ad[n - 1], cols = bd[n - 1];
+    if (k < 1 || cols < 1) return false;
+    size_t post = 0;
+    if (!op.post_ops.empty() && op.post_ops[0].is_sum) ++post;
+    Clamp act;
+    if (post + 1 == op.post_ops.size() && as_clamp({op.post_ops[post]}, &act)) ++post;
+    for (size_t i = post; i < op.post_ops.size(); ++i) {
+      if (op.post_ops[i].is_sum) return false;  // a sum after an element-wise op: oneDNN's
+    }
+    std::vector<float> bias(static_cast<size_t>(cols), 0.f);
+    if (op.inputs[2] >= 0) {
+      const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
+      if (count != cols && count != 1) return false;
+      memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+      const auto* v = static_cast<const float*>(b.get_data_handle());
+      for (int64_t j = 0; j < cols; ++j) bias[j] = v[count == 1 ? 0 : j];
+    }
+    // The weight as [cols][k] (PyTorch's [out][in]), then packed.
+    std::vector<uint8_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint8_t>(i);
+    std::swap(order[n - 2], order[n - 1]);
+    memory w = as(op.inputs[1], plain_md(bd, dt::f32, order));
+    auto packed = std::make_shared<PackedMatrix>(
+        PackedMatrix::pack(static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols));
+    const memory::desc a_md = plain_md(ad, dt::f32);
+    memory a = as(op.inputs[0], a_md);
+    // With a leading sum, the output already holds the summand (make_output puts it there).
+    memory dst = make_output(op, plain_md(od, dt::f32));
+    const bool sum = !op.post_ops.empty() && op.post_ops[0].is_sum;
+    const int threads = static_cast<int>(std::min<size_t>(threads_, packed->panels.size()));
+    Step s;
+    s.what =
+        std::string("matmul,ember:matvec,forward_inference,,") + (sum ? "attr-post-ops:sum" : "");
+    s.problem = "1x" + std::to_string(k) + ":" + std::to_string(k) + "x" + std::to_string(cols) +
+                ":1x" + std::to_string(cols);
+    s.kernel = [packed, a, dst, sum, act, threads]() {
+      const auto* x = static_cast<const float*>(handle_of(a));
+      auto* y = static_cast<float*>(handle_of(dst));
+      const size_t panels = packed->panels.size();
+#pragma omp parallel num_threads(threads)
+      {
+        const size_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act, panels * t / nt,
+             panels * (t + 1) / nt);
+      }
+    };
+    steps_.push_back(std::move(s));
+    // The element-wise post-ops the kernel does not apply, in place, in order.
+    for (size_t i = post; i < op.post_ops.size(); ++i) {
+      const PostOp& p = op.post_ops[i];
+      auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
+      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
+                                    dst.get_desc(), alpha, beta);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
+      add_step<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
+    }
+    return true;
   }
 
   void build_pool(const OpDesc& op) {
@@ -905,10 +1192,28 @@ class CpuDelegate {
  public:
   void prepare_outputs() { direct_out_.assign(graph_.outputs.size(), false); }
 
+  DelegateSummary summary() const {
+    DelegateSummary out;
+    for (const Step& s : steps_) {
+      if (!s.kernel) {
+        ++out.onednn_steps;
+      } else if (s.what.rfind("inverted_residual,", 0) == 0) {
+        ++out.inverted_residual_blocks;
+      } else {
+        ++out.matvec_steps;
+      }
+    }
+    return out;
+  }
+
  private:
   CpuGraph graph_;
   int threads_;
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
+  // fp32 inverted residual blocks and matrix-vector products through Ember's own AVX-512
+  // kernels (inverted_residual.h, packed_gemm.h) where they apply
+  bool own_kernels_;
+  bool verbose_;  // EMBER_CPU_VERBOSE: a line per own-kernel step executed (layer_report.py)
   dnnl::engine engine_;
   dnnl::stream stream_;
   const NamedDataMap* named_ = nullptr;
@@ -923,6 +1228,7 @@ class CpuDelegate {
   size_t scratch_bytes_ = 0;
   int cur_op_ = 0;
   std::vector<int> last_use_;
+  std::vector<int> readers_;  // per tensor: the ops reading it (inputs and sums)
   std::vector<bool> shares_storage_;
   std::vector<bool> feeds_only_bf16_math_;
   struct Buffer {
@@ -947,10 +1253,10 @@ int threads_from(std::span<const CompileSpec> specs) {
   return ThreadPool::global().num_threads();
 }
 
-// "fp32_winograd" = "off" turns Winograd off; it is on by default.
-bool winograd_from(std::span<const CompileSpec> specs) {
+// An on/off compile spec ("fp32_winograd", "ember_kernels"): "off" turns it off; on by default.
+bool switch_from(std::span<const CompileSpec> specs, std::string_view key) {
   for (const CompileSpec& s : specs) {
-    if (s.key == "fp32_winograd") {
+    if (s.key == key) {
       return std::string_view(reinterpret_cast<const char*>(s.value.data()), s.value.size()) !=
              "off";
     }
@@ -979,7 +1285,8 @@ class CpuBackend final : public Backend {
     omp_set_num_threads(threads);
     CpuDelegate* d = nullptr;
     try {
-      d = new CpuDelegate(std::move(*g), threads, winograd_from(specs));
+      d = new CpuDelegate(std::move(*g), threads, switch_from(specs, "fp32_winograd"),
+                          switch_from(specs, "ember_kernels"));
       d->prepare_outputs();
       d->build(context.named_data);
     } catch (const InitError& e) {
@@ -1012,6 +1319,11 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+DelegateSummary summarize(const DelegateHandle* handle) {
+  if (handle == nullptr) return {};
+  return reinterpret_cast<const CpuDelegate*>(handle)->summary();
+}
 
 const Backend* runtime_backend() {
   static const CpuBackend backend;

@@ -1,0 +1,223 @@
+#include "backends/cpu/inverted_residual.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+
+#include "backends/cpu/avx512.h"
+
+namespace ember::cpu {
+namespace {
+
+using avx512::clamp;
+using avx512::kVec;
+using avx512::round_up;
+
+// N output columns ox.. of a depthwise row, for channels c0..c0 + 15. rows[ky] point at input
+// column 0 of a row of w columns; L: the first column's window starts in the left padding
+// (ox == 0), R: the last column's window ends in the right padding. Each input column is loaded
+// once and feeds every output column whose window covers it (3 of them at stride 1): N + 2
+// loads a row of taps for 3 N FMAs.
+template <int S, int N, bool L, bool R>
+EMBER_AVX512 inline void depthwise_n(const float* const rows[3], int64_t ld, int64_t ox,
+                                     const __m512 wv[9], __m512 bv, int64_t c0, float* out,
+                                     int64_t cpad, __m512 lo, __m512 hi) {
+  constexpr int kIn = (N - 1) * S + 3;  // input columns ox * S - 1 .. (ox + N - 1) * S + 1
+  __m512 acc[N];
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) acc[j] = bv;
+  for (int ky = 0; ky < 3; ++ky) {
+    if (rows[ky] == nullptr) continue;
+    const float* q = rows[ky] + (ox * S - 1) * ld + c0;
+#pragma GCC unroll 32
+    for (int i = 0; i < kIn; ++i) {
+      if ((L && i == 0) || (R && i == kIn - 1)) {  // a padding column: zero
+        q += ld;
+        continue;
+      }
+      const __m512 v = _mm512_loadu_ps(q);
+      q += ld;
+#pragma GCC unroll 3
+      for (int kx = 0; kx < 3; ++kx) {
+        const int d = i - kx;  // j * S for the output column j this tap of it reads
+        if (d >= 0 && d % S == 0 && d / S < N) {
+          acc[d / S] = _mm512_fmadd_ps(v, wv[ky * 3 + kx], acc[d / S]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < N; ++j) _mm512_storeu_ps(out + (ox + j) * cpad + c0, clamp(acc[j], lo, hi));
+}
+
+// depthwise_n for a run-time n <= N.
+template <int S, bool L, bool R, int N = 8>
+EMBER_AVX512 void depthwise_upto(int64_t n, const float* const rows[3], int64_t ld, int64_t ox,
+                                 const __m512 wv[9], __m512 bv, int64_t c0, float* out,
+                                 int64_t cpad, __m512 lo, __m512 hi) {
+  if constexpr (N > 1) {
+    if (n < N) {
+      depthwise_upto<S, L, R, N - 1>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+      return;
+    }
+  }
+  depthwise_n<S, N, L, R>(rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+}
+
+// One output row of the 3x3 depthwise convolution (padding 1): out[ox][c] for the `cpad`
+// channels (a multiple of 16). rows[ky]: input row oy * stride - 1 + ky, [w][ld] floats, or null
+// in the padding rows. wts: [9][cpad]; bias: [cpad]; out: [wo][cpad].
+template <int S>
+EMBER_AVX512 void depthwise_row(const float* const rows[3], int64_t ld, int64_t w, int64_t wo,
+                                const float* wts, const float* bias, int64_t cpad, float* out,
+                                Clamp act) {
+  const __m512 lo = _mm512_set1_ps(act.lo), hi = _mm512_set1_ps(act.hi);
+  // A channel block at a time, its 9 weight vectors in registers, eight columns a step (eight
+  // independent sums hide the FMA latency). (Finishing a group of columns for every channel
+  // before the next, reloading the weights, measured a third slower.)
+  for (int64_t c0 = 0; c0 < cpad; c0 += kVec) {
+    __m512 wv[9];
+    for (int t = 0; t < 9; ++t) wv[t] = _mm512_loadu_ps(wts + t * cpad + c0);
+    const __m512 bv = _mm512_loadu_ps(bias + c0);
+    for (int64_t ox = 0; ox < wo; ox += 8) {
+      const int64_t n = std::min<int64_t>(8, wo - ox);
+      const bool left = ox == 0, right = (ox + n - 1) * S + 1 >= w;
+      if (!left && !right) {
+        if (n == 8) {
+          depthwise_n<S, 8, false, false>(rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+        } else {
+          depthwise_upto<S, false, false>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+        }
+      } else if (left && !right) {
+        depthwise_upto<S, true, false>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+      } else if (!left) {
+        depthwise_upto<S, false, true>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+      } else {
+        depthwise_upto<S, true, true>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
+      }
+    }
+  }
+}
+
+// w pixels of c channels (stride c) into rows of stride ld (the padding channels untouched).
+EMBER_AVX512 void copy_row(const float* in, int64_t c, int64_t w, float* out, int64_t ld) {
+  for (int64_t x = 0; x < w; ++x) {
+    for (int64_t c0 = 0; c0 < c; c0 += kVec) {
+      const auto m = static_cast<__mmask16>(
+          c - c0 >= kVec ? 0xFFFF : (1u << static_cast<unsigned>(c - c0)) - 1);
+      _mm512_mask_storeu_ps(out + x * ld + c0, m, _mm512_maskz_loadu_ps(m, in + x * c + c0));
+    }
+  }
+}
+
+}  // namespace
+
+bool InvertedResidual::supported() { return avx512_supported(); }
+
+InvertedResidual::InvertedResidual(const Params& p, int threads)
+    : p_(p), threads_(std::max(threads, 1)) {
+  out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1
+  out_w_ = (p.w - 1) / p.stride + 1;
+  ce_pad_ = round_up(p.ce);
+  dw_w_.assign(9 * ce_pad_, 0.f);
+  dw_b_.assign(ce_pad_, 0.f);
+  for (int64_t c = 0; c < p.ce; ++c) {
+    for (int t = 0; t < 9; ++t) dw_w_[t * ce_pad_ + c] = p.dw_w[c * 9 + t];
+    if (p.dw_b != nullptr) dw_b_[c] = p.dw_b[c];
+  }
+  project_ = PackedMatrix::pack(p.project_w, p.project_b, p.ce, p.cout);
+  // Output rows a step: enough that the projection's GEMM has about 48 rows (narrow late
+  // blocks), at most 8.
+  group_ = std::clamp<int64_t>((48 + out_w_ - 1) / out_w_, 1, 8);
+  if (p.expand_w != nullptr) expand_ = PackedMatrix::pack(p.expand_w, p.expand_b, p.cin, p.ce);
+  has_expand_ = p.expand_w != nullptr;
+  // The caller's weights are copied; nothing points at them any more.
+  p_.expand_w = p_.expand_b = p_.dw_w = p_.dw_b = p_.project_w = p_.project_b = nullptr;
+  scratch_per_thread_ = ((group_ * p.stride + 2) * p.w + group_ * out_w_) * ce_pad_;
+  // Zeroed once: the padding channels of the band rows are read (and never used) by the
+  // depthwise pass.
+  scratch_.assign(scratch_per_thread_ * threads_, 0.f);
+}
+
+// Threads split the output rows; each computes the expanded rows its windows need, so a thread
+// recomputes at most 2 rows of its neighbour's.
+void InvertedResidual::run(const float* src, const float* residual, float* dst) {
+  const int64_t rows = p_.batch * out_h_;
+  const int threads = static_cast<int>(std::min<int64_t>(threads_, rows));
+  if (threads <= 1) {
+    run_rows(src, residual, dst, 0, rows, scratch_.data());
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    run_rows(src, residual, dst, rows * t / n, rows * (t + 1) / n,
+             scratch_.data() + t * scratch_per_thread_);
+  }
+}
+
+EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* residual, float* dst,
+                                             int64_t row_begin, int64_t row_end, float* scratch) {
+  const int64_t h = p_.h, w = p_.w, cin = p_.cin, s = p_.stride;
+  // The band: a ring of expanded input rows (row y in slot y % slots), each [w][ce_pad]; then
+  // the group's depthwise rows, [group][out_w][ce_pad]. Without expansion, rows whose channels
+  // fill whole vectors are read from src in place.
+  const int64_t slots = group_ * s + 2;
+  const int64_t row_floats = w * ce_pad_;
+  float* band = scratch;
+  float* dw_rows = scratch + slots * row_floats;
+  const bool in_place = !has_expand_ && cin == ce_pad_;
+  auto input_row = [&](int64_t img, int64_t y) -> const float* {
+    return in_place ? src + (img * h + y) * w * cin : band + (y % slots) * row_floats;
+  };
+  int64_t band_image = -1, band_last = -1;  // the image and last input row the band holds
+  for (int64_t row = row_begin; row < row_end;) {
+    const int64_t img = row / out_h_, oy0 = row % out_h_;
+    const int64_t rows = std::min({group_, row_end - row, out_h_ - oy0});
+    // The input rows the group's windows cover, inside the image (at most `slots`). Those the
+    // band holds from the previous group are kept; the rest are computed once.
+    const int64_t first = std::max<int64_t>(oy0 * s - 1, 0);
+    const int64_t last = std::min((oy0 + rows - 1) * s + 1, h - 1);
+    if (band_image != img) band_last = -1;
+    const int64_t from = std::max(first, band_last + 1);
+    // Consecutive rows in consecutive slots go through one GEMM (rows w at a time: the
+    // expansion's weights are streamed once a run, and narrow blocks get enough rows).
+    for (int64_t y = from; y <= last && !in_place;) {
+      const int64_t run = std::min(last + 1 - y, slots - y % slots);
+      const float* in = src + ((img * h + y) * w) * cin;
+      float* slot = band + (y % slots) * row_floats;
+      if (has_expand_) {
+        gemm(run * w, expand_, in, cin, nullptr, 0, slot, ce_pad_, p_.expand_act);
+      } else {
+        copy_row(in, cin, run * w, slot, ce_pad_);
+      }
+      y += run;
+    }
+    band_image = img;
+    band_last = std::max(band_last, last);  // the group's rows are inside the ring
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* window[3];
+      for (int ky = 0; ky < 3; ++ky) {
+        const int64_t iy = (oy0 + r) * s - 1 + ky;
+        window[ky] = iy < 0 || iy >= h ? nullptr : input_row(img, iy);
+      }
+      float* out = dw_rows + r * out_w_ * ce_pad_;
+      const int64_t ld = in_place ? cin : ce_pad_;
+      if (s == 1) {
+        depthwise_row<1>(window, ld, w, out_w_, dw_w_.data(), dw_b_.data(), ce_pad_, out,
+                         p_.dw_act);
+      } else {
+        depthwise_row<2>(window, ld, w, out_w_, dw_w_.data(), dw_b_.data(), ce_pad_, out,
+                         p_.dw_act);
+      }
+    }
+    const int64_t out_at = row * out_w_ * p_.cout;
+    gemm(rows * out_w_, project_, dw_rows, ce_pad_,
+         residual == nullptr ? nullptr : residual + out_at, p_.cout, dst + out_at, p_.cout,
+         p_.project_act);
+    row += rows;
+  }
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,80 @@
+// A fused fp32 kernel for MobileNet's inverted residual block, in channels-last (NHWC) layout:
+//
+//   [1x1 expand + act]  ->  3x3 depthwise (stride 1 or 2, padding 1) + act  ->  1x1 project
+//   [+ residual] [+ act]
+//
+// Run as three oneDNN convolutions, the expanded tensor (6x the block's channels) goes to memory
+// and comes back twice; in MobileNetV2's first blocks that is 5 MB a layer, and those layers run
+// at 10-30% of the FMA peak. This kernel computes the block an output row at a time: each
+// thread keeps the few expanded rows the depthwise windows need in a band of rows (L2), the
+// depthwise rows in L1, and writes only the block's output. Each expanded row is computed once
+// per thread (a thread's first rows recompute at most 2 rows of its neighbour's). Narrow blocks
+// (7x7, 14x14) take several output rows a step, so that the 1x1 GEMMs have enough rows.
+//
+//   InvertedResidual::Params p;  p.h = 56; ...;  p.expand_w = w1; ...
+//   InvertedResidual k(p, threads);           // packs the weights (copies them), sizes scratch
+//   k.run(src, residual_or_null, dst);        // NHWC in, NHWC out; allocates nothing
+//
+// Activations are clamps: relu is [0, inf), relu6/hardtanh [lo, hi], none (-inf, inf); NaN passes
+// through as NaN, as in PyTorch. Sums are in a different order from ATen's, so results agree to
+// rounding (the tests compare with ATen at 1e-4). The kernel needs AVX-512F: `supported()` says
+// whether this CPU has it; callers fall back to oneDNN when it does not.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/packed_gemm.h"
+
+namespace ember::cpu {
+
+class InvertedResidual {
+ public:
+  struct Params {
+    int64_t batch = 1, h = 0, w = 0;    // the block's input
+    int64_t cin = 0, ce = 0, cout = 0;  // ce: expanded channels (= cin without expansion)
+    int64_t stride = 1;                 // of the depthwise convolution: 1 or 2
+    // PyTorch layouts, dense fp32. expand_w [ce, cin] (null: no expansion, ce == cin);
+    // dw_w [ce, 9]; project_w [cout, ce]; biases [channels] or null.
+    const float* expand_w = nullptr;
+    const float* expand_b = nullptr;
+    const float* dw_w = nullptr;
+    const float* dw_b = nullptr;
+    const float* project_w = nullptr;
+    const float* project_b = nullptr;
+    Clamp expand_act, dw_act, project_act;  // project_act applies after the residual
+  };
+
+  // Whether this CPU can run the kernel (AVX-512F).
+  static bool supported();
+
+  // Runs on `threads` OpenMP threads (at most one per output row).
+  InvertedResidual(const Params& p, int threads);
+
+  int64_t out_h() const { return out_h_; }
+  int64_t out_w() const { return out_w_; }
+
+  // dst[b, y, x, c] for the whole batch; `residual` (null: none) has dst's shape, NHWC. `src` and
+  // `residual` must not overlap `dst`. Not reentrant: one call at a time per object (the scratch
+  // rows are the object's).
+  void run(const float* src, const float* residual, float* dst);
+
+ private:
+  // Output rows [row_begin, row_end) of the batch (image * out_h + y).
+  void run_rows(const float* src, const float* residual, float* dst, int64_t row_begin,
+                int64_t row_end, float* scratch);
+
+  Params p_;
+  int threads_ = 1;
+  int64_t out_h_ = 0, out_w_ = 0;
+  int64_t ce_pad_ = 0;  // expanded channels rounded up to 16 (one vector)
+  bool has_expand_ = false;
+  PackedMatrix expand_;
+  AlignedFloats dw_w_, dw_b_;  // [9][ce_pad], [ce_pad]
+  PackedMatrix project_;
+  AlignedFloats scratch_;  // per thread: a band of input rows + depthwise rows
+  int64_t scratch_per_thread_ = 0;
+  int64_t group_ = 1;  // output rows computed together
+};
+
+}  // namespace ember::cpu

@@ -1,0 +1,151 @@
+#include "backends/cpu/packed_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "backends/cpu/avx512.h"
+
+namespace ember::cpu {
+namespace {
+
+using avx512::clamp;
+using avx512::kVec;
+using avx512::round_up;
+
+// A tile of MR rows and NV vectors of C = clamp(bias + A B (+ R)). A: [MR][k] (stride lda);
+// B: [k][16 NV] (stride ldb, zero-padded past N); bias: 16 NV floats (zero-padded). The last
+// vector of each row is stored under `last` (the columns past N are neither read nor written).
+template <int MR, int NV>
+EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb,
+                            const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
+                            int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NV; ++j) {
+    const __m512 bv = _mm512_loadu_ps(bias + kVec * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acc[i][j] = bv;
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __m512 bv[NV];
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(b + kk * ldb + kVec * j);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const __m512 av = _mm512_set1_ps(a[i * lda + kk]);
+#pragma GCC unroll 16
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NV; ++j) {
+      const __mmask16 m = j == NV - 1 ? last : static_cast<__mmask16>(0xFFFF);
+      __m512 v = acc[i][j];
+      if (r != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, r + i * ldr + kVec * j));
+      _mm512_mask_storeu_ps(c + i * ldc + kVec * j, m, clamp(v, lo, hi));
+    }
+  }
+}
+
+// Rows per tile for NV vectors: 24 accumulators (of 32 registers) where NV allows.
+template <int NV>
+constexpr int rows_for() {
+  return NV == 4 ? 6 : NV == 3 ? 8 : 12;
+}
+
+template <int NV, int MR = rows_for<NV>()>
+EMBER_AVX512 void gemm_tail(int64_t m, const float* a, int64_t lda, const float* b, int64_t ldb,
+                            const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
+                            int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
+  if constexpr (MR > 1) {
+    if (m < MR) {
+      gemm_tail<NV, MR - 1>(m, a, lda, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+      return;
+    }
+  }
+  gemm_tile<MR, NV>(a, lda, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+}
+
+template <int NV>
+EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, const float* b, int64_t ldb,
+                               const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
+                               int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
+  constexpr int MR = rows_for<NV>();
+  int64_t i = 0;
+  for (; i + MR <= m; i += MR) {
+    gemm_tile<MR, NV>(a + i * lda, lda, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr, ldr,
+                      c + i * ldc, ldc, last, lo, hi);
+  }
+  if (i < m) {
+    gemm_tail<NV>(m - i, a + i * lda, lda, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr,
+                  ldr, c + i * ldc, ldc, last, lo, hi);
+  }
+}
+
+}  // namespace
+
+EMBER_AVX512 void gemm(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
+                       const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act,
+                       size_t panel_begin, size_t panel_end) {
+  const int64_t k = packed.k;
+  const __m512 lo = _mm512_set1_ps(act.lo), hi = _mm512_set1_ps(act.hi);
+  panel_end = std::min(panel_end, packed.panels.size());
+  for (size_t i = panel_begin; i < panel_end; ++i) {
+    const PackedMatrix::Panel& p = packed.panels[i];
+    const int64_t ldb = kVec * p.nv;
+    const float* b = packed.data.data() + p.offset;
+    const int64_t in_last = std::min<int64_t>(packed.n - (p.n0 + (p.nv - 1) * kVec), kVec);
+    const auto last = static_cast<__mmask16>((1u << in_last) - 1);
+    const float* rr = r == nullptr ? nullptr : r + p.n0;
+    const float* bb = packed.bias.data() + p.n0;
+    switch (p.nv) {
+      case 4:
+        gemm_columns<4>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        break;
+      case 3:
+        gemm_columns<3>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        break;
+      case 2:
+        gemm_columns<2>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        break;
+      default:
+        gemm_columns<1>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        break;
+    }
+  }
+}
+
+PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, int64_t n) {
+  PackedMatrix out;
+  out.k = k;
+  out.n = n;
+  out.bias.assign(round_up(n), 0.f);
+  if (bias != nullptr) std::copy(bias, bias + n, out.bias.begin());
+  // Panels of at most 4 vectors, as even as they go (96 columns: 3 + 3, not 4 + 2).
+  const int64_t vectors = (n + kVec - 1) / kVec;
+  const int64_t panels = (vectors + 3) / 4;
+  int64_t v0 = 0;
+  for (int64_t i = 0; i < panels; ++i) {
+    const int64_t nv = (vectors - v0 + (panels - i) - 1) / (panels - i);
+    out.panels.push_back({v0 * kVec, nv, static_cast<int64_t>(out.data.size())});
+    out.data.resize(out.data.size() + k * nv * kVec, 0.f);
+    float* panel = out.data.data() + out.panels.back().offset;
+    // A row of w (contiguous) becomes a column of the panel (its writes stay in L2).
+    for (int64_t j = 0; j < nv * kVec && v0 * kVec + j < n; ++j) {
+      const float* row = w + (v0 * kVec + j) * k;
+      for (int64_t kk = 0; kk < k; ++kk) panel[kk * nv * kVec + j] = row[kk];
+    }
+    v0 += nv;
+  }
+  return out;
+}
+
+bool avx512_supported() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+}
+
+}  // namespace ember::cpu
