@@ -164,7 +164,9 @@ class CpuDelegate {
       try {
         const size_t fused = own_kernels_ ? try_inverted_residual(i) : 0;
         if (fused == 0) build_op(graph_.ops[i]);
-        i += std::max<size_t>(fused, 1);
+        const size_t next = i + std::max<size_t>(fused, 1);
+        release_weights(i, next);
+        i = next;
       } catch (const dnnl::error& e) {
         refuse("op " + std::to_string(i) + ": oneDNN refused it: " + e.what());
       }
@@ -174,6 +176,16 @@ class CpuDelegate {
       if (direct_out_[j]) continue;
       add_reorder(src_memory(t), out_mem_[j]);
     }
+    // Of the storage views were made of, keep what a step reads; weights only reordered or
+    // packed elsewhere are freed with it (release_weights dropped the rest).
+    std::vector<void*> used;
+    for (const Step& s : steps_) {
+      for (const auto& [arg, m] : s.args) used.push_back(m.get_data_handle());
+    }
+    std::sort(used.begin(), used.end());
+    std::erase_if(viewed_, [&](const memory& m) {
+      return !std::binary_search(used.begin(), used.end(), m.get_data_handle());
+    });
     // One scratchpad for every primitive (they run one after another).
     scratch_ = memory(
         memory::desc({static_cast<int64_t>(std::max<size_t>(scratch_bytes_, 1))}, dt::u8, tag::a),
@@ -211,9 +223,10 @@ class CpuDelegate {
           s.kernel();
           const std::chrono::duration<double, std::milli> ms =
               std::chrono::steady_clock::now() - t0;
-          // oneDNN's verbose line shape, so bench/layer_report.py reads both.
-          std::fprintf(stderr, "ember_verbose,exec,cpu,%s,,%s,%.4f\n", s.what.c_str(),
-                       s.problem.c_str(), ms.count());
+          // oneDNN's verbose line shape, on stdout as oneDNN's, so that the two interleave in
+          // execution order (bench/layer_report.py reads both).
+          std::printf("ember_verbose,exec,cpu,%s,,%s,%.4f\n", s.what.c_str(), s.problem.c_str(),
+                      ms.count());
         } else {
           s.kernel();
         }
@@ -268,6 +281,7 @@ class CpuDelegate {
       bound_.emplace_back(v, a);
       return v;
     }
+    viewed_.push_back(m);  // a view does not own its storage: this does (see build)
     return memory(md, engine_, m.get_data_handle());
   }
 
@@ -281,6 +295,20 @@ class CpuDelegate {
     const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
     if (e != Error::Ok) {
       refuse("weight '" + w.key + "': " + last_error_message(), Error::NotFound);
+    }
+  }
+
+  // Drops the delegate's hold on the weights that ops [begin, end) were the last to read: a
+  // weight a step reads as it is stays alive through the step; one that was only reordered or
+  // packed into another buffer is freed now (the peak of init is one copy more, not all).
+  void release_weights(size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      for (int32_t t : graph_.ops[i].inputs) {
+        if (t >= 0 && graph_.tensors[t].kind == TensorKind::Weight &&
+            last_use_[t] < static_cast<int>(end)) {
+          mem_[t] = memory();
+        }
+      }
     }
   }
 
@@ -1218,6 +1246,7 @@ class CpuDelegate {
   dnnl::stream stream_;
   const NamedDataMap* named_ = nullptr;
   std::vector<memory> mem_;
+  std::vector<memory> viewed_;  // the storage views were made of (see release_weights)
   std::vector<memory::desc> md_;
   std::vector<memory> out_mem_;
   std::vector<bool> direct_out_;
