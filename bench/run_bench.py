@@ -472,8 +472,10 @@ def layers_text(layers):
     if not layers:
         return ""
     parts = ["## Where the cpu backend's time goes (1 thread)\n\n"
-             "From `bench/layer_report.py` (oneDNN's verbose mode, median of 20 executes): the "
-             "heaviest primitives of one inference, each with its floating-point work "
+             "From `bench/layer_report.py` (oneDNN's verbose mode and Ember's "
+             "`EMBER_CPU_VERBOSE`, median of 20 executes): the heaviest primitives of one "
+             "inference (`ember:` ones are the backend's own kernels: `inverted_residual` is "
+             "a whole fused MobileNet block), each with its floating-point work "
              "(2 x multiply-adds of the direct algorithm) and the rate of that work against the "
              "FMA peak of one core, measured on this machine by `ember_bench_runner --fma-peak`. "
              "Winograd convolutions do fewer multiplies than the direct algorithm, so their "
