@@ -953,11 +953,17 @@ TEST(OwnKernels, MatrixVectorProducts) {
       ASSERT_EQ(comp.graph.ops.size(), 1u);
       const std::vector<at::Tensor> in =
           std::string(post) == "sum" ? std::vector<at::Tensor>{x, res} : std::vector<at::Tensor>{x};
-      DelegateSummary summary;
-      auto out = run(comp, in, {want}, {}, &summary);
-      ASSERT_EQ(out.size(), 1u);
-      expect_close(out[0], want, 1e-4, 1e-4);
-      EXPECT_EQ(summary.matvec_steps, rows == 1 && avx512_supported() ? 1 : 0);
+      static const std::string one = "1", two = "2";
+      for (const std::string* threads : {&one, &two}) {
+        SCOPED_TRACE("threads " + *threads);
+        std::vector<CompileSpec> specs = {
+            {"num_threads", {reinterpret_cast<const uint8_t*>(threads->data()), threads->size()}}};
+        DelegateSummary summary;
+        auto out = run(comp, in, {want}, specs, &summary);
+        ASSERT_EQ(out.size(), 1u);
+        expect_close(out[0], want, 1e-4, 1e-4);
+        EXPECT_EQ(summary.matvec_steps, rows == 1 && avx512_supported() ? 1 : 0);
+      }
     }
   }
 }

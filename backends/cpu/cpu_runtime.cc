@@ -1099,6 +1099,10 @@ class CpuDelegate {
       const auto* x = static_cast<const float*>(handle_of(a));
       auto* y = static_cast<float*>(handle_of(dst));
       const size_t panels = packed->panels.size();
+      if (threads <= 1) {
+        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act);
+        return;
+      }
 #pragma omp parallel num_threads(threads)
       {
         const size_t t = omp_get_thread_num(), nt = omp_get_num_threads();

@@ -6,10 +6,12 @@
 // Run as three oneDNN convolutions, the expanded tensor (6x the block's channels) goes to memory
 // and comes back twice; in MobileNetV2's first blocks that is 5 MB a layer, and those layers run
 // at 10-30% of the FMA peak. This kernel computes the block an output row at a time: each
-// thread keeps the few expanded rows the depthwise windows need in a band of rows (L2), the
+// thread keeps the few expanded rows the depthwise windows need in a ring of rows (L2), the
 // depthwise rows in L1, and writes only the block's output. Each expanded row is computed once
-// per thread (a thread's first rows recompute at most 2 rows of its neighbour's). Narrow blocks
-// (7x7, 14x14) take several output rows a step, so that the 1x1 GEMMs have enough rows.
+// per thread (a thread's first rows recompute at most 2 rows of its neighbour's). Narrow maps
+// take several output rows a step, so that the 1x1 GEMMs (packed_gemm.h) have enough rows. The
+// depthwise pass loads each input column once for the three windows over it. Every buffer is
+// cache-line aligned.
 //
 //   InvertedResidual::Params p;  p.h = 56; ...;  p.expand_w = w1; ...
 //   InvertedResidual k(p, threads);           // packs the weights (copies them), sizes scratch
