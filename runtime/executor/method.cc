@@ -157,6 +157,8 @@ Method::Method(Method&& o) noexcept
       num_outputs_(std::exchange(o.num_outputs_, 0)),
       instructions_(std::exchange(o.instructions_, nullptr)),
       num_instructions_(std::exchange(o.num_instructions_, 0)),
+      views_(std::exchange(o.views_, nullptr)),
+      num_views_(std::exchange(o.num_views_, 0)),
       max_instructions_(o.max_instructions_),
       delegates_(std::exchange(o.delegates_, nullptr)),
       num_delegates_(std::exchange(o.num_delegates_, 0)),
@@ -626,10 +628,7 @@ Error Method::init_instructions() {
         out.kind = Instruction::Kind::Kernel;
         EMBER_TRY(gather_args(call->args(), pc, out));
         out.et_view = std::strcmp(name, kEtView) == 0 && out.num_args == 3;
-        if (out.et_view) {
-          value_flags_[out.args[2] - values_] |= kView;
-          has_views_ = true;
-        }
+        if (out.et_view) value_flags_[out.args[2] - values_] |= kView;
         out.kernel = find_kernel(name);
         if (out.kernel == nullptr) {
           if (std::strstr(missing, name) == nullptr &&
@@ -748,6 +747,20 @@ Error Method::init_instructions() {
       }
       value_flags_[ins.b] |= kView;
       changed = true;
+    }
+  }
+  // The et_view results, whose storage execute clears first (kept as a list: no scan of every
+  // value on each execute).
+  for (size_t v = 0; v < num_values_; ++v) {
+    if ((value_flags_[v] & kView) != 0 && values_[v].is_tensor()) ++num_views_;
+  }
+  if (num_views_ > 0) {
+    EMBER_ASSIGN_OR_RETURN(views_, allocate<Tensor*>(num_views_, "et_view results"));
+    size_t k = 0;
+    for (size_t v = 0; v < num_values_; ++v) {
+      if ((value_flags_[v] & kView) != 0 && values_[v].is_tensor()) {
+        views_[k++] = &values_[v].to_tensor();
+      }
     }
   }
   // Calls that read an et_view result check, when they run, that its et_view ran first (a
@@ -902,13 +915,7 @@ Error Method::execute() {
   // et_view results start each execute with no storage, so a call that reads one before its
   // et_view runs this time fails, instead of reading through last execute's pointer (an input
   // buffer the caller may have freed since).
-  if (has_views_) {
-    for (size_t v = 0; v < num_values_; ++v) {
-      if ((value_flags_[v] & kView) != 0 && values_[v].is_tensor()) {
-        values_[v].to_tensor().set_data(nullptr);
-      }
-    }
-  }
+  for (size_t k = 0; k < num_views_; ++k) views_[k]->set_data(nullptr);
   KernelContext kernel_context{memory_->temp_allocator, &ThreadPool::global()};
   BackendExecuteContext backend_context{memory_->temp_allocator};
   size_t pc = 0;

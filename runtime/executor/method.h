@@ -109,7 +109,8 @@ class Method {
   size_t num_outputs_ = 0;
   Instruction* instructions_ = nullptr;
   size_t num_instructions_ = 0;
-  bool has_views_ = false;  // some value is an et_view result (kView)
+  Tensor** views_ = nullptr;  // the et_view results (kView tensors)
+  size_t num_views_ = 0;
   size_t max_instructions_ = 10'000'000;
   Delegate* delegates_ = nullptr;
   size_t num_delegates_ = 0;

@@ -319,6 +319,50 @@ TEST(Method, EtViewSharesStorageAndIsCheckedBeforeItIsRead) {
   EXPECT_EQ((*bad).load_method("forward", &memory.manager).error(), Error::InvalidProgram);
 }
 
+// An et_view that ran on one execute and is jumped over on the next: the reader gets an error,
+// not the previous execute's pointer (execute clears et_view results first, also in a Method
+// that was moved, as load_method's result is).
+TEST(Method, AnEtViewJumpedOverOnALaterExecuteIsCaught) {
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  MethodSpec m;
+  const int32_t x = m.add(TensorSpec::planned(ScalarType::Float, {2, 3}, 0));
+  const int32_t flag = m.add(TensorSpec::planned(ScalarType::Bool, {1}, 32));
+  const int32_t two = m.add(TensorSpec::constant(ScalarType::Float, {}, float_bytes({2})));
+  TensorSpec view_spec;
+  view_spec.dtype = ScalarType::Float;
+  view_spec.sizes = {6};
+  const int32_t v = m.add(view_spec);
+  const int32_t y = m.add(TensorSpec::planned(ScalarType::Float, {6}, 64));
+  const int32_t size = m.add(IntListSpec{{m.add(int64_t{6})}});
+  m.inputs = {x, flag};
+  m.outputs = {y};
+  m.append<emit::JumpFalseSpec>(flag, 2);                       // 0: if (!flag) goto 2
+  m.call("executorch_prim::et_view", "default", {x, size, v});  // 1
+  m.call("aten::mul", "out", {v, two, y, y});                   // 2
+  m.arena_sizes = {96};
+  Loaded program(write(ProgramSpec{{m}}));
+  ASSERT_TRUE(program.program->ok()) << last_error_message();
+  MethodMemory memory(*(*program).method_meta("forward"));
+  Result<Method> loaded = (*program).load_method("forward", &memory.manager);
+  ASSERT_TRUE(loaded.ok()) << last_error_message();
+  Method method = std::move(*loaded);
+  std::vector<float> in{1, 2, 3, 4, 5, 6};
+  Tensor xt = float_tensor(in, {2, 3});
+  uint8_t on = 1, off = 0;
+  const std::vector<int32_t> one = {1};
+  Result<Tensor> yes = Tensor::make(ScalarType::Bool, one, {}, &on);
+  Result<Tensor> no = Tensor::make(ScalarType::Bool, one, {}, &off);
+  ASSERT_TRUE(yes.ok() && no.ok());
+  ASSERT_EQ(method.set_input(xt, 0), Error::Ok) << last_error_message();
+  ASSERT_EQ(method.set_input(*yes, 1), Error::Ok) << last_error_message();
+  ASSERT_EQ(method.execute(), Error::Ok) << last_error_message();
+  EXPECT_EQ(method.get_output(0)->to_tensor().data<float>()[5], 12.0f);
+  ASSERT_EQ(method.set_input(*no, 1), Error::Ok) << last_error_message();
+  EXPECT_EQ(method.execute(), Error::InvalidProgram);
+  EXPECT_NE(std::string(last_error_message()).find("before its et_view ran"), std::string::npos)
+      << last_error_message();
+}
+
 TEST(Method, SeveralMethodsAndMutableStatePersistAcrossExecutions) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   // "accumulate": state += x, returns state (initial value 10). "scale": y = x * 3.
