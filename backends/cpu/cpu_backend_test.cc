@@ -745,46 +745,31 @@ struct BlockCase {
   int threads;
 };
 
-// The block as ATen computes it, NCHW.
-at::Tensor block_reference(const BlockCase& c, const at::Tensor& x, const at::Tensor& we,
-                           const at::Tensor& be, const at::Tensor& wd, const at::Tensor& bd,
-                           const at::Tensor& wp, const at::Tensor& bp) {
-  at::Tensor e = x;
-  if (c.expand) e = at::clamp(at::conv2d(x, we, be), c.act.lo, c.act.hi);
-  at::Tensor d = at::clamp(at::conv2d(e, wd, bd, {c.stride, c.stride}, {1, 1}, {1, 1}, c.ce),
-                           c.act.lo, c.act.hi);
-  at::Tensor y = at::conv2d(d, wp, bp);
-  return c.residual ? y + x : y;
-}
+// A block's random weights (PyTorch layouts), ATen's result for it, and the kernel's parameters.
+struct Block {
+  BlockCase c;
+  at::Tensor we, be, wd, bd, wp, bp;
 
-// The kernel itself (any size: the backend's L2 rule does not apply here), NHWC, against ATen:
-// strides 1 and 2, with and without expansion (channels a multiple of 16 read in place, or
-// not), residual, relu / relu6 / none, odd and tiny sizes, batches, 1-3 threads.
-TEST(OwnKernels, InvertedResidualMatchesAten) {
-  if (!InvertedResidual::supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
-  at::manual_seed(21);
-  const float inf = std::numeric_limits<float>::infinity();
-  const std::vector<BlockCase> cases = {
-      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 1},
-      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 2},
-      {1, 112, 112, 16, 96, 24, 2, true, false, {0, 6}, 2},
-      {2, 13, 11, 5, 30, 5, 1, true, true, {0, inf}, 2},
-      {3, 9, 10, 32, 32, 7, 2, false, false, {0, 6}, 2},       // in place
-      {1, 9, 10, 20, 20, 7, 2, false, false, {-inf, inf}, 1},  // copied
-      {2, 7, 7, 160, 960, 320, 1, true, false, {0, 6}, 3},
-      {1, 1, 1, 16, 40, 16, 1, true, true, {0, 6}, 2},
-      {3, 2, 3, 16, 40, 8, 2, true, false, {0, 6}, 2},
-      {1, 30, 31, 24, 144, 24, 1, true, true, {-1, 1}, 2},
-      {1, 17, 18, 32, 32, 16, 2, false, false, {0, 6}, 2},
-  };
-  for (size_t i = 0; i < cases.size(); ++i) {
-    SCOPED_TRACE("case " + std::to_string(i));
-    const BlockCase& c = cases[i];
-    at::Tensor x = at::randn({c.batch, c.cin, c.h, c.w});
-    at::Tensor we = at::randn({c.ce, c.cin, 1, 1}) * 0.3, be = at::randn({c.ce}) * 0.1;
-    at::Tensor wd = at::randn({c.ce, 1, 3, 3}) * 0.3, bd = at::randn({c.ce}) * 0.1;
-    at::Tensor wp = at::randn({c.cout, c.ce, 1, 1}) * 0.1, bp = at::randn({c.cout}) * 0.1;
-    at::Tensor want = block_reference(c, x, we, be, wd, bd, wp, bp);
+  explicit Block(const BlockCase& k)
+      : c(k),
+        we(at::randn({k.ce, k.cin, 1, 1}) * 0.3),
+        be(at::randn({k.ce}) * 0.1),
+        wd(at::randn({k.ce, 1, 3, 3}) * 0.3),
+        bd(at::randn({k.ce}) * 0.1),
+        wp(at::randn({k.cout, k.ce, 1, 1}) * 0.1),
+        bp(at::randn({k.cout}) * 0.1) {}
+
+  // The block as ATen computes it, NCHW.
+  at::Tensor reference(const at::Tensor& x) const {
+    at::Tensor e = x;
+    if (c.expand) e = at::clamp(at::conv2d(x, we, be), c.act.lo, c.act.hi);
+    at::Tensor d = at::clamp(at::conv2d(e, wd, bd, {c.stride, c.stride}, {1, 1}, {1, 1}, c.ce),
+                             c.act.lo, c.act.hi);
+    at::Tensor y = at::conv2d(d, wp, bp);
+    return c.residual ? y + x : y;
+  }
+
+  InvertedResidual::Params params() const {
     InvertedResidual::Params p;
     p.batch = c.batch;
     p.h = c.h;
@@ -803,50 +788,67 @@ TEST(OwnKernels, InvertedResidualMatchesAten) {
     p.dw_act = c.act;
     p.project_w = wp.data_ptr<float>();
     p.project_b = bp.data_ptr<float>();
-    InvertedResidual kernel(p, c.threads);
+    return p;
+  }
+};
+
+// The kernel's result for NCHW `x`, NCHW (it runs NHWC).
+at::Tensor run_block(InvertedResidual& kernel, const BlockCase& c, const at::Tensor& x) {
+  at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
+  at::Tensor got = at::full({c.batch, kernel.out_h(), kernel.out_w(), c.cout}, NAN);
+  kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
+             got.data_ptr<float>());
+  return got.permute({0, 3, 1, 2});
+}
+
+// The kernel itself (any size: the backend's L2 rule does not apply here), NHWC, against ATen:
+// strides 1 and 2, with and without expansion (channels a multiple of 16 read in place, or
+// not), residual, relu / relu6 / none, odd and tiny sizes, batches, 1-3 threads.
+TEST(OwnKernels, InvertedResidualMatchesAten) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(21);
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<BlockCase> cases = {
+      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 1},
+      {1, 56, 56, 24, 144, 24, 1, true, true, {0, 6}, 2},
+      {1, 112, 112, 16, 96, 24, 2, true, false, {0, 6}, 2},
+      {2, 13, 11, 5, 30, 5, 1, true, true, {0, inf}, 2},
+      {3, 9, 10, 32, 32, 7, 2, false, false, {0, 6}, 2},       // in place
+      {1, 9, 10, 20, 20, 7, 2, false, false, {-inf, inf}, 1},  // copied
+      {2, 7, 7, 160, 960, 320, 1, true, false, {0, 6}, 3},
+      {1, 1, 1, 16, 40, 16, 1, true, true, {0, 6}, 2},
+      {3, 2, 3, 16, 40, 8, 2, true, false, {0, 6}, 2},
+      {1, 30, 31, 24, 144, 24, 1, true, true, {-1, 1}, 2},
+      {1, 17, 18, 32, 32, 16, 2, false, false, {0, 6}, 2},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const BlockCase& c = cases[i];
+    const Block block(c);
+    at::Tensor x = at::randn({c.batch, c.cin, c.h, c.w});
+    at::Tensor want = block.reference(x);
+    InvertedResidual kernel(block.params(), c.threads);
     ASSERT_EQ(kernel.out_h(), want.size(2));
     ASSERT_EQ(kernel.out_w(), want.size(3));
-    at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
-    at::Tensor got = at::full({c.batch, want.size(2), want.size(3), c.cout}, NAN);
-    kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
-               got.data_ptr<float>());
-    expect_close(got.permute({0, 3, 1, 2}), want, 1e-4, 1e-4);
+    at::Tensor got = run_block(kernel, c, x);
+    expect_close(got, want, 1e-4, 1e-4);
     // A second run gives the same bits (nothing left over from the first).
-    at::Tensor again = at::full_like(got, NAN);
-    kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
-               again.data_ptr<float>());
-    EXPECT_TRUE(at::equal(again, got));
+    EXPECT_TRUE(at::equal(run_block(kernel, c, x), got));
   }
 }
 
 // NaN in the input comes out as NaN where PyTorch's does (oneDNN's clip would make it a number).
 TEST(OwnKernels, InvertedResidualPropagatesNan) {
-  if (!InvertedResidual::supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
   at::manual_seed(22);
   const BlockCase c{1, 12, 12, 16, 32, 16, 1, true, true, {0, 6}, 2};
+  const Block block(c);
   at::Tensor x = at::randn({1, 16, 12, 12});
   x.index_put_({0, 3, 5, 7}, NAN);
-  at::Tensor we = at::randn({32, 16, 1, 1}), be = at::randn({32});
-  at::Tensor wd = at::randn({32, 1, 3, 3}), bd = at::randn({32});
-  at::Tensor wp = at::randn({16, 32, 1, 1}), bp = at::randn({16});
-  at::Tensor want = block_reference(c, x, we, be, wd, bd, wp, bp);
+  at::Tensor want = block.reference(x);
   ASSERT_GT(at::isnan(want).sum().item<int64_t>(), 1);
-  InvertedResidual::Params p;
-  p.h = p.w = 12;
-  p.cin = p.cout = 16;
-  p.ce = 32;
-  p.expand_w = we.data_ptr<float>();
-  p.expand_b = be.data_ptr<float>();
-  p.dw_w = wd.data_ptr<float>();
-  p.dw_b = bd.data_ptr<float>();
-  p.project_w = wp.data_ptr<float>();
-  p.project_b = bp.data_ptr<float>();
-  p.expand_act = p.dw_act = c.act;
-  InvertedResidual kernel(p, 2);
-  at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
-  at::Tensor got = at::empty({1, 12, 12, 16});
-  kernel.run(src.data_ptr<float>(), src.data_ptr<float>(), got.data_ptr<float>());
-  got = got.permute({0, 3, 1, 2});
+  InvertedResidual kernel(block.params(), c.threads);
+  at::Tensor got = run_block(kernel, c, x);
   EXPECT_TRUE(at::isnan(got).equal(at::isnan(want)));
   at::Tensor keep = at::logical_not(at::isnan(want));
   expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
@@ -912,7 +914,7 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
       auto out = run(comp, {x}, {want}, specs, &summary);
       ASSERT_EQ(out.size(), 1u);
       expect_close(out[0], want, 1e-4, 1e-4);
-      EXPECT_EQ(summary.inverted_residual_blocks, own && InvertedResidual::supported() ? 1 : 0);
+      EXPECT_EQ(summary.inverted_residual_blocks, own && avx512_supported() ? 1 : 0);
     }
   }
 }

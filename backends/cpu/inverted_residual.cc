@@ -113,8 +113,6 @@ EMBER_AVX512 void copy_row(const float* in, int64_t c, int64_t w, float* out, in
 
 }  // namespace
 
-bool InvertedResidual::supported() { return avx512_supported(); }
-
 InvertedResidual::InvertedResidual(const Params& p, int threads)
     : p_(p), threads_(std::max(threads, 1)) {
   out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1

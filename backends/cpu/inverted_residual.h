@@ -19,8 +19,9 @@
 //
 // Activations are clamps: relu is [0, inf), relu6/hardtanh [lo, hi], none (-inf, inf); NaN passes
 // through as NaN, as in PyTorch. Sums are in a different order from ATen's, so results agree to
-// rounding (the tests compare with ATen at 1e-4). The kernel needs AVX-512F: `supported()` says
-// whether this CPU has it; callers fall back to oneDNN when it does not.
+// rounding (the tests compare with ATen at 1e-4). The kernel needs AVX-512F:
+// `avx512_supported()` (packed_gemm.h) says whether this CPU has it; callers fall back to oneDNN
+// when it does not.
 #pragma once
 
 #include <cstdint>
@@ -46,9 +47,6 @@ class InvertedResidual {
     const float* project_b = nullptr;
     Clamp expand_act, dw_act, project_act;  // project_act applies after the residual
   };
-
-  // Whether this CPU can run the kernel (AVX-512F).
-  static bool supported();
 
   // Runs on `threads` OpenMP threads (at most one per output row).
   InvertedResidual(const Params& p, int threads);
