@@ -79,13 +79,15 @@ def flops(kind, problem):
             spatial *= _int(r"o%s(\d+)" % axis, problem, 1)
             kernel *= _int(r"k%s(\d+)" % axis, problem, 1)
         return 2 * mb * oc * spatial * (ic // max(g, 1)) * kernel
-    if kind == "inverted_residual":  # Ember's: [1x1 expand] -> 3x3 depthwise -> 1x1 project
+    if kind == "inverted_residual":  # Ember's: [1x1 expand | 3x3 stem] -> 3x3 dw -> 1x1 project
         mb = _int(r"mb(\d+)", problem, 1)
         ic, ec, oc = (_int(r"ic(\d+)", problem, 0), _int(r"ec(\d+)", problem, 0),
                       _int(r"oc(\d+)", problem, 0))
         ih, iw = _int(r"ih(\d+)", problem, 0), _int(r"iw(\d+)", problem, 0)
         out = _int(r"oh(\d+)", problem, 0) * _int(r"ow(\d+)", problem, 0)
         expand = ih * iw * ic * ec if "_expand" in problem else 0
+        if "_stem3x3" in problem:  # ih, iw: the stem's output; ic: the image's channels
+            expand = ih * iw * ic * ec * 9
         return 2 * mb * (expand + out * ec * 9 + out * ec * oc)
     if kind == "matmul":
         parts = problem.split(":")

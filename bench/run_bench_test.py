@@ -138,6 +138,10 @@ class LayerReportTest(unittest.TestCase):
         # without expansion: depthwise and projection only
         self.assertEqual(lr.flops("inverted_residual", "mb2_ic32ec32oc16_ih8oh8_iw8ow8_s1"),
                          2 * 2 * (64 * 32 * 9 + 64 * 32 * 16))
+        # a stem (3x3 of a 3-channel image, stride 2, to 112x112x32) in place of the expansion
+        self.assertEqual(lr.flops("inverted_residual",
+                                  "mb1_ic3ec32oc16_ih112oh112_iw112ow112_s1_stem3x3s2"),
+                         2 * 112 * 112 * 32 * (3 * 9 + 9 + 16))
         self.assertEqual(lr.flops("pooling_v2", "mb1ic1280_ih7oh1kh7sh7dh0ph0_iw7ow1kw7sw7dw0pw0"),
                          0)
 

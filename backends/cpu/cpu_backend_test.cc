@@ -739,19 +739,22 @@ TEST(OwnKernels, PackedGemmMatchesAten) {
 }
 
 struct BlockCase {
-  int64_t batch, h, w, cin, ce, cout, stride;
+  int64_t batch, h, w, cin, ce, cout, stride;  // h, w, cin: the image's with a stem
   bool expand, residual;
-  Clamp act;  // after the expansion and the depthwise convolution
+  Clamp act;  // after the expansion (or stem) and the depthwise convolution
   int threads;
+  int64_t stem_stride = 0;  // 1 or 2: a 3x3 stem in place of the expansion
 };
 
 // A block's random weights (PyTorch layouts), ATen's result for it, and the kernel's parameters.
 struct Block {
   BlockCase c;
-  at::Tensor we, be, wd, bd, wp, bp;
+  at::Tensor ws, bs, we, be, wd, bd, wp, bp;
 
   explicit Block(const BlockCase& k)
       : c(k),
+        ws(at::randn({k.ce, k.cin, 3, 3}) * 0.3),
+        bs(at::randn({k.ce}) * 0.1),
         we(at::randn({k.ce, k.cin, 1, 1}) * 0.3),
         be(at::randn({k.ce}) * 0.1),
         wd(at::randn({k.ce, 1, 3, 3}) * 0.3),
@@ -763,6 +766,10 @@ struct Block {
   at::Tensor reference(const at::Tensor& x) const {
     at::Tensor e = x;
     if (c.expand) e = at::clamp(at::conv2d(x, we, be), c.act.lo, c.act.hi);
+    if (c.stem_stride > 0) {
+      e = at::clamp(at::conv2d(x, ws, bs, {c.stem_stride, c.stem_stride}, {1, 1}), c.act.lo,
+                    c.act.hi);
+    }
     at::Tensor d = at::clamp(at::conv2d(e, wd, bd, {c.stride, c.stride}, {1, 1}, {1, 1}, c.ce),
                              c.act.lo, c.act.hi);
     at::Tensor y = at::conv2d(d, wp, bp);
@@ -778,6 +785,16 @@ struct Block {
     p.ce = c.ce;
     p.cout = c.cout;
     p.stride = c.stride;
+    if (c.stem_stride > 0) {
+      p.stem_w = ws.data_ptr<float>();
+      p.stem_b = bs.data_ptr<float>();
+      p.stem_stride = c.stem_stride;
+      p.image_h = c.h;
+      p.image_w = c.w;
+      p.h = (c.h - 1) / c.stem_stride + 1;
+      p.w = (c.w - 1) / c.stem_stride + 1;
+      p.expand_act = c.act;
+    }
     if (c.expand) {
       p.expand_w = we.data_ptr<float>();
       p.expand_b = be.data_ptr<float>();
@@ -792,9 +809,9 @@ struct Block {
   }
 };
 
-// The kernel's result for NCHW `x`, NCHW (it runs NHWC).
+// The kernel's result for NCHW `x`, NCHW (it runs NHWC; a stem reads the NCHW image).
 at::Tensor run_block(InvertedResidual& kernel, const BlockCase& c, const at::Tensor& x) {
-  at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
+  at::Tensor src = c.stem_stride > 0 ? x.contiguous() : x.permute({0, 2, 3, 1}).contiguous();
   at::Tensor got = at::full({c.batch, kernel.out_h(), kernel.out_w(), c.cout}, NAN);
   kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
              got.data_ptr<float>());
@@ -803,7 +820,7 @@ at::Tensor run_block(InvertedResidual& kernel, const BlockCase& c, const at::Ten
 
 // The kernel itself (any size: the backend's L2 rule does not apply here), NHWC, against ATen:
 // strides 1 and 2, with and without expansion (channels a multiple of 16 read in place, or
-// not), residual, relu / relu6 / none, odd and tiny sizes, batches, 1-3 threads.
+// not), with a stem, residual, relu / relu6 / none, odd and tiny sizes, batches, 1-3 threads.
 TEST(OwnKernels, InvertedResidualMatchesAten) {
   if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
   at::manual_seed(21);
@@ -820,6 +837,12 @@ TEST(OwnKernels, InvertedResidualMatchesAten) {
       {3, 2, 3, 16, 40, 8, 2, true, false, {0, 6}, 2},
       {1, 30, 31, 24, 144, 24, 1, true, true, {-1, 1}, 2},
       {1, 17, 18, 32, 32, 16, 2, false, false, {0, 6}, 2},
+      // A stem (3x3 of the image, stride 2 or 1) in place of the expansion: even and odd image
+      // sizes (the right padding column read or not), 1-3 image channels, 1-3 threads.
+      {1, 224, 224, 3, 32, 16, 1, false, false, {0, 6}, 2, 2},
+      {2, 15, 17, 3, 32, 16, 2, false, false, {0, 6}, 3, 2},
+      {1, 9, 8, 1, 20, 7, 1, false, false, {-inf, inf}, 1, 1},
+      {3, 6, 5, 2, 48, 24, 2, false, false, {0, inf}, 2, 2},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -865,27 +888,36 @@ std::string conv_groups_call(const std::string& x, const std::string& w, const s
 
 // Through the backend: MobileNetV2 blocks (batch norm folded, relu6, residual) whose expanded
 // tensor is 4.8 MB (past any core's L2) run as one fused step, and match ATen; with
-// ember_kernels=off they run on oneDNN, and match ATen too.
+// ember_kernels=off they run on oneDNN, and match ATen too. So does MobileNetV2's first block with
+// its stem (the image's 3x3 stride-2 convolution) in place of the expansion.
 TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
   at::manual_seed(23);
-  for (int stride : {1, 2}) {
-    SCOPED_TRACE("stride " + std::to_string(stride));
-    const int64_t cin = 24, ce = 96, cout = stride == 1 ? 24 : 32, hw = 112;
+  for (const char* variant : {"stride 1", "stride 2", "stem"}) {
+    SCOPED_TRACE(variant);
+    const bool stem = std::string(variant) == "stem";
+    const int stride = std::string(variant) == "stride 2" ? 2 : 1;
+    const int k1 = stem ? 3 : 1, s1 = stem ? 2 : 1;  // the first convolution
+    const int64_t cin = stem ? 3 : 24, ce = stem ? 32 : 96,
+                  cout = stem          ? 16
+                         : stride == 1 ? 24
+                                       : 32;
+    const int64_t hw = stem ? 224 : 112;
     at::Tensor x = at::randn({1, cin, hw, hw});
-    at::Tensor w1 = at::randn({ce, cin, 1, 1}) * 0.2, w2 = at::randn({ce, 1, 3, 3}) * 0.3;
+    at::Tensor w1 = at::randn({ce, cin, k1, k1}) * 0.2, w2 = at::randn({ce, 1, 3, 3}) * 0.3;
     at::Tensor w3 = at::randn({cout, ce, 1, 1}) * 0.1;
     Bn bn1(ce), bn2(ce), bn3(cout);
-    at::Tensor c1 = conv2d(x, w1, at::Tensor(), 1, 0);
+    at::Tensor c1 = conv2d(x, w1, at::Tensor(), s1, k1 / 2);
     at::Tensor r1 = at::hardtanh(bn1.apply(c1), 0, 6);
     at::Tensor c2 =
         at::convolution(r1, w2, at::Tensor(), {stride, stride}, {1, 1}, {1, 1}, false, {0, 0}, ce);
     at::Tensor r2 = at::hardtanh(bn2.apply(c2), 0, 6);
     at::Tensor c3 = conv2d(r2, w3, at::Tensor(), 1, 0);
     at::Tensor b3 = bn3.apply(c3);
-    at::Tensor want = stride == 1 ? b3 + x : b3;
+    const bool residual = !stem && stride == 1;
+    at::Tensor want = residual ? b3 + x : b3;
     Prog p;
     auto xi = p.input("x", x);
-    auto c1i = p.node("c1", c1, conv_call(xi, p.weight("w1", w1), "none", 1, 0));
+    auto c1i = p.node("c1", c1, conv_call(xi, p.weight("w1", w1), "none", s1, k1 / 2));
     auto bn1i = bn1.call(p, "bn1", c1i, c1);
     auto r1i =
         p.node("r1", r1, "aten::hardtanh.default(self=" + bn1i + ", min_val=0.0, max_val=6.0)");
@@ -895,9 +927,8 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
         p.node("r2", r2, "aten::hardtanh.default(self=" + bn2i + ", min_val=0.0, max_val=6.0)");
     auto c3i = p.node("c3", c3, conv_call(r2i, p.weight("w3", w3), "none", 1, 0));
     auto b3i = bn3.call(p, "bn3", c3i, c3);
-    p.outputs = {stride == 1
-                     ? p.node("y", want, "aten::add.Tensor(self=" + b3i + ", other=" + xi + ")")
-                     : b3i};
+    p.outputs = {
+        residual ? p.node("y", want, "aten::add.Tensor(self=" + b3i + ", other=" + xi + ")") : b3i};
     auto prog = parse_text(p.text());
     ASSERT_NE(prog, nullptr);
     Compiled comp = compile(*prog);

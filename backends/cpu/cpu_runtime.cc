@@ -106,6 +106,12 @@ std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
 
 constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
 
+// A 3x3 convolution of at most this many channels (an image's: RGB, RGBA) before a depthwise block
+// is fused into it as its stem: oneDNN runs such a convolution at half the FMA peak, and the
+// image's reorder to channels-last and the 3x3's output (32 x 112 x 112 floats in MobileNetV2)
+// never go to memory.
+constexpr int64_t kMaxStemChannels = 4;
+
 struct Step {
   dnnl::primitive prim;          // a oneDNN primitive, or
   std::function<void()> kernel;  // one of Ember's own kernels, and for EMBER_CPU_VERBOSE:
@@ -735,13 +741,21 @@ class CpuDelegate {
     return static_cast<const float*>(keep->back().get_data_handle());
   }
 
-  // Ops i.. as [1x1 expand] -> 3x3 depthwise -> 1x1 project, run as one InvertedResidual step;
-  // the number of ops it replaced, or 0 (they are then built one by one).
+  // Ops i.. as [1x1 expand | 3x3 stem] -> 3x3 depthwise -> 1x1 project, run as one
+  // InvertedResidual step; the number of ops it replaced, or 0 (they are then built one by one).
   size_t try_inverted_residual(size_t i) {
     const std::vector<OpDesc>& ops = graph_.ops;
     size_t at = i;
     const OpDesc* expand = nullptr;
-    if (plain_conv2d_stride(ops[at], 1) == 1 && ops[at].ints[1] == 1) expand = &ops[at++];
+    const OpDesc* stem = nullptr;  // MobileNet's first convolution, of an image
+    const int64_t stem_stride = plain_conv2d_stride(ops[at], 3);
+    if (plain_conv2d_stride(ops[at], 1) == 1 && ops[at].ints[1] == 1) {
+      expand = &ops[at++];
+    } else if ((stem_stride == 1 || stem_stride == 2) && ops[at].ints[1] == 1 &&
+               graph_.tensors[ops[at].inputs[1]].dims[1] <= kMaxStemChannels) {
+      stem = &ops[at++];
+    }
+    const OpDesc* first = expand != nullptr ? expand : stem;  // null: the depthwise op
     if (at + 1 >= ops.size()) return 0;
     const OpDesc& dw = ops[at];
     const OpDesc& project = ops[at + 1];
@@ -750,7 +764,7 @@ class CpuDelegate {
         project.ints[1] != 1 || project.inputs[0] != dw.output || !private_to(dw.output, at + 1)) {
       return 0;
     }
-    const std::vector<int64_t>& sd = graph_.tensors[(expand ? expand : &dw)->inputs[0]].dims;
+    const std::vector<int64_t>& sd = graph_.tensors[(first ? first : &dw)->inputs[0]].dims;
     const std::vector<int64_t>& ed = graph_.tensors[dw.inputs[0]].dims;
     const std::vector<int64_t>& od = graph_.tensors[project.output].dims;
     const int64_t ce = ed.size() == 4 ? ed[1] : 0;
@@ -759,10 +773,10 @@ class CpuDelegate {
       return 0;
     }
     InvertedResidual::Params p;
-    if (expand != nullptr) {
-      if (expand->output != dw.inputs[0] || !private_to(expand->output, at) ||
-          !is_constant(expand->inputs[1]) || !is_constant(expand->inputs[2]) ||
-          !as_clamp(expand->post_ops, &p.expand_act)) {
+    if (first != nullptr) {
+      if (first->output != dw.inputs[0] || !private_to(first->output, at) ||
+          !is_constant(first->inputs[1]) || !is_constant(first->inputs[2]) ||
+          !as_clamp(first->post_ops, &p.expand_act)) {
         return 0;
       }
     }
@@ -776,13 +790,20 @@ class CpuDelegate {
     if (residual >= 0 && graph_.tensors[residual].dims != od) return 0;
     // Only where the expanded tensor of one image outgrows a core's L2 cache: smaller, oneDNN's
     // three convolutions keep it in L2 and are as fast or faster (docs/backends/cpu.md).
-    if (ce * sd[2] * sd[3] * static_cast<int64_t>(sizeof(float)) < l2_bytes()) return 0;
+    if (ce * ed[2] * ed[3] * static_cast<int64_t>(sizeof(float)) < l2_bytes()) return 0;
     // The sizes were checked against each other when the blob was parsed only as far as the
     // graph format goes; the kernel trusts them, so every one is checked here.
     p.batch = sd[0];
     p.cin = sd[1];
     p.h = sd[2];
     p.w = sd[3];
+    if (stem != nullptr) {
+      p.stem_stride = stem_stride;
+      p.image_h = sd[2];
+      p.image_w = sd[3];
+      p.h = (sd[2] - 1) / stem_stride + 1;
+      p.w = (sd[3] - 1) / stem_stride + 1;
+    }
     p.ce = ce;
     p.cout = od.size() == 4 ? od[1] : 0;
     p.stride = stride;
@@ -793,12 +814,12 @@ class CpuDelegate {
     if (p.h < 1 || p.w < 1 || ed != want_e || od != want_o ||
         graph_.tensors[dw.output].dims != want_d ||
         graph_.tensors[project.inputs[1]].dims != std::vector<int64_t>{p.cout, ce, 1, 1} ||
-        (expand == nullptr
-             ? p.cin != ce
-             : graph_.tensors[expand->inputs[1]].dims != std::vector<int64_t>{ce, p.cin, 1, 1})) {
+        (first == nullptr ? p.cin != ce
+                          : graph_.tensors[first->inputs[1]].dims !=
+                                std::vector<int64_t>{ce, p.cin, stem ? 3 : 1, stem ? 3 : 1})) {
       return 0;
     }
-    for (const OpDesc* op : {expand, &dw, &project}) {
+    for (const OpDesc* op : {first, &dw, &project}) {
       if (op != nullptr && op->inputs[2] >= 0 &&
           checked_numel(graph_.tensors[op->inputs[2]].dims) !=
               graph_.tensors[op->inputs[1]].dims[0]) {
@@ -809,14 +830,17 @@ class CpuDelegate {
     if (expand != nullptr) {
       p.expand_w = weight_data(expand->inputs[1], &keep);
       p.expand_b = weight_data(expand->inputs[2], &keep);
+    } else if (stem != nullptr) {
+      p.stem_w = weight_data(stem->inputs[1], &keep);
+      p.stem_b = weight_data(stem->inputs[2], &keep);
     }
     p.dw_w = weight_data(dw.inputs[1], &keep);
     p.dw_b = weight_data(dw.inputs[2], &keep);
     p.project_w = weight_data(project.inputs[1], &keep);
     p.project_b = weight_data(project.inputs[2], &keep);
     auto kernel = std::make_shared<InvertedResidual>(p, threads_);
-    const int32_t in_id = (expand ? expand : &dw)->inputs[0];
-    memory src = as(in_id, nhwc_md(sd));
+    const int32_t in_id = (first ? first : &dw)->inputs[0];
+    memory src = as(in_id, stem ? plain_md(to_dims(sd), dt::f32) : nhwc_md(sd));
     memory res = residual >= 0 ? as(residual, nhwc_md(od)) : memory();
     // cur_op_ is still i: the output's buffer is one that no tensor read by ops i.. uses (the
     // kernel reads its input and summand while it writes).
@@ -830,7 +854,9 @@ class CpuDelegate {
                 std::to_string(ce) + "oc" + std::to_string(p.cout) + "_ih" + std::to_string(p.h) +
                 "oh" + std::to_string(oh) + "_iw" + std::to_string(p.w) + "ow" +
                 std::to_string(ow) + "_s" + std::to_string(stride) +
-                (expand != nullptr ? "_expand" : "") + (residual >= 0 ? "_residual" : "");
+                (expand != nullptr ? "_expand" : "") +
+                (stem != nullptr ? "_stem3x3s" + std::to_string(stem_stride) : "") +
+                (residual >= 0 ? "_residual" : "");
     s.kernel = [kernel, src, res, dst]() {
       kernel->run(static_cast<const float*>(handle_of(src)),
                   res ? static_cast<const float*>(handle_of(res)) : nullptr,

@@ -130,9 +130,25 @@ InvertedResidual::InvertedResidual(const Params& p, int threads)
   group_ = std::clamp<int64_t>((48 + out_w_ - 1) / out_w_, 1, 8);
   if (p.expand_w != nullptr) expand_ = PackedMatrix::pack(p.expand_w, p.expand_b, p.cin, p.ce);
   has_expand_ = p.expand_w != nullptr;
+  has_stem_ = p.stem_w != nullptr;
+  if (has_stem_) {
+    // [ce][cin][3][3] is the GEMM's [n][k], taps in (channel, ky, kx) order; tap (c, ky, kx) of
+    // output column x reads image row c * 3 + ky, padded column x * stride + kx.
+    expand_ = PackedMatrix::pack(p.stem_w, p.stem_b, p.cin * 9, p.ce);
+    image_row_floats_ = p.image_w + 2;
+    for (int64_t c = 0; c < p.cin; ++c) {
+      for (int64_t ky = 0; ky < 3; ++ky) {
+        for (int64_t kx = 0; kx < 3; ++kx) {
+          stem_taps_.push_back(static_cast<int32_t>((c * 3 + ky) * image_row_floats_ + kx));
+        }
+      }
+    }
+  }
   // The caller's weights are copied; nothing points at them any more.
   p_.expand_w = p_.expand_b = p_.dw_w = p_.dw_b = p_.project_w = p_.project_b = nullptr;
-  scratch_per_thread_ = ((group_ * p.stride + 2) * p.w + group_ * out_w_) * ce_pad_;
+  p_.stem_w = p_.stem_b = nullptr;
+  scratch_per_thread_ = ((group_ * p.stride + 2) * p.w + group_ * out_w_) * ce_pad_ +
+                        round_up(p.cin * 3 * image_row_floats_);
   // Zeroed once: the padding channels of the band rows are read (and never used) by the
   // depthwise pass.
   scratch_.assign(scratch_per_thread_ * threads_, 0.f);
@@ -165,7 +181,8 @@ EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* resi
   const int64_t row_floats = w * ce_pad_;
   float* band = scratch;
   float* dw_rows = scratch + slots * row_floats;
-  const bool in_place = !has_expand_ && cin == ce_pad_;
+  float* image_rows = dw_rows + group_ * out_w_ * ce_pad_;  // with a stem: [cin][3][iw + 2]
+  const bool in_place = !has_expand_ && !has_stem_ && cin == ce_pad_;
   auto input_row = [&](int64_t img, int64_t y) -> const float* {
     return in_place ? src + (img * h + y) * w * cin : band + (y % slots) * row_floats;
   };
@@ -181,7 +198,10 @@ EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* resi
     const int64_t from = std::max(first, band_last + 1);
     // Consecutive rows in consecutive slots go through one GEMM (rows w at a time: the
     // expansion's weights are streamed once a run, and narrow blocks get enough rows).
-    for (int64_t y = from; y <= last && !in_place;) {
+    for (int64_t y = from; y <= last && has_stem_; ++y) {
+      stem_row(src, img, y, image_rows, band + (y % slots) * row_floats);
+    }
+    for (int64_t y = from; y <= last && !in_place && !has_stem_;) {
       const int64_t run = std::min(last + 1 - y, slots - y % slots);
       const float* in = src + ((img * h + y) * w) * cin;
       float* slot = band + (y % slots) * row_floats;
@@ -216,6 +236,26 @@ EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* resi
          p_.project_act);
     row += rows;
   }
+}
+
+// Row y of the stem's output, [w][ce_pad]: the 3 x cin image rows its windows cover, zero-padded
+// left and right (zero rows past the top and bottom), then one GEMM over the patches in place.
+EMBER_AVX512 void InvertedResidual::stem_row(const float* src, int64_t img, int64_t y,
+                                             float* image_rows, float* out) {
+  const int64_t ih = p_.image_h, iw = p_.image_w, s = p_.stem_stride;
+  for (int64_t c = 0; c < p_.cin; ++c) {
+    for (int64_t ky = 0; ky < 3; ++ky) {
+      float* row = image_rows + (c * 3 + ky) * image_row_floats_;
+      const int64_t iy = y * s - 1 + ky;
+      if (iy < 0 || iy >= ih) {
+        std::fill(row, row + image_row_floats_, 0.f);
+        continue;
+      }
+      row[0] = row[iw + 1] = 0.f;
+      std::copy_n(src + ((img * p_.cin + c) * ih + iy) * iw, iw, row + 1);
+    }
+  }
+  gemm_gathered(p_.w, expand_, image_rows, s, stem_taps_.data(), out, ce_pad_, p_.expand_act);
 }
 
 }  // namespace ember::cpu

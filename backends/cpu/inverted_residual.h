@@ -45,6 +45,13 @@ class InvertedResidual {
     const float* dw_b = nullptr;
     const float* project_w = nullptr;
     const float* project_b = nullptr;
+    // Or a stem in place of the expansion (MobileNet's first convolution): a 3x3 convolution,
+    // padding 1, of an NCHW image [batch][cin][image_h][image_w] into the ce channels; h and w
+    // are then its output's. stem_w [ce, cin, 3, 3]. Its activation is expand_act.
+    const float* stem_w = nullptr;
+    const float* stem_b = nullptr;
+    int64_t stem_stride = 1;  // 1 or 2
+    int64_t image_h = 0, image_w = 0;
     Clamp expand_act, dw_act, project_act;  // project_act applies after the residual
   };
 
@@ -54,25 +61,30 @@ class InvertedResidual {
   int64_t out_h() const { return out_h_; }
   int64_t out_w() const { return out_w_; }
 
-  // dst[b, y, x, c] for the whole batch; `residual` (null: none) has dst's shape, NHWC. `src` and
-  // `residual` must not overlap `dst`. Not reentrant: one call at a time per object (the scratch
-  // rows are the object's).
+  // dst[b, y, x, c] for the whole batch; `src` is NHWC, or the NCHW image with a stem;
+  // `residual` (null: none) has dst's shape, NHWC. `src` and `residual` must not overlap `dst`. Not
+  // reentrant: one call at a time per object (the scratch rows are the object's).
   void run(const float* src, const float* residual, float* dst);
 
  private:
   // Output rows [row_begin, row_end) of the batch (image * out_h + y).
   void run_rows(const float* src, const float* residual, float* dst, int64_t row_begin,
                 int64_t row_end, float* scratch);
+  // Row y of the stem's output for image img into `out` ([w][ce_pad]).
+  void stem_row(const float* src, int64_t img, int64_t y, float* image_rows, float* out);
 
   Params p_;
   int threads_ = 1;
   int64_t out_h_ = 0, out_w_ = 0;
   int64_t ce_pad_ = 0;  // expanded channels rounded up to 16 (one vector)
   bool has_expand_ = false;
-  PackedMatrix expand_;
-  AlignedFloats dw_w_, dw_b_;  // [9][ce_pad], [ce_pad]
+  PackedMatrix expand_;  // the expansion's or the stem's weights
+  bool has_stem_ = false;
+  std::vector<int32_t> stem_taps_;  // offset of each of the stem's cin * 9 taps in image_rows
+  int64_t image_row_floats_ = 0;    // one zero-padded image row: image_w + 2
+  AlignedFloats dw_w_, dw_b_;       // [9][ce_pad], [ce_pad]
   PackedMatrix project_;
-  AlignedFloats scratch_;  // per thread: a band of input rows + depthwise rows
+  AlignedFloats scratch_;  // per thread: a band of input rows, depthwise rows [, image rows]
   int64_t scratch_per_thread_ = 0;
   int64_t group_ = 1;  // output rows computed together
 };

@@ -13,11 +13,22 @@ using avx512::clamp;
 using avx512::kVec;
 using avx512::round_up;
 
-// A tile of MR rows and NV vectors of C = clamp(bias + A B (+ R)). A: [MR][k] (stride lda);
-// B: [k][16 NV] (stride ldb, zero-padded past N); bias: 16 NV floats (zero-padded). The last
-// vector of each row is stored under `last` (the columns past N are neither read nor written).
-template <int MR, int NV>
-EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb,
+// Where column kk of a row of A is: kk itself (a dense row), or a table's entry (the patches of
+// a convolution, read in place).
+struct DenseColumns {
+  int64_t operator[](int64_t kk) const { return kk; }
+};
+struct GatheredColumns {
+  const int32_t* offset;
+  int64_t operator[](int64_t kk) const { return offset[kk]; }
+};
+
+// A tile of MR rows and NV vectors of C = clamp(bias + A B (+ R)). A: row i, column kk at
+// a[i * lda + ak[kk]]; B: [k][16 NV] (stride ldb, zero-padded past N); bias: 16 NV floats
+// (zero-padded). The last vector of each row is stored under `last` (the columns past N are
+// neither read nor written).
+template <int MR, int NV, typename AK>
+EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, AK ak, const float* b, int64_t ldb,
                             const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
                             int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
   __m512 acc[MR][NV];
@@ -28,12 +39,13 @@ EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, const float* b, int64_t
     for (int i = 0; i < MR; ++i) acc[i][j] = bv;
   }
   for (int64_t kk = 0; kk < k; ++kk) {
+    const float* ak_col = a + ak[kk];
     __m512 bv[NV];
 #pragma GCC unroll 16
     for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(b + kk * ldb + kVec * j);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const __m512 av = _mm512_set1_ps(a[i * lda + kk]);
+      const __m512 av = _mm512_set1_ps(ak_col[i * lda]);
 #pragma GCC unroll 16
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
     }
@@ -56,40 +68,40 @@ constexpr int rows_for() {
   return NV == 4 ? 6 : NV == 3 ? 8 : 12;
 }
 
-template <int NV, int MR = rows_for<NV>()>
-EMBER_AVX512 void gemm_tail(int64_t m, const float* a, int64_t lda, const float* b, int64_t ldb,
-                            const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
-                            int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
+template <int NV, typename AK, int MR = rows_for<NV>()>
+EMBER_AVX512 void gemm_tail(int64_t m, const float* a, int64_t lda, AK ak, const float* b,
+                            int64_t ldb, const float* bias, int64_t k, const float* r, int64_t ldr,
+                            float* c, int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
   if constexpr (MR > 1) {
     if (m < MR) {
-      gemm_tail<NV, MR - 1>(m, a, lda, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+      gemm_tail<NV, AK, MR - 1>(m, a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
       return;
     }
   }
-  gemm_tile<MR, NV>(a, lda, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+  gemm_tile<MR, NV>(a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
 }
 
-template <int NV>
-EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, const float* b, int64_t ldb,
-                               const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
-                               int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
+template <int NV, typename AK>
+EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, AK ak, const float* b,
+                               int64_t ldb, const float* bias, int64_t k, const float* r,
+                               int64_t ldr, float* c, int64_t ldc, __mmask16 last, __m512 lo,
+                               __m512 hi) {
   constexpr int MR = rows_for<NV>();
   int64_t i = 0;
   for (; i + MR <= m; i += MR) {
-    gemm_tile<MR, NV>(a + i * lda, lda, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr, ldr,
-                      c + i * ldc, ldc, last, lo, hi);
+    gemm_tile<MR, NV>(a + i * lda, lda, ak, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr,
+                      ldr, c + i * ldc, ldc, last, lo, hi);
   }
   if (i < m) {
-    gemm_tail<NV>(m - i, a + i * lda, lda, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr,
-                  ldr, c + i * ldc, ldc, last, lo, hi);
+    gemm_tail<NV>(m - i, a + i * lda, lda, ak, b, ldb, bias, k,
+                  r == nullptr ? nullptr : r + i * ldr, ldr, c + i * ldc, ldc, last, lo, hi);
   }
 }
 
-}  // namespace
-
-EMBER_AVX512 void gemm(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
-                       const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act,
-                       size_t panel_begin, size_t panel_end) {
+template <typename AK>
+EMBER_AVX512 void gemm_panels(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
+                              AK ak, const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act,
+                              size_t panel_begin, size_t panel_end) {
   const int64_t k = packed.k;
   const __m512 lo = _mm512_set1_ps(act.lo), hi = _mm512_set1_ps(act.hi);
   panel_end = std::min(panel_end, packed.panels.size());
@@ -103,19 +115,32 @@ EMBER_AVX512 void gemm(int64_t m, const PackedMatrix& packed, const float* a, in
     const float* bb = packed.bias.data() + p.n0;
     switch (p.nv) {
       case 4:
-        gemm_columns<4>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        gemm_columns<4>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
         break;
       case 3:
-        gemm_columns<3>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        gemm_columns<3>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
         break;
       case 2:
-        gemm_columns<2>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        gemm_columns<2>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
         break;
       default:
-        gemm_columns<1>(m, a, lda, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        gemm_columns<1>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
         break;
     }
   }
+}
+
+}  // namespace
+
+void gemm(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda, const float* r,
+          int64_t ldr, float* c, int64_t ldc, Clamp act, size_t panel_begin, size_t panel_end) {
+  gemm_panels(m, packed, a, lda, DenseColumns{}, r, ldr, c, ldc, act, panel_begin, panel_end);
+}
+
+void gemm_gathered(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
+                   const int32_t* k_offsets, float* c, int64_t ldc, Clamp act) {
+  gemm_panels(m, packed, a, lda, GatheredColumns{k_offsets}, nullptr, 0, c, ldc, act, 0,
+              packed.panels.size());
 }
 
 PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, int64_t n) {

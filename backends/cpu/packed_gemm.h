@@ -63,4 +63,10 @@ void gemm(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const f
           int64_t ldr, float* c, int64_t ldc, Clamp act, size_t panel_begin = 0,
           size_t panel_end = static_cast<size_t>(-1));
 
+// The same over a gathered A, read in place: row i, column kk at a[i * lda + k_offsets[kk]] (a
+// convolution's patches without an im2col copy: lda the stride between output pixels,
+// k_offsets[kk] where tap kk of the first pixel's window is). No residual.
+void gemm_gathered(int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
+                   const int32_t* k_offsets, float* c, int64_t ldc, Clamp act);
+
 }  // namespace ember::cpu
