@@ -13,6 +13,7 @@
 #include "backends/cpu/cpu_compiler.h"
 #include "backends/cpu/cpu_runtime.h"
 #include "backends/cpu/cpu_testing.h"
+#include "backends/cpu/depthwise.h"
 #include "backends/cpu/graph_format.h"
 #include "backends/cpu/inverted_residual.h"
 #include "backends/cpu/packed_gemm.h"
@@ -877,6 +878,58 @@ TEST(OwnKernels, InvertedResidualPropagatesNan) {
   expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
 }
 
+// The depthwise kernel itself, NHWC, against ATen: strides 1 and 2, odd and tiny sizes (rows
+// fewer than threads, a row split between threads), batches, relu6 / relu / none, 1-4 threads; a
+// NaN stays NaN through the clamp, as in PyTorch.
+TEST(OwnKernels, DepthwiseMatchesAten) {
+  if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(25);
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    int64_t batch, h, w, c, stride;
+    Clamp act;
+    int threads;
+  };
+  const std::vector<Case> cases = {
+      {1, 14, 14, 384, 1, {0, 6}, 2}, {1, 7, 7, 960, 1, {0, 6}, 2},
+      {1, 14, 14, 576, 2, {0, 6}, 2}, {2, 13, 11, 32, 2, {0, inf}, 3},
+      {1, 1, 1, 16, 1, {0, 6}, 2},    {3, 5, 6, 48, 2, {-inf, inf}, 2},
+      {1, 28, 28, 192, 1, {0, 6}, 1}, {1, 2, 3, 16, 1, {-1, 1}, 4},
+      {2, 9, 17, 80, 1, {0, 6}, 3},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    const Case& c = cases[i];
+    at::Tensor x = at::randn({c.batch, c.c, c.h, c.w});
+    if (i == 0) x.index_put_({0, 5, 3, 4}, NAN);
+    at::Tensor w = at::randn({c.c, 1, 3, 3}) * 0.3, b = at::randn({c.c}) * 0.1;
+    at::Tensor want = at::clamp(at::conv2d(x, w, b, {c.stride, c.stride}, {1, 1}, {1, 1}, c.c),
+                                c.act.lo, c.act.hi);
+    ASSERT_TRUE(Depthwise3x3::supports(c.c, c.stride));
+    Depthwise3x3 kernel(c.batch, c.h, c.w, c.c, c.stride, w.data_ptr<float>(),
+                        i % 2 == 0 ? b.data_ptr<float>() : nullptr, c.act, c.threads);
+    if (i % 2 != 0) {
+      want = at::clamp(at::conv2d(x, w, {}, {c.stride, c.stride}, {1, 1}, {1, 1}, c.c), c.act.lo,
+                       c.act.hi);
+    }
+    ASSERT_EQ(kernel.out_h(), want.size(2));
+    ASSERT_EQ(kernel.out_w(), want.size(3));
+    at::Tensor src = x.permute({0, 2, 3, 1}).contiguous();
+    auto run_once = [&] {
+      at::Tensor got = at::full({c.batch, kernel.out_h(), kernel.out_w(), c.c}, NAN);
+      kernel.run(src.data_ptr<float>(), got.data_ptr<float>());
+      return got.permute({0, 3, 1, 2});
+    };
+    at::Tensor got = run_once();
+    EXPECT_TRUE(at::isnan(got).equal(at::isnan(want)));
+    at::Tensor keep = at::logical_not(at::isnan(want));
+    expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
+    EXPECT_TRUE(at::equal(run_once().nan_to_num(), got.nan_to_num()));
+  }
+  EXPECT_FALSE(Depthwise3x3::supports(24, 1));  // not whole vectors: oneDNN's
+  EXPECT_FALSE(Depthwise3x3::supports(32, 3));
+}
+
 std::string conv_groups_call(const std::string& x, const std::string& w, const std::string& b,
                              int stride, int pad, int64_t groups) {
   return "aten::convolution.default(input=" + x + ", weight=" + w + ", bias=" + b + ", stride=[" +
@@ -947,6 +1000,59 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
       expect_close(out[0], want, 1e-4, 1e-4);
       EXPECT_EQ(summary.inverted_residual_blocks, own && avx512_supported() ? 1 : 0);
     }
+  }
+}
+
+// Through the backend: MobileNetV2's later depthwise convolutions (batch norm folded, relu6;
+// 14x14 at stride 1 and 2) run as Ember's depthwise step and match ATen, between two oneDNN 1x1
+// convolutions with no reorder added; with 24 channels (not whole vectors), with a gelu after
+// it, or with ember_kernels=off, they stay on oneDNN.
+TEST(OwnKernels, DepthwiseThroughTheBackend) {
+  at::manual_seed(26);
+  static const std::string off = "off";
+  for (const char* variant : {"stride 1", "stride 2", "24 channels", "gelu", "off"}) {
+    SCOPED_TRACE(variant);
+    const std::string v = variant;
+    const int stride = v == "stride 2" ? 2 : 1;
+    const int64_t c = v == "24 channels" ? 24 : 96;
+    at::Tensor x = at::randn({1, 16, 14, 14});
+    at::Tensor w1 = at::randn({c, 16, 1, 1}) * 0.3, w2 = at::randn({c, 1, 3, 3}) * 0.3;
+    at::Tensor w3 = at::randn({16, c, 1, 1}) * 0.1;
+    Bn bn(c);
+    at::Tensor c1 = conv2d(x, w1, at::Tensor(), 1, 0);
+    at::Tensor c2 =
+        at::convolution(c1, w2, at::Tensor(), {stride, stride}, {1, 1}, {1, 1}, false, {0, 0}, c);
+    at::Tensor b2 = bn.apply(c2);
+    at::Tensor r2 = v == "gelu" ? at::gelu(b2) : at::hardtanh(b2, 0, 6);
+    at::Tensor want = conv2d(r2, w3, at::Tensor(), 1, 0);
+    Prog p;
+    auto xi = p.input("x", x);
+    auto c1i = p.node("c1", c1, conv_call(xi, p.weight("w1", w1), "none", 1, 0));
+    auto c2i = p.node("c2", c2, conv_groups_call(c1i, p.weight("w2", w2), "none", stride, 1, c));
+    auto bni = bn.call(p, "bn", c2i, c2);
+    auto r2i =
+        p.node("r2", r2,
+               v == "gelu" ? "aten::gelu.default(self=" + bni + ")"
+                           : "aten::hardtanh.default(self=" + bni + ", min_val=0.0, max_val=6.0)");
+    p.outputs = {p.node("y", want, conv_call(r2i, p.weight("w3", w3), "none", 1, 0))};
+    auto prog = parse_text(p.text());
+    ASSERT_NE(prog, nullptr);
+    Compiled comp = compile(*prog);
+    ASSERT_EQ(comp.graph.ops.size(), 3u);
+    std::vector<CompileSpec> specs;
+    if (v == "off") {
+      specs.push_back(
+          {"ember_kernels", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
+    }
+    DelegateSummary summary;
+    auto out = run(comp, {x}, {want}, specs, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    expect_close(out[0], want, 1e-4, 1e-4);
+    const bool own = (v == "stride 1" || v == "stride 2") && avx512_supported();
+    EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
+    // The two 1x1s, the image's reorder to channels-last and the result's back, and the
+    // depthwise convolution where it is oneDNN's: no reorder around Ember's step.
+    EXPECT_EQ(summary.onednn_steps, own ? 4 : 5);
   }
 }
 

@@ -15,8 +15,9 @@
 // oneDNN's OpenMP runtime uses that count for this delegate's primitives at every call.
 // Where they beat oneDNN 2.6 on fp32, Ember's own AVX-512 kernels run instead (compile spec
 // "ember_kernels" = "on" (default) | "off"): MobileNet's inverted residual blocks whose expanded
-// tensor outgrows a core's L2 cache, fused into one pass (inverted_residual.h), and one-row
-// matmuls by a constant matrix (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
+// tensor outgrows a core's L2 cache, fused into one pass (inverted_residual.h), the other 3x3
+// depthwise convolutions (depthwise.h), and one-row matmuls by a constant matrix
+// (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
 // of one, in the shape of oneDNN's ONEDNN_VERBOSE lines.
 // A handle must not be executed from two threads at once.
 #pragma once
@@ -36,6 +37,7 @@ Error register_runtime_backend();
 struct DelegateSummary {
   int onednn_steps = 0;              // primitives and reorders
   int inverted_residual_blocks = 0;  // fused 1x1 -> 3x3 depthwise -> 1x1 (inverted_residual.h)
+  int depthwise_steps = 0;           // 3x3 depthwise convolutions (depthwise.h)
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
 };
 // The summary of a handle this backend's init returned (null: all zero).

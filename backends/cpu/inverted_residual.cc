@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "backends/cpu/avx512.h"
+#include "backends/cpu/depthwise.h"
 
 namespace ember::cpu {
 namespace {
@@ -13,92 +14,6 @@ namespace {
 using avx512::clamp;
 using avx512::kVec;
 using avx512::round_up;
-
-// N output columns ox.. of a depthwise row, for channels c0..c0 + 15. rows[ky] point at input
-// column 0 of a row of w columns; L: the first column's window starts in the left padding
-// (ox == 0), R: the last column's window ends in the right padding. Each input column is loaded
-// once and feeds every output column whose window covers it (3 of them at stride 1): N + 2
-// loads a row of taps for 3 N FMAs.
-template <int S, int N, bool L, bool R>
-EMBER_AVX512 inline void depthwise_n(const float* const rows[3], int64_t ld, int64_t ox,
-                                     const __m512 wv[9], __m512 bv, int64_t c0, float* out,
-                                     int64_t cpad, __m512 lo, __m512 hi) {
-  constexpr int kIn = (N - 1) * S + 3;  // input columns ox * S - 1 .. (ox + N - 1) * S + 1
-  __m512 acc[N];
-#pragma GCC unroll 8
-  for (int j = 0; j < N; ++j) acc[j] = bv;
-  for (int ky = 0; ky < 3; ++ky) {
-    if (rows[ky] == nullptr) continue;
-    const float* q = rows[ky] + (ox * S - 1) * ld + c0;
-#pragma GCC unroll 32
-    for (int i = 0; i < kIn; ++i) {
-      if ((L && i == 0) || (R && i == kIn - 1)) {  // a padding column: zero
-        q += ld;
-        continue;
-      }
-      const __m512 v = _mm512_loadu_ps(q);
-      q += ld;
-#pragma GCC unroll 3
-      for (int kx = 0; kx < 3; ++kx) {
-        const int d = i - kx;  // j * S for the output column j this tap of it reads
-        if (d >= 0 && d % S == 0 && d / S < N) {
-          acc[d / S] = _mm512_fmadd_ps(v, wv[ky * 3 + kx], acc[d / S]);
-        }
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < N; ++j) _mm512_storeu_ps(out + (ox + j) * cpad + c0, clamp(acc[j], lo, hi));
-}
-
-// depthwise_n for a run-time n <= N.
-template <int S, bool L, bool R, int N = 8>
-EMBER_AVX512 void depthwise_upto(int64_t n, const float* const rows[3], int64_t ld, int64_t ox,
-                                 const __m512 wv[9], __m512 bv, int64_t c0, float* out,
-                                 int64_t cpad, __m512 lo, __m512 hi) {
-  if constexpr (N > 1) {
-    if (n < N) {
-      depthwise_upto<S, L, R, N - 1>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-      return;
-    }
-  }
-  depthwise_n<S, N, L, R>(rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-}
-
-// One output row of the 3x3 depthwise convolution (padding 1): out[ox][c] for the `cpad`
-// channels (a multiple of 16). rows[ky]: input row oy * stride - 1 + ky, [w][ld] floats, or null
-// in the padding rows. wts: [9][cpad]; bias: [cpad]; out: [wo][cpad].
-template <int S>
-EMBER_AVX512 void depthwise_row(const float* const rows[3], int64_t ld, int64_t w, int64_t wo,
-                                const float* wts, const float* bias, int64_t cpad, float* out,
-                                Clamp act) {
-  const __m512 lo = _mm512_set1_ps(act.lo), hi = _mm512_set1_ps(act.hi);
-  // A channel block at a time, its 9 weight vectors in registers, eight columns a step (eight
-  // independent sums hide the FMA latency). (Finishing a group of columns for every channel
-  // before the next, reloading the weights, measured a third slower.)
-  for (int64_t c0 = 0; c0 < cpad; c0 += kVec) {
-    __m512 wv[9];
-    for (int t = 0; t < 9; ++t) wv[t] = _mm512_loadu_ps(wts + t * cpad + c0);
-    const __m512 bv = _mm512_loadu_ps(bias + c0);
-    for (int64_t ox = 0; ox < wo; ox += 8) {
-      const int64_t n = std::min<int64_t>(8, wo - ox);
-      const bool left = ox == 0, right = (ox + n - 1) * S + 1 >= w;
-      if (!left && !right) {
-        if (n == 8) {
-          depthwise_n<S, 8, false, false>(rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-        } else {
-          depthwise_upto<S, false, false>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-        }
-      } else if (left && !right) {
-        depthwise_upto<S, true, false>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-      } else if (!left) {
-        depthwise_upto<S, false, true>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-      } else {
-        depthwise_upto<S, true, true>(n, rows, ld, ox, wv, bv, c0, out, cpad, lo, hi);
-      }
-    }
-  }
-}
 
 // w pixels of c channels (stride c) into rows of stride ld (the padding channels untouched).
 EMBER_AVX512 void copy_row(const float* in, int64_t c, int64_t w, float* out, int64_t ld) {
@@ -222,13 +137,8 @@ EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* resi
       }
       float* out = dw_rows + r * out_w_ * ce_pad_;
       const int64_t ld = in_place ? cin : ce_pad_;
-      if (s == 1) {
-        depthwise_row<1>(window, ld, w, out_w_, dw_w_.data(), dw_b_.data(), ce_pad_, out,
-                         p_.dw_act);
-      } else {
-        depthwise_row<2>(window, ld, w, out_w_, dw_w_.data(), dw_b_.data(), ce_pad_, out,
-                         p_.dw_act);
-      }
+      depthwise_row(s, window, ld, w, out_w_, dw_w_.data(), dw_b_.data(), ce_pad_, 0, ce_pad_, out,
+                    p_.dw_act);
     }
     const int64_t out_at = row * out_w_ * p_.cout;
     gemm(rows * out_w_, project_, dw_rows, ce_pad_,
