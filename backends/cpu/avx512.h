@@ -7,7 +7,9 @@
 
 #include <cstdint>
 
-#define EMBER_AVX512 __attribute__((target("avx512f")))
+// AVX-512F with the VL forms of the 256-bit instructions, and FMA3 (every AVX-512 CPU but the
+// Xeon Phi has both).
+#define EMBER_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
 
 namespace ember::cpu::avx512 {
 
@@ -21,6 +23,11 @@ inline int64_t round_up(int64_t n) { return (n + kVec - 1) / kVec * kVec; }
 EMBER_AVX512 inline __m512 clamp(__m512 x, __m512 lo, __m512 hi) {
   constexpr __mmask16 all = 0xFFFF;
   return _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, x));
+}
+
+// The low 256 bits of x (the zero-masking form, for the same reason as in clamp()).
+EMBER_AVX512 inline __m256 low256(__m512 x) {
+  return _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, _mm512_castps_pd(x), 0));
 }
 
 }  // namespace ember::cpu::avx512

@@ -865,17 +865,21 @@ TEST(OwnKernels, InvertedResidualMatchesAten) {
 TEST(OwnKernels, InvertedResidualPropagatesNan) {
   if (!avx512_supported()) GTEST_SKIP() << "no AVX-512 on this CPU";
   at::manual_seed(22);
-  const BlockCase c{1, 12, 12, 16, 32, 16, 1, true, true, {0, 6}, 2};
-  const Block block(c);
-  at::Tensor x = at::randn({1, 16, 12, 12});
-  x.index_put_({0, 3, 5, 7}, NAN);
-  at::Tensor want = block.reference(x);
-  ASSERT_GT(at::isnan(want).sum().item<int64_t>(), 1);
-  InvertedResidual kernel(block.params(), c.threads);
-  at::Tensor got = run_block(kernel, c, x);
-  EXPECT_TRUE(at::isnan(got).equal(at::isnan(want)));
-  at::Tensor keep = at::logical_not(at::isnan(want));
-  expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
+  // 16 output channels: one whole vector; 24: a vector and a half (its 256-bit path).
+  for (int64_t ch : {16, 24}) {
+    SCOPED_TRACE(std::to_string(ch) + " channels");
+    const BlockCase c{1, 12, 12, ch, 32, ch, 1, true, true, {0, 6}, 2};
+    const Block block(c);
+    at::Tensor x = at::randn({1, ch, 12, 12});
+    x.index_put_({0, 3, 5, 7}, NAN);
+    at::Tensor want = block.reference(x);
+    ASSERT_GT(at::isnan(want).sum().item<int64_t>(), 1);
+    InvertedResidual kernel(block.params(), c.threads);
+    at::Tensor got = run_block(kernel, c, x);
+    EXPECT_TRUE(at::isnan(got).equal(at::isnan(want)));
+    at::Tensor keep = at::logical_not(at::isnan(want));
+    expect_close(got.masked_select(keep), want.masked_select(keep), 1e-4, 1e-4);
+  }
 }
 
 // The depthwise kernel itself, NHWC, against ATen: strides 1 and 2, odd and tiny sizes (rows

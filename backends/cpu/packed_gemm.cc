@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cpu/avx512.h"
 
@@ -11,6 +12,7 @@ namespace {
 
 using avx512::clamp;
 using avx512::kVec;
+using avx512::low256;
 using avx512::round_up;
 
 // Where column kk of a row of A is: kk itself (a dense row), or a table's entry (the patches of
@@ -26,38 +28,58 @@ struct GatheredColumns {
 // A tile of MR rows and NV vectors of C = clamp(bias + A B (+ R)). A: row i, column kk at
 // a[i * lda + ak[kk]]; B: [k][16 NV] (stride ldb, zero-padded past N); bias: 16 NV floats
 // (zero-padded). The last vector of each row is stored under `last` (the columns past N are
-// neither read nor written).
-template <int MR, int NV, typename AK>
+// neither read nor written). HALF: the last vector holds at most 8 columns, and its FMAs are
+// 256 bits wide (a 24-channel projection: a 512-bit FMA costs two 256-bit ones on this CPU, so a
+// third of that work was on zeros).
+template <int MR, int NV, bool HALF, typename AK>
 EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, AK ak, const float* b, int64_t ldb,
                             const float* bias, int64_t k, const float* r, int64_t ldr, float* c,
                             int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
-  __m512 acc[MR][NV];
+  constexpr int NF = HALF ? NV - 1 : NV;  // full vectors
+  __m512 acc[MR][NF > 0 ? NF : 1];
+  __m256 acch[HALF ? MR : 1];
 #pragma GCC unroll 16
-  for (int j = 0; j < NV; ++j) {
+  for (int j = 0; j < NF; ++j) {
     const __m512 bv = _mm512_loadu_ps(bias + kVec * j);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) acc[i][j] = bv;
   }
+  if constexpr (HALF) {
+    const __m256 bv = _mm256_loadu_ps(bias + kVec * NF);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) acch[i] = bv;
+  }
   for (int64_t kk = 0; kk < k; ++kk) {
     const float* ak_col = a + ak[kk];
-    __m512 bv[NV];
+    __m512 bv[NF > 0 ? NF : 1];
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) bv[j] = _mm512_loadu_ps(b + kk * ldb + kVec * j);
+    for (int j = 0; j < NF; ++j) bv[j] = _mm512_loadu_ps(b + kk * ldb + kVec * j);
+    [[maybe_unused]] __m256 bh;
+    if constexpr (HALF) bh = _mm256_loadu_ps(b + kk * ldb + kVec * NF);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const __m512 av = _mm512_set1_ps(ak_col[i * lda]);
 #pragma GCC unroll 16
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+      for (int j = 0; j < NF; ++j) acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+      if constexpr (HALF) acch[i] = _mm256_fmadd_ps(_mm256_set1_ps(ak_col[i * lda]), bh, acch[i]);
     }
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
 #pragma GCC unroll 16
-    for (int j = 0; j < NV; ++j) {
+    for (int j = 0; j < NF; ++j) {
       const __mmask16 m = j == NV - 1 ? last : static_cast<__mmask16>(0xFFFF);
       __m512 v = acc[i][j];
       if (r != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, r + i * ldr + kVec * j));
       _mm512_mask_storeu_ps(c + i * ldc + kVec * j, m, clamp(v, lo, hi));
+    }
+    if constexpr (HALF) {
+      const auto m = static_cast<__mmask8>(last);
+      __m256 v = acch[i];
+      if (r != nullptr) v = _mm256_add_ps(v, _mm256_maskz_loadu_ps(m, r + i * ldr + kVec * NF));
+      // max, then min, return their second operand where one is NaN: x (as clamp() does).
+      v = _mm256_min_ps(low256(hi), _mm256_max_ps(low256(lo), v));
+      _mm256_mask_storeu_ps(c + i * ldc + kVec * NF, m, v);
     }
   }
 }
@@ -68,20 +90,20 @@ constexpr int rows_for() {
   return NV == 4 ? 6 : NV == 3 ? 8 : 12;
 }
 
-template <int NV, typename AK, int MR = rows_for<NV>()>
+template <int NV, bool HALF, typename AK, int MR = rows_for<NV>()>
 EMBER_AVX512 void gemm_tail(int64_t m, const float* a, int64_t lda, AK ak, const float* b,
                             int64_t ldb, const float* bias, int64_t k, const float* r, int64_t ldr,
                             float* c, int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
   if constexpr (MR > 1) {
     if (m < MR) {
-      gemm_tail<NV, AK, MR - 1>(m, a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+      gemm_tail<NV, HALF, AK, MR - 1>(m, a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
       return;
     }
   }
-  gemm_tile<MR, NV>(a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
+  gemm_tile<MR, NV, HALF>(a, lda, ak, b, ldb, bias, k, r, ldr, c, ldc, last, lo, hi);
 }
 
-template <int NV, typename AK>
+template <int NV, bool HALF, typename AK>
 EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, AK ak, const float* b,
                                int64_t ldb, const float* bias, int64_t k, const float* r,
                                int64_t ldr, float* c, int64_t ldc, __mmask16 last, __m512 lo,
@@ -89,12 +111,13 @@ EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, AK ak, co
   constexpr int MR = rows_for<NV>();
   int64_t i = 0;
   for (; i + MR <= m; i += MR) {
-    gemm_tile<MR, NV>(a + i * lda, lda, ak, b, ldb, bias, k, r == nullptr ? nullptr : r + i * ldr,
-                      ldr, c + i * ldc, ldc, last, lo, hi);
+    gemm_tile<MR, NV, HALF>(a + i * lda, lda, ak, b, ldb, bias, k,
+                            r == nullptr ? nullptr : r + i * ldr, ldr, c + i * ldc, ldc, last, lo,
+                            hi);
   }
   if (i < m) {
-    gemm_tail<NV>(m - i, a + i * lda, lda, ak, b, ldb, bias, k,
-                  r == nullptr ? nullptr : r + i * ldr, ldr, c + i * ldc, ldc, last, lo, hi);
+    gemm_tail<NV, HALF>(m - i, a + i * lda, lda, ak, b, ldb, bias, k,
+                        r == nullptr ? nullptr : r + i * ldr, ldr, c + i * ldc, ldc, last, lo, hi);
   }
 }
 
@@ -113,18 +136,30 @@ EMBER_AVX512 void gemm_panels(int64_t m, const PackedMatrix& packed, const float
     const auto last = static_cast<__mmask16>((1u << in_last) - 1);
     const float* rr = r == nullptr ? nullptr : r + p.n0;
     const float* bb = packed.bias.data() + p.n0;
+    // The panel's vectors and whether its last is half-empty, as template arguments.
+    auto run = [&](auto nv, auto half) {
+      gemm_columns<decltype(nv)::value, decltype(half)::value>(m, a, lda, ak, b, ldb, bb, k, rr,
+                                                               ldr, c + p.n0, ldc, last, lo, hi);
+    };
+    auto run_nv = [&](auto nv) {
+      if (in_last <= kVec / 2) {
+        run(nv, std::true_type{});
+      } else {
+        run(nv, std::false_type{});
+      }
+    };
     switch (p.nv) {
       case 4:
-        gemm_columns<4>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        run_nv(std::integral_constant<int, 4>{});
         break;
       case 3:
-        gemm_columns<3>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        run_nv(std::integral_constant<int, 3>{});
         break;
       case 2:
-        gemm_columns<2>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        run_nv(std::integral_constant<int, 2>{});
         break;
       default:
-        gemm_columns<1>(m, a, lda, ak, b, ldb, bb, k, rr, ldr, c + p.n0, ldc, last, lo, hi);
+        run_nv(std::integral_constant<int, 1>{});
         break;
     }
   }
@@ -170,7 +205,8 @@ PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, in
 
 bool avx512_supported() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("fma");
 }
 
 }  // namespace ember::cpu

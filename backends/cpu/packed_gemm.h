@@ -8,7 +8,7 @@
 // loop streams through memory: what matters where B is read once per call (a matrix-vector
 // product streams the whole weight from DRAM; oneDNN 2.6's matmul reaches half this kernel's
 // bandwidth there). A tile is up to 12 rows x 4 vectors of accumulators in registers, the
-// columns past n masked. AVX-512F: callers check avx512_supported() first.
+// columns past n masked. AVX-512F and VL: callers check avx512_supported() first.
 #pragma once
 
 #include <cstddef>
@@ -54,7 +54,7 @@ struct PackedMatrix {
   static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n);
 };
 
-// Whether this CPU has AVX-512F (every kernel here needs it).
+// Whether this CPU has AVX-512F, AVX-512VL and FMA3 (every kernel here needs them).
 bool avx512_supported();
 
 // C[m][n] = clamp(bias + A B (+ R)) for the panels [panel_begin, panel_end) of `b` (all of them
