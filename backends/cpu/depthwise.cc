@@ -28,12 +28,13 @@ EMBER_AVX512 inline void depthwise_n(const float* const rows[3], int64_t ld, int
   for (int j = 0; j < N; ++j) acc[j] = bv;
   for (int ky = 0; ky < 3; ++ky) {
     if (rows[ky] == nullptr) continue;
-    const float* q = rows[ky] + c0;
-    const int64_t x0 = ox * S - 1;  // the first window's first column (-1: the padding)
+    // The columns past the padding (L: column -1; R: column w), a pointer bumped along them
+    // (indexing each load from the row start measured a quarter slower: gcc keeps ten offsets).
+    const float* q = rows[ky] + (ox * S - (L ? 0 : 1)) * ld + c0;
 #pragma GCC unroll 32
-    for (int i = 0; i < kIn; ++i) {
-      if ((L && i == 0) || (R && i == kIn - 1)) continue;  // a padding column: zero
-      const __m512 v = _mm512_loadu_ps(q + (x0 + i) * ld);
+    for (int i = L ? 1 : 0; i < (R ? kIn - 1 : kIn); ++i) {
+      const __m512 v = _mm512_loadu_ps(q);
+      q += ld;
 #pragma GCC unroll 3
       for (int kx = 0; kx < 3; ++kx) {
         const int d = i - kx;  // j * S for the output column j this tap of it reads
