@@ -726,12 +726,13 @@ TEST(OwnKernels, PackedGemmMatchesAten) {
         gemm(m, packed, a.data_ptr<float>(), k, with_r ? r.data_ptr<float>() : nullptr, n,
              got.data_ptr<float>(), n, Clamp{-1.f, 2.f});
         expect_close(got, want, 1e-5, 1e-4);
-        // The panels in two ranges give the same result.
+        // The units in three ranges (tiles of rows of a panel, as threads split them) give the
+        // same result.
         at::Tensor split = at::full({m, n}, NAN);
-        const size_t half = packed.panels.size() / 2;
-        for (auto [p0, p1] : {std::pair<size_t, size_t>{0, half}, {half, packed.panels.size()}}) {
+        const int64_t units = gemm_units(m, packed);
+        for (int64_t t = 0; t < 3; ++t) {
           gemm(m, packed, a.data_ptr<float>(), k, with_r ? r.data_ptr<float>() : nullptr, n,
-               split.data_ptr<float>(), n, Clamp{-1.f, 2.f}, p0, p1);
+               split.data_ptr<float>(), n, Clamp{-1.f, 2.f}, units * t / 3, units * (t + 1) / 3);
         }
         EXPECT_TRUE(at::equal(split, got));
       }
@@ -1008,13 +1009,14 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
 }
 
 // Through the backend: MobileNetV2's later depthwise convolutions (batch norm folded, relu6;
-// 14x14 at stride 1 and 2) run as Ember's depthwise step and match ATen, between two oneDNN 1x1
-// convolutions with no reorder added; with 24 channels (not whole vectors), with a gelu after
-// it, or with ember_kernels=off, they stay on oneDNN.
-TEST(OwnKernels, DepthwiseThroughTheBackend) {
+// 14x14 at stride 1 and 2) run as Ember's depthwise step and the 1x1 after them as Ember's
+// pointwise step, and match ATen, with no reorder added; with 24 channels (not whole vectors)
+// or with a gelu after it, the depthwise convolution stays on oneDNN; with ember_kernels=off,
+// everything does.
+TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
   at::manual_seed(26);
   static const std::string off = "off";
-  for (const char* variant : {"stride 1", "stride 2", "24 channels", "gelu", "off"}) {
+  for (const char* variant : {"stride 1", "stride 2", "residual", "24 channels", "gelu", "off"}) {
     SCOPED_TRACE(variant);
     const std::string v = variant;
     const int stride = v == "stride 2" ? 2 : 1;
@@ -1028,7 +1030,8 @@ TEST(OwnKernels, DepthwiseThroughTheBackend) {
         at::convolution(c1, w2, at::Tensor(), {stride, stride}, {1, 1}, {1, 1}, false, {0, 0}, c);
     at::Tensor b2 = bn.apply(c2);
     at::Tensor r2 = v == "gelu" ? at::gelu(b2) : at::hardtanh(b2, 0, 6);
-    at::Tensor want = conv2d(r2, w3, at::Tensor(), 1, 0);
+    at::Tensor c3 = conv2d(r2, w3, at::Tensor(), 1, 0);
+    at::Tensor want = v == "residual" ? c3 + x : c3;
     Prog p;
     auto xi = p.input("x", x);
     auto c1i = p.node("c1", c1, conv_call(xi, p.weight("w1", w1), "none", 1, 0));
@@ -1038,7 +1041,10 @@ TEST(OwnKernels, DepthwiseThroughTheBackend) {
         p.node("r2", r2,
                v == "gelu" ? "aten::gelu.default(self=" + bni + ")"
                            : "aten::hardtanh.default(self=" + bni + ", min_val=0.0, max_val=6.0)");
-    p.outputs = {p.node("y", want, conv_call(r2i, p.weight("w3", w3), "none", 1, 0))};
+    auto c3i = p.node("c3", c3, conv_call(r2i, p.weight("w3", w3), "none", 1, 0));
+    p.outputs = {v == "residual"
+                     ? p.node("y", want, "aten::add.Tensor(self=" + c3i + ", other=" + xi + ")")
+                     : c3i};
     auto prog = parse_text(p.text());
     ASSERT_NE(prog, nullptr);
     Compiled comp = compile(*prog);
@@ -1052,11 +1058,17 @@ TEST(OwnKernels, DepthwiseThroughTheBackend) {
     auto out = run(comp, {x}, {want}, specs, &summary);
     ASSERT_EQ(out.size(), 1u);
     expect_close(out[0], want, 1e-4, 1e-4);
-    const bool own = (v == "stride 1" || v == "stride 2") && avx512_supported();
-    EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
-    // The two 1x1s, the image's reorder to channels-last and the result's back, and the
-    // depthwise convolution where it is oneDNN's: no reorder around Ember's step.
-    EXPECT_EQ(summary.onednn_steps, own ? 4 : 5);
+    // Ember's depthwise step where it applies; the last 1x1 (of a channels-last tensor) as
+    // Ember's pointwise step whenever own kernels are on; oneDNN's steps: the first 1x1 (of the
+    // caller's NCHW image), the image's reorder to channels-last and the result's back, and the
+    // depthwise convolution where it is oneDNN's. No reorder between the steps.
+    const bool kernels = v != "off" && avx512_supported();
+    const bool own_dw = kernels && (v == "stride 1" || v == "stride 2" || v == "residual");
+    EXPECT_EQ(summary.depthwise_steps, own_dw ? 1 : 0);
+    EXPECT_EQ(summary.pointwise_steps, kernels ? 1 : 0);
+    if (v != "residual") {  // (the summand's reorder to channels-last is one more)
+      EXPECT_EQ(summary.onednn_steps, 3 + (own_dw ? 0 : 1) + (kernels ? 0 : 1));
+    }
   }
 }
 

@@ -929,8 +929,68 @@ class CpuDelegate {
     return true;
   }
 
+  // A 1x1 convolution (stride 1, no padding) of a channels-last tensor, with at most a leading
+  // residual sum and a relu/clip, through the packed GEMM (packed_gemm.h). Only where its input
+  // is channels-last already (MobileNet's blocks): it never adds a reorder. False (nothing
+  // built) when it does not apply.
+  bool try_pointwise(const OpDesc& op) {
+    const std::vector<int64_t>& sd = graph_.tensors[op.inputs[0]].dims;
+    const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
+    const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
+    Clamp act;
+    int32_t sum = -1;
+    if (plain_conv2d_stride(op, 1) != 1 || op.ints[1] != 1 || sd.size() != 4 ||
+        !avx512_supported() || !is_constant(op.inputs[1]) || !is_constant(op.inputs[2]) ||
+        !as_clamp(op.post_ops, &act, &sum) || !mem_[op.inputs[0]] ||
+        src_memory(op.inputs[0]).get_desc() != nhwc_md(sd)) {
+      return false;
+    }
+    if (wd != std::vector<int64_t>{od.size() == 4 ? od[1] : 0, sd[1], 1, 1} ||
+        od != std::vector<int64_t>{sd[0], wd[0], sd[2], sd[3]} ||
+        (op.inputs[2] >= 0 && checked_numel(graph_.tensors[op.inputs[2]].dims) != wd[0])) {
+      return false;
+    }
+    const int64_t m = sd[0] * sd[2] * sd[3], k = sd[1], n = wd[0];
+    std::vector<memory> keep;  // until packed
+    auto packed = std::make_shared<PackedMatrix>(PackedMatrix::pack(
+        weight_data(op.inputs[1], &keep), weight_data(op.inputs[2], &keep), k, n));
+    memory src = src_memory(op.inputs[0]);
+    memory res = sum >= 0 ? as(sum, nhwc_md(od)) : memory();
+    // cur_op_ is this op: the output's buffer is not one its inputs use.
+    const memory::desc out_md = nhwc_md(od);
+    memory dst = pooled(out_md, op.output);
+    md_[op.output] = out_md;
+    mem_[op.output] = dst;
+    const int64_t units = gemm_units(m, *packed);
+    const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
+    Step s;
+    s.what = std::string("convolution,ember:pointwise,forward_inference,,") +
+             (sum >= 0 ? "attr-post-ops:sum" : "");
+    s.problem = "mb" + std::to_string(sd[0]) + "_ic" + std::to_string(k) + "oc" +
+                std::to_string(n) + "_ih" + std::to_string(sd[2]) + "oh" + std::to_string(sd[2]) +
+                "kh1sh1dh0ph0_iw" + std::to_string(sd[3]) + "ow" + std::to_string(sd[3]) +
+                "kw1sw1dw0pw0";
+    s.kernel = [packed, src, res, dst, m, act, units, threads]() {
+      const auto* x = static_cast<const float*>(handle_of(src));
+      const auto* r = res ? static_cast<const float*>(handle_of(res)) : nullptr;
+      auto* y = static_cast<float*>(handle_of(dst));
+      const int64_t depth = packed->k, cols = packed->n;
+      if (threads <= 1) {
+        gemm(m, *packed, x, depth, r, cols, y, cols, act);
+        return;
+      }
+#pragma omp parallel num_threads(threads)
+      {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        gemm(m, *packed, x, depth, r, cols, y, cols, act, units * t / nt, units * (t + 1) / nt);
+      }
+    };
+    steps_.push_back(std::move(s));
+    return true;
+  }
+
   void build_conv(const OpDesc& op, dt wdt) {
-    if (own_kernels_ && wdt == dt::f32 && try_depthwise(op)) return;
+    if (own_kernels_ && wdt == dt::f32 && (try_depthwise(op) || try_pointwise(op))) return;
     const int64_t r = op.ints[0], groups = op.ints[1];
     const bool transposed = op.ints[2] != 0;
     const memory::dims sd = dims_of(op.inputs[0]);
@@ -1159,7 +1219,7 @@ class CpuDelegate {
     // With a leading sum, the output already holds the summand (make_output puts it there).
     memory dst = make_output(op, plain_md(od, dt::f32));
     const bool sum = !op.post_ops.empty() && op.post_ops[0].is_sum;
-    const int threads = static_cast<int>(std::min<size_t>(threads_, packed->panels.size()));
+    const int threads = static_cast<int>(std::min<int64_t>(threads_, gemm_units(1, *packed)));
     Step s;
     s.what =
         std::string("matmul,ember:matvec,forward_inference,,") + (sum ? "attr-post-ops:sum" : "");
@@ -1168,16 +1228,16 @@ class CpuDelegate {
     s.kernel = [packed, a, dst, sum, act, threads]() {
       const auto* x = static_cast<const float*>(handle_of(a));
       auto* y = static_cast<float*>(handle_of(dst));
-      const size_t panels = packed->panels.size();
+      const int64_t units = gemm_units(1, *packed);  // a panel each
       if (threads <= 1) {
         gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act);
         return;
       }
 #pragma omp parallel num_threads(threads)
       {
-        const size_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act, panels * t / nt,
-             panels * (t + 1) / nt);
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act, units * t / nt,
+             units * (t + 1) / nt);
       }
     };
     steps_.push_back(std::move(s));
@@ -1303,6 +1363,8 @@ class CpuDelegate {
         ++out.inverted_residual_blocks;
       } else if (s.what.rfind("convolution,ember:depthwise,", 0) == 0) {
         ++out.depthwise_steps;
+      } else if (s.what.rfind("convolution,ember:pointwise,", 0) == 0) {
+        ++out.pointwise_steps;
       } else {
         ++out.matvec_steps;
       }

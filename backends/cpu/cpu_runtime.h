@@ -38,6 +38,7 @@ struct DelegateSummary {
   int onednn_steps = 0;              // primitives and reorders
   int inverted_residual_blocks = 0;  // fused 1x1 -> 3x3 depthwise -> 1x1 (inverted_residual.h)
   int depthwise_steps = 0;           // 3x3 depthwise convolutions (depthwise.h)
+  int pointwise_steps = 0;           // 1x1 convolutions of channels-last tensors (packed_gemm.h)
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
 };
 // The summary of a handle this backend's init returned (null: all zero).

@@ -84,13 +84,10 @@ EMBER_AVX512 void gemm_tile(const float* a, int64_t lda, AK ak, const float* b, 
   }
 }
 
-// Rows per tile for NV vectors: 24 accumulators (of 32 registers) where NV allows.
-template <int NV>
-constexpr int rows_for() {
-  return NV == 4 ? 6 : NV == 3 ? 8 : 12;
-}
+// Rows per tile for nv vectors: 24 accumulators (of 32 registers) where nv allows.
+constexpr int rows_for(int64_t nv) { return nv == 4 ? 6 : nv == 3 ? 8 : 12; }
 
-template <int NV, bool HALF, typename AK, int MR = rows_for<NV>()>
+template <int NV, bool HALF, typename AK, int MR = rows_for(NV)>
 EMBER_AVX512 void gemm_tail(int64_t m, const float* a, int64_t lda, AK ak, const float* b,
                             int64_t ldb, const float* bias, int64_t k, const float* r, int64_t ldr,
                             float* c, int64_t ldc, __mmask16 last, __m512 lo, __m512 hi) {
@@ -108,7 +105,7 @@ EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, AK ak, co
                                int64_t ldb, const float* bias, int64_t k, const float* r,
                                int64_t ldr, float* c, int64_t ldc, __mmask16 last, __m512 lo,
                                __m512 hi) {
-  constexpr int MR = rows_for<NV>();
+  constexpr int MR = rows_for(NV);
   int64_t i = 0;
   for (; i + MR <= m; i += MR) {
     gemm_tile<MR, NV, HALF>(a + i * lda, lda, ak, b, ldb, bias, k,
@@ -124,22 +121,29 @@ EMBER_AVX512 void gemm_columns(int64_t m, const float* a, int64_t lda, AK ak, co
 template <typename AK>
 EMBER_AVX512 void gemm_panels(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
                               AK ak, const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act,
-                              size_t panel_begin, size_t panel_end) {
+                              int64_t unit_begin, int64_t unit_end) {
   const int64_t k = packed.k;
   const __m512 lo = _mm512_set1_ps(act.lo), hi = _mm512_set1_ps(act.hi);
-  panel_end = std::min(panel_end, packed.panels.size());
-  for (size_t i = panel_begin; i < panel_end; ++i) {
-    const PackedMatrix::Panel& p = packed.panels[i];
+  int64_t base = 0;  // the panel's first unit
+  for (const PackedMatrix::Panel& p : packed.panels) {
+    const int64_t mr = rows_for(p.nv), tiles = (m + mr - 1) / mr;
+    const int64_t t0 = std::max<int64_t>(unit_begin - base, 0);
+    const int64_t t1 = std::min(unit_end - base, tiles);
+    base += tiles;
+    if (t0 >= t1) continue;
+    const int64_t row0 = t0 * mr, rows = std::min(t1 * mr, m) - row0;
     const int64_t ldb = kVec * p.nv;
     const float* b = packed.data.data() + p.offset;
     const int64_t in_last = std::min<int64_t>(packed.n - (p.n0 + (p.nv - 1) * kVec), kVec);
     const auto last = static_cast<__mmask16>((1u << in_last) - 1);
-    const float* rr = r == nullptr ? nullptr : r + p.n0;
+    const float* aa = a + row0 * lda;
+    const float* rr = r == nullptr ? nullptr : r + row0 * ldr + p.n0;
+    float* cc = c + row0 * ldc + p.n0;
     const float* bb = packed.bias.data() + p.n0;
     // The panel's vectors and whether its last is half-empty, as template arguments.
     auto run = [&](auto nv, auto half) {
-      gemm_columns<decltype(nv)::value, decltype(half)::value>(m, a, lda, ak, b, ldb, bb, k, rr,
-                                                               ldr, c + p.n0, ldc, last, lo, hi);
+      gemm_columns<decltype(nv)::value, decltype(half)::value>(rows, aa, lda, ak, b, ldb, bb, k, rr,
+                                                               ldr, cc, ldc, last, lo, hi);
     };
     auto run_nv = [&](auto nv) {
       if (in_last <= kVec / 2) {
@@ -167,15 +171,22 @@ EMBER_AVX512 void gemm_panels(int64_t m, const PackedMatrix& packed, const float
 
 }  // namespace
 
+int64_t gemm_units(int64_t m, const PackedMatrix& packed) {
+  int64_t units = 0;
+  for (const PackedMatrix::Panel& p : packed.panels)
+    units += (m + rows_for(p.nv) - 1) / rows_for(p.nv);
+  return units;
+}
+
 void gemm(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda, const float* r,
-          int64_t ldr, float* c, int64_t ldc, Clamp act, size_t panel_begin, size_t panel_end) {
-  gemm_panels(m, packed, a, lda, DenseColumns{}, r, ldr, c, ldc, act, panel_begin, panel_end);
+          int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin, int64_t unit_end) {
+  gemm_panels(m, packed, a, lda, DenseColumns{}, r, ldr, c, ldc, act, unit_begin, unit_end);
 }
 
 void gemm_gathered(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
                    const int32_t* k_offsets, float* c, int64_t ldc, Clamp act) {
   gemm_panels(m, packed, a, lda, GatheredColumns{k_offsets}, nullptr, 0, c, ldc, act, 0,
-              packed.panels.size());
+              gemm_units(m, packed));
 }
 
 PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, int64_t n) {

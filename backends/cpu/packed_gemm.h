@@ -57,11 +57,15 @@ struct PackedMatrix {
 // Whether this CPU has AVX-512F, AVX-512VL and FMA3 (every kernel here needs them).
 bool avx512_supported();
 
-// C[m][n] = clamp(bias + A B (+ R)) for the panels [panel_begin, panel_end) of `b` (all of them
-// by default): A [m][k] (lda), C and R [m][n] with strides ldc and ldr.
+// The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
+// panel (a matrix-vector product: one unit a panel). Threads split [0, gemm_units(m, b)).
+int64_t gemm_units(int64_t m, const PackedMatrix& b);
+
+// C[m][n] = clamp(bias + A B (+ R)) for the units [unit_begin, unit_end) (all by default):
+// A [m][k] (lda), C and R [m][n] with strides ldc and ldr.
 void gemm(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const float* r,
-          int64_t ldr, float* c, int64_t ldc, Clamp act, size_t panel_begin = 0,
-          size_t panel_end = static_cast<size_t>(-1));
+          int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin = 0,
+          int64_t unit_end = std::numeric_limits<int64_t>::max());
 
 // The same over a gathered A, read in place: row i, column kk at a[i * lda + k_offsets[kk]] (a
 // convolution's patches without an im2col copy: lda the stride between output pixels,
