@@ -896,10 +896,9 @@ class CpuDelegate {
     const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
     const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
     Clamp act;
-    if (stride == 0 || sd.size() != 4 || !avx512_supported() ||
-        !Depthwise3x3::supports(sd[1], stride) || op.ints[1] != sd[1] || wd[0] != sd[1] ||
-        wd[1] != 1 || !is_constant(op.inputs[1]) || !is_constant(op.inputs[2]) ||
-        !as_clamp(op.post_ops, &act)) {
+    if (stride == 0 || sd.size() != 4 || !Depthwise3x3::supports(sd[1], stride) ||
+        op.ints[1] != sd[1] || wd[0] != sd[1] || wd[1] != 1 || !is_constant(op.inputs[1]) ||
+        !is_constant(op.inputs[2]) || !as_clamp(op.post_ops, &act)) {
       return false;
     }
     if (sd[2] < 1 || sd[3] < 1 ||
@@ -940,7 +939,7 @@ class CpuDelegate {
     Clamp act;
     int32_t sum = -1;
     if (plain_conv2d_stride(op, 1) != 1 || op.ints[1] != 1 || sd.size() != 4 ||
-        !avx512_supported() || !is_constant(op.inputs[1]) || !is_constant(op.inputs[2]) ||
+        !is_constant(op.inputs[1]) || !is_constant(op.inputs[2]) ||
         !as_clamp(op.post_ops, &act, &sum) || !mem_[op.inputs[0]] ||
         src_memory(op.inputs[0]).get_desc() != nhwc_md(sd)) {
       return false;
@@ -990,7 +989,7 @@ class CpuDelegate {
   }
 
   void build_conv(const OpDesc& op, dt wdt) {
-    if (own_kernels_ && wdt == dt::f32 && (try_depthwise(op) || try_pointwise(op))) return;
+    if (own_kernels_ && (try_depthwise(op) || try_pointwise(op))) return;
     const int64_t r = op.ints[0], groups = op.ints[1];
     const bool transposed = op.ints[2] != 0;
     const memory::dims sd = dims_of(op.inputs[0]);
@@ -1376,9 +1375,9 @@ class CpuDelegate {
   CpuGraph graph_;
   int threads_;
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
-  // fp32 inverted residual blocks, depthwise convolutions and matrix-vector products through
-  // Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h, packed_gemm.h) where they
-  // apply
+  // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
+  // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,
+  // packed_gemm.h) where they apply
   bool own_kernels_;
   bool verbose_;  // EMBER_CPU_VERBOSE: a line per own-kernel step executed (layer_report.py)
   dnnl::engine engine_;

@@ -16,8 +16,8 @@
 // Where they beat oneDNN 2.6 on fp32, Ember's own AVX-512 kernels run instead (compile spec
 // "ember_kernels" = "on" (default) | "off"): MobileNet's inverted residual blocks whose expanded
 // tensor outgrows a core's L2 cache, fused into one pass (inverted_residual.h), the other 3x3
-// depthwise convolutions (depthwise.h), and one-row matmuls by a constant matrix
-// (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
+// depthwise convolutions (depthwise.h), 1x1 convolutions of channels-last tensors and one-row
+// matmuls by a constant matrix (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
 // of one, in the shape of oneDNN's ONEDNN_VERBOSE lines.
 // A handle must not be executed from two threads at once.
 #pragma once
