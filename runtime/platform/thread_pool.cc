@@ -47,16 +47,17 @@ void ThreadPool::worker(int /*index*/) {
     work_ready_.wait(lock, [&] { return stopping_ || generation_ != seen; });
     if (stopping_) return;
     seen = generation_;
-    for (;;) {
-      if (next_chunk_ >= num_chunks_) break;
+    // A worker that wakes after the call's chunks are all taken (its core was busy: an OpenMP
+    // thread of a delegate spinning, another process) finds none and sleeps again.
+    while (next_chunk_ < num_chunks_) {
       const int64_t c = next_chunk_++;
       lock.unlock();
       t_in_parallel = true;
       (*fn_)(c * chunk_, std::min(n_, (c + 1) * chunk_));
       t_in_parallel = false;
       lock.lock();
+      if (++chunks_done_ == num_chunks_) work_done_.notify_all();
     }
-    if (--pending_ == 0) work_done_.notify_all();
   }
 }
 
@@ -68,14 +69,18 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     return;
   }
   std::lock_guard<std::mutex> call(call_mutex_);
-  const int64_t max_chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
+  // A few chunks a thread, taken in turn: the caller does the chunks a late worker has not
+  // taken, and waits only for those in progress, not for every worker to wake.
+  // (n / grain, rounded down: chunks of at least `grain`.)
+  const int64_t max_chunks =
+      std::min<int64_t>(int64_t{kChunksPerThread} * num_threads_, std::max<int64_t>(n / grain, 1));
   std::unique_lock<std::mutex> lock(mutex_);
   fn_ = &fn;
   n_ = n;
   chunk_ = (n + max_chunks - 1) / max_chunks;
   num_chunks_ = (n + chunk_ - 1) / chunk_;
   next_chunk_ = 0;
-  pending_ = static_cast<int>(workers_.size());
+  chunks_done_ = 0;
   ++generation_;
   work_ready_.notify_all();
   while (next_chunk_ < num_chunks_) {
@@ -85,8 +90,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
     fn(c * chunk_, std::min(n, (c + 1) * chunk_));
     t_in_parallel = false;
     lock.lock();
+    ++chunks_done_;
   }
-  work_done_.wait(lock, [&] { return pending_ == 0; });
+  work_done_.wait(lock, [&] { return chunks_done_ == num_chunks_; });
   fn_ = nullptr;
 }
 

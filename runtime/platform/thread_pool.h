@@ -33,7 +33,10 @@ class ThreadPool {
   // Resizes the pool (clamped to 1..256). Not to be called while a parallel_for runs.
   void set_num_threads(int num_threads);
 
-  // Calls fn on disjoint ranges covering [0, n), each at least `grain` long (except the last).
+  // Calls fn on disjoint ranges covering [0, n), each at least `grain` long (except the last),
+  // a few a thread. The caller takes any range no worker has started, and returns once every
+  // range is done (not once every worker has woken: a worker whose core is busy may wake
+  // after the call and find nothing left).
   void parallel_for(int64_t n, int64_t grain, const RangeFn& fn);
 
  private:
@@ -52,7 +55,8 @@ class ThreadPool {
   int64_t chunk_ = 0;
   int64_t num_chunks_ = 0;
   int64_t next_chunk_ = 0;
-  int pending_ = 0;
+  int64_t chunks_done_ = 0;
+  static constexpr int kChunksPerThread = 4;
   uint64_t generation_ = 0;
   bool stopping_ = false;
 };

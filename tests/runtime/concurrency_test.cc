@@ -1,5 +1,7 @@
 // One Program shared by several Methods that load and execute at once on different threads, each
 // with its own memory (the supported pattern). CI runs this under ThreadSanitizer.
+#include <algorithm>
+#include <mutex>
 #include <thread>
 
 #include "compiler/emit/pte_writer.h"
@@ -103,6 +105,39 @@ TEST(Concurrency, ThreadPoolCalledFromSeveralThreads) {
   for (std::thread& th : threads) th.join();
   for (const auto& r : results) {
     for (int v : r) ASSERT_EQ(v, 20);
+  }
+}
+
+// parallel_for covers [0, n) once, in ranges of at least `grain` (the last may be shorter), a
+// few a thread: the caller takes the chunks a late worker has not (its core busy with a
+// delegate's OpenMP threads), so there are more chunks than threads.
+TEST(Concurrency, ThreadPoolCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 5}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 7, 100, 1000, 12345}) {
+      for (int64_t grain : {1, 10, 1000}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, n " + std::to_string(n) + ", grain " +
+                     std::to_string(grain));
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> ranges;
+        pool.parallel_for(n, grain, [&](int64_t begin, int64_t end) {
+          std::lock_guard<std::mutex> lock(mu);
+          ranges.emplace_back(begin, end);
+        });
+        std::sort(ranges.begin(), ranges.end());
+        ASSERT_FALSE(ranges.empty());
+        EXPECT_EQ(ranges.front().first, 0);
+        EXPECT_EQ(ranges.back().second, n);
+        for (size_t i = 0; i < ranges.size(); ++i) {
+          if (i + 1 < ranges.size()) {
+            EXPECT_EQ(ranges[i].second, ranges[i + 1].first);
+            EXPECT_GE(ranges[i].second - ranges[i].first, grain);
+          }
+          EXPECT_LT(ranges[i].first, ranges[i].second);
+        }
+        EXPECT_LE(static_cast<int64_t>(ranges.size()), 4 * threads);
+      }
+    }
   }
 }
 
