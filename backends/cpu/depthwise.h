@@ -5,12 +5,12 @@
 //   Depthwise3x3 k(batch, h, w, c, stride, weight, bias, act, threads);   // packs the weights
 //   k.run(src, dst);                      // NHWC [batch][h][w][c] -> [batch][oh][ow][c]
 //
-// oneDNN 2.6's depthwise kernel (brdgmm_dw) takes 2.5-2.8 cycles a vector FMA on MobileNetV2's
-// 14x14 and 7x7 layers here, and splits their few rows badly between two threads; this one
-// loads each input column once for the three windows over it (1.2-1.8 cycles an FMA) and splits
-// rows between threads evenly (the row where two threads meet, by channels). AVX-512F: callers
-// check avx512_supported() (packed_gemm.h) first. NaN passes through the clamp as NaN, as in
-// PyTorch.
+// oneDNN 2.6's depthwise kernel (brdgmm_dw) takes about 2.5 cycles a vector FMA on MobileNetV2's
+// 14x14 and 7x7 layers in the model, and splits their few rows badly between two threads; this
+// one loads each input column once for the three windows over it (1.7-2 cycles an FMA there)
+// and splits rows between threads evenly (the row where two threads meet, by channels). AVX-512F:
+// callers check avx512_supported() (packed_gemm.h) first. NaN passes through the clamp as NaN, as
+// in PyTorch.
 #pragma once
 
 #include <cstdint>
