@@ -172,6 +172,12 @@ void expect_close(const at::Tensor& got, const at::Tensor& want, double rtol = 1
       << "max abs diff " << (got - want).abs().max().item<float>();
 }
 
+// The compile spec KEY=off.
+CompileSpec turned_off(const char* key) {
+  static const std::string off = "off";
+  return {key, {reinterpret_cast<const uint8_t*>(off.data()), off.size()}};
+}
+
 // Compiles and runs `p`, comparing its single output with `want`; with Winograd on (the
 // default) and off.
 Compiled check(const Prog& p, const at::Tensor& want, double atol = 1e-4) {
@@ -180,13 +186,10 @@ Compiled check(const Prog& p, const at::Tensor& want, double atol = 1e-4) {
   Compiled c = compile(*program);
   std::vector<at::Tensor> in;
   for (const auto& [n, t] : p.inputs) in.push_back(t);
-  static const std::string off = "off";
   for (bool winograd : {true, false}) {
     SCOPED_TRACE(winograd ? "winograd on" : "winograd off");
     std::vector<CompileSpec> specs;
-    if (!winograd)
-      specs.push_back(
-          {"fp32_winograd", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
+    if (!winograd) specs.push_back(turned_off("fp32_winograd"));
     auto out = run(c, in, {want}, specs);
     if (!out.empty()) expect_close(out[0], want, 1e-4, atol);
   }
@@ -703,6 +706,20 @@ std::vector<float> read_floats(const std::string& path) {
 
 // --- Ember's own kernels (ember_kernels=on): against ATen, directly and through the backend ----
 
+// Runs `comp` on `x` through the backend with Ember's own kernels on (the default) or off
+// (the "ember_kernels" compile spec), checks its one output against ATen's `want`, and says
+// what the delegate ran.
+DelegateSummary run_checked(const Compiled& comp, const at::Tensor& x, const at::Tensor& want,
+                            bool own_kernels) {
+  std::vector<CompileSpec> specs;
+  if (!own_kernels) specs.push_back(turned_off("ember_kernels"));
+  DelegateSummary summary;
+  auto out = run(comp, {x}, {want}, specs, &summary);
+  EXPECT_EQ(out.size(), 1u);
+  if (!out.empty()) expect_close(out[0], want, 1e-4, 1e-4);
+  return summary;
+}
+
 // c = clamp(a b + bias (+ r)) for tails of every size: rows past a tile, columns past a vector
 // and past a panel; and the panel ranges the matrix-vector step splits between threads.
 TEST(OwnKernels, PackedGemmMatchesAten) {
@@ -991,18 +1008,9 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
     ASSERT_NE(prog, nullptr);
     Compiled comp = compile(*prog);
     ASSERT_EQ(comp.graph.ops.size(), 3u);
-    static const std::string off = "off";
     for (bool own : {true, false}) {
       SCOPED_TRACE(own ? "ember_kernels on" : "ember_kernels off");
-      std::vector<CompileSpec> specs;
-      if (!own) {
-        specs.push_back(
-            {"ember_kernels", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
-      }
-      DelegateSummary summary;
-      auto out = run(comp, {x}, {want}, specs, &summary);
-      ASSERT_EQ(out.size(), 1u);
-      expect_close(out[0], want, 1e-4, 1e-4);
+      const DelegateSummary summary = run_checked(comp, x, want, own);
       EXPECT_EQ(summary.inverted_residual_blocks, own && avx512_supported() ? 1 : 0);
     }
   }
@@ -1015,7 +1023,6 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
 // everything does.
 TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
   at::manual_seed(26);
-  static const std::string off = "off";
   for (const char* variant : {"stride 1", "stride 2", "residual", "24 channels", "gelu", "off"}) {
     SCOPED_TRACE(variant);
     const std::string v = variant;
@@ -1049,15 +1056,7 @@ TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
     ASSERT_NE(prog, nullptr);
     Compiled comp = compile(*prog);
     ASSERT_EQ(comp.graph.ops.size(), 3u);
-    std::vector<CompileSpec> specs;
-    if (v == "off") {
-      specs.push_back(
-          {"ember_kernels", {reinterpret_cast<const uint8_t*>(off.data()), off.size()}});
-    }
-    DelegateSummary summary;
-    auto out = run(comp, {x}, {want}, specs, &summary);
-    ASSERT_EQ(out.size(), 1u);
-    expect_close(out[0], want, 1e-4, 1e-4);
+    const DelegateSummary summary = run_checked(comp, x, want, v != "off");
     // Ember's depthwise step where it applies; the last 1x1 (of a channels-last tensor) as
     // Ember's pointwise step whenever own kernels are on; oneDNN's steps: the first 1x1 (of the
     // caller's NCHW image), the image's reorder to channels-last and the result's back, and the
