@@ -16,10 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/depthwise.h"
 #include "backends/cpu/graph_format.h"
-#include "backends/cpu/inverted_residual.h"
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_steps.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/platform/thread_pool.h"
 
@@ -115,9 +113,10 @@ constexpr int64_t kMaxStemChannels = 4;
 
 struct Step {
   dnnl::primitive prim;          // a oneDNN primitive, or
-  std::function<void()> kernel;  // one of Ember's own kernels, and for EMBER_CPU_VERBOSE:
-  std::string what;              // "KIND,IMPL,PROP,MDS,ATTRS" as oneDNN prints them
-  std::string problem;           // the problem, in the style of oneDNN's verbose lines
+  std::function<void()> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
+  OwnKind own{};                 // EMBER_CPU_VERBOSE its name and problem
+  std::string what;
+  std::string problem;
   std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
   std::vector<dnnl_exec_arg_t> c_args;
   bool uses_scratchpad = false;
@@ -849,21 +848,7 @@ class CpuDelegate {
     memory dst = pooled(out_md, project.output);
     md_[project.output] = out_md;
     mem_[project.output] = dst;
-    Step s;
-    s.what = "inverted_residual,ember:avx512,forward_inference,,";
-    s.problem = "mb" + std::to_string(p.batch) + "_ic" + std::to_string(p.cin) + "ec" +
-                std::to_string(ce) + "oc" + std::to_string(p.cout) + "_ih" + std::to_string(p.h) +
-                "oh" + std::to_string(oh) + "_iw" + std::to_string(p.w) + "ow" +
-                std::to_string(ow) + "_s" + std::to_string(stride) +
-                (expand != nullptr ? "_expand" : "") +
-                (stem != nullptr ? "_stem3x3s" + std::to_string(stem_stride) : "") +
-                (residual >= 0 ? "_residual" : "");
-    s.kernel = [kernel, src, res, dst]() {
-      kernel->run(static_cast<const float*>(handle_of(src)),
-                  res ? static_cast<const float*>(handle_of(res)) : nullptr,
-                  static_cast<float*>(handle_of(dst)));
-    };
-    steps_.push_back(std::move(s));
+    add_own_step(inverted_residual_step(std::move(kernel), p, src, res, dst));
     return at + 2 - i;
   }
 
@@ -880,16 +865,18 @@ class CpuDelegate {
     return plain_md(to_dims(dims), dt::f32, {0, 2, 3, 1});
   }
 
-  // The data pointer of `m` at execute (a caller buffer is rebound every call); no exceptions.
-  static void* handle_of(const memory& m) {
-    void* p = nullptr;
-    dnnl_memory_get_data_handle(m.get(), &p);
-    return p;
+  void add_own_step(OwnStep o) {
+    Step s;
+    s.kernel = std::move(o.run);
+    s.own = o.kind;
+    s.what = std::move(o.what);
+    s.problem = std::move(o.problem);
+    steps_.push_back(std::move(s));
   }
 
   // A 3x3 depthwise convolution (padding 1, stride 1 or 2, channels a multiple of 16) with at
   // most a relu/clip after it, through Ember's kernel (depthwise.h): faster than oneDNN 2.6's,
-  // and it splits the channels between threads. False (nothing built) when it does not apply.
+  // and it splits the rows evenly between threads. False (nothing built) when it does not apply.
   bool try_depthwise(const OpDesc& op) {
     const int64_t stride = plain_conv2d_stride(op, 3);
     const std::vector<int64_t>& sd = graph_.tensors[op.inputs[0]].dims;
@@ -914,17 +901,7 @@ class CpuDelegate {
         std::make_shared<Depthwise3x3>(sd[0], sd[2], sd[3], sd[1], stride, w, b, act, threads_);
     memory src = as(op.inputs[0], nhwc_md(sd));
     memory dst = make_output(op, nhwc_md(od));
-    Step s;
-    s.what = "convolution,ember:depthwise,forward_inference,,";
-    s.problem = "g" + std::to_string(sd[1]) + "mb" + std::to_string(sd[0]) + "_ic" +
-                std::to_string(sd[1]) + "oc" + std::to_string(sd[1]) + "_ih" +
-                std::to_string(sd[2]) + "oh" + std::to_string(od[2]) + "kh3sh" +
-                std::to_string(stride) + "dh0ph1_iw" + std::to_string(sd[3]) + "ow" +
-                std::to_string(od[3]) + "kw3sw" + std::to_string(stride) + "dw0pw1";
-    s.kernel = [kernel, src, dst]() {
-      kernel->run(static_cast<const float*>(handle_of(src)), static_cast<float*>(handle_of(dst)));
-    };
-    steps_.push_back(std::move(s));
+    add_own_step(depthwise_step(std::move(kernel), sd[0], sd[2], sd[3], sd[1], stride, src, dst));
     return true;
   }
 
@@ -949,7 +926,7 @@ class CpuDelegate {
         (op.inputs[2] >= 0 && checked_numel(graph_.tensors[op.inputs[2]].dims) != wd[0])) {
       return false;
     }
-    const int64_t m = sd[0] * sd[2] * sd[3], k = sd[1], n = wd[0];
+    const int64_t k = sd[1], n = wd[0];
     std::vector<memory> keep;  // until packed
     auto packed = std::make_shared<PackedMatrix>(PackedMatrix::pack(
         weight_data(op.inputs[1], &keep), weight_data(op.inputs[2], &keep), k, n));
@@ -960,31 +937,8 @@ class CpuDelegate {
     memory dst = pooled(out_md, op.output);
     md_[op.output] = out_md;
     mem_[op.output] = dst;
-    const int64_t units = gemm_units(m, *packed);
-    const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
-    Step s;
-    s.what = std::string("convolution,ember:pointwise,forward_inference,,") +
-             (sum >= 0 ? "attr-post-ops:sum" : "");
-    s.problem = "mb" + std::to_string(sd[0]) + "_ic" + std::to_string(k) + "oc" +
-                std::to_string(n) + "_ih" + std::to_string(sd[2]) + "oh" + std::to_string(sd[2]) +
-                "kh1sh1dh0ph0_iw" + std::to_string(sd[3]) + "ow" + std::to_string(sd[3]) +
-                "kw1sw1dw0pw0";
-    s.kernel = [packed, src, res, dst, m, act, units, threads]() {
-      const auto* x = static_cast<const float*>(handle_of(src));
-      const auto* r = res ? static_cast<const float*>(handle_of(res)) : nullptr;
-      auto* y = static_cast<float*>(handle_of(dst));
-      const int64_t depth = packed->k, cols = packed->n;
-      if (threads <= 1) {
-        gemm(m, *packed, x, depth, r, cols, y, cols, act);
-        return;
-      }
-#pragma omp parallel num_threads(threads)
-      {
-        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        gemm(m, *packed, x, depth, r, cols, y, cols, act, units * t / nt, units * (t + 1) / nt);
-      }
-    };
-    steps_.push_back(std::move(s));
+    add_own_step(
+        pointwise_step(std::move(packed), sd[0], sd[2], sd[3], act, threads_, src, res, dst));
     return true;
   }
 
@@ -1218,28 +1172,7 @@ class CpuDelegate {
     // With a leading sum, the output already holds the summand (make_output puts it there).
     memory dst = make_output(op, plain_md(od, dt::f32));
     const bool sum = !op.post_ops.empty() && op.post_ops[0].is_sum;
-    const int threads = static_cast<int>(std::min<int64_t>(threads_, gemm_units(1, *packed)));
-    Step s;
-    s.what =
-        std::string("matmul,ember:matvec,forward_inference,,") + (sum ? "attr-post-ops:sum" : "");
-    s.problem = "1x" + std::to_string(k) + ":" + std::to_string(k) + "x" + std::to_string(cols) +
-                ":1x" + std::to_string(cols);
-    s.kernel = [packed, a, dst, sum, act, threads]() {
-      const auto* x = static_cast<const float*>(handle_of(a));
-      auto* y = static_cast<float*>(handle_of(dst));
-      const int64_t units = gemm_units(1, *packed);  // a panel each
-      if (threads <= 1) {
-        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act);
-        return;
-      }
-#pragma omp parallel num_threads(threads)
-      {
-        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
-        gemm(1, *packed, x, packed->k, sum ? y : nullptr, 0, y, 0, act, units * t / nt,
-             units * (t + 1) / nt);
-      }
-    };
-    steps_.push_back(std::move(s));
+    add_own_step(matvec_step(std::move(packed), act, sum, threads_, a, dst));
     // The element-wise post-ops the kernel does not apply, in place, in order.
     for (size_t i = post; i < op.post_ops.size(); ++i) {
       const PostOp& p = op.post_ops[i];
@@ -1358,14 +1291,21 @@ class CpuDelegate {
     for (const Step& s : steps_) {
       if (!s.kernel) {
         ++out.onednn_steps;
-      } else if (s.what.rfind("inverted_residual,", 0) == 0) {
-        ++out.inverted_residual_blocks;
-      } else if (s.what.rfind("convolution,ember:depthwise,", 0) == 0) {
-        ++out.depthwise_steps;
-      } else if (s.what.rfind("convolution,ember:pointwise,", 0) == 0) {
-        ++out.pointwise_steps;
-      } else {
-        ++out.matvec_steps;
+        continue;
+      }
+      switch (s.own) {
+        case OwnKind::InvertedResidual:
+          ++out.inverted_residual_blocks;
+          break;
+        case OwnKind::Depthwise:
+          ++out.depthwise_steps;
+          break;
+        case OwnKind::Pointwise:
+          ++out.pointwise_steps;
+          break;
+        case OwnKind::MatVec:
+          ++out.matvec_steps;
+          break;
       }
     }
     return out;

@@ -1,6 +1,7 @@
 #include "backends/cpu/packed_gemm.h"
 
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -181,6 +182,21 @@ int64_t gemm_units(int64_t m, const PackedMatrix& packed) {
 void gemm(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda, const float* r,
           int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin, int64_t unit_end) {
   gemm_panels(m, packed, a, lda, DenseColumns{}, r, ldr, c, ldc, act, unit_begin, unit_end);
+}
+
+void gemm_threads(int threads, int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,
+                  const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act) {
+  const int64_t units = gemm_units(m, packed);
+  threads = static_cast<int>(std::min<int64_t>(threads, units));
+  if (threads <= 1) {
+    gemm(m, packed, a, lda, r, ldr, c, ldc, act);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    gemm(m, packed, a, lda, r, ldr, c, ldc, act, units * t / n, units * (t + 1) / n);
+  }
 }
 
 void gemm_gathered(int64_t m, const PackedMatrix& packed, const float* a, int64_t lda,

@@ -67,6 +67,11 @@ void gemm(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const f
           int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin = 0,
           int64_t unit_end = std::numeric_limits<int64_t>::max());
 
+// gemm() on up to `threads` OpenMP threads, each taking an even share of the units (inline on
+// one thread).
+void gemm_threads(int threads, int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
+                  const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act);
+
 // The same over a gathered A, read in place: row i, column kk at a[i * lda + k_offsets[kk]] (a
 // convolution's patches without an im2col copy: lda the stride between output pixels,
 // k_offsets[kk] where tap kk of the first pixel's window is). No residual.

@@ -1,0 +1,109 @@
+#include "backends/cpu/own_steps.h"
+
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+namespace ember::cpu {
+namespace {
+
+// The data pointer of `m` at execute; no exceptions.
+void* handle_of(const dnnl::memory& m) {
+  void* p = nullptr;
+  dnnl_memory_get_data_handle(m.get(), &p);
+  return p;
+}
+
+const float* in_of(const dnnl::memory& m) {
+  return m ? static_cast<const float*>(handle_of(m)) : nullptr;
+}
+
+float* out_of(const dnnl::memory& m) { return static_cast<float*>(handle_of(m)); }
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+// The parts one after another (appends: gcc 12 warns falsely of overlapping copies in chains
+// of operator+).
+std::string cat(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  for (std::string_view p : parts) out.append(p);
+  return out;
+}
+
+}  // namespace
+
+OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
+                               const InvertedResidual::Params& p, dnnl::memory src,
+                               dnnl::memory residual, dnnl::memory dst) {
+  OwnStep s{
+      OwnKind::InvertedResidual, "inverted_residual,ember:avx512,forward_inference,,", "", {}};
+  s.problem = cat({"mb",
+                   n(p.batch),
+                   "_ic",
+                   n(p.cin),
+                   "ec",
+                   n(p.ce),
+                   "oc",
+                   n(p.cout),
+                   "_ih",
+                   n(p.h),
+                   "oh",
+                   n(kernel->out_h()),
+                   "_iw",
+                   n(p.w),
+                   "ow",
+                   n(kernel->out_w()),
+                   "_s",
+                   n(p.stride),
+                   p.expand_w != nullptr ? "_expand" : "",
+                   p.stem_w != nullptr ? cat({"_stem3x3s", n(p.stem_stride)}) : "",
+                   residual ? "_residual" : ""});
+  s.run = [kernel = std::move(kernel), src, residual, dst]() {
+    kernel->run(in_of(src), in_of(residual), out_of(dst));
+  };
+  return s;
+}
+
+OwnStep depthwise_step(std::shared_ptr<Depthwise3x3> kernel, int64_t batch, int64_t h, int64_t w,
+                       int64_t c, int64_t stride, dnnl::memory src, dnnl::memory dst) {
+  OwnStep s{OwnKind::Depthwise, "convolution,ember:depthwise,forward_inference,,", "", {}};
+  s.problem = cat({"g",     n(c),      "mb",        n(batch), "_ic", n(c),
+                   "oc",    n(c),      "_ih",       n(h),     "oh",  n(kernel->out_h()),
+                   "kh3sh", n(stride), "dh0ph1_iw", n(w),     "ow",  n(kernel->out_w()),
+                   "kw3sw", n(stride), "dw0pw1"});
+  s.run = [kernel = std::move(kernel), src, dst]() { kernel->run(in_of(src), out_of(dst)); };
+  return s;
+}
+
+OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h, int64_t w,
+                       Clamp act, int threads, dnnl::memory src, dnnl::memory residual,
+                       dnnl::memory dst) {
+  OwnStep s{
+      OwnKind::Pointwise,
+      cat({"convolution,ember:pointwise,forward_inference,,", residual ? "attr-post-ops:sum" : ""}),
+      "",
+      {}};
+  s.problem = cat({"mb", n(batch), "_ic", n(b->k), "oc", n(b->n), "_ih", n(h), "oh", n(h),
+                   "kh1sh1dh0ph0_iw", n(w), "ow", n(w), "kw1sw1dw0pw0"});
+  const int64_t m = batch * h * w;
+  s.run = [b = std::move(b), m, act, threads, src, residual, dst]() {
+    gemm_threads(threads, m, *b, in_of(src), b->k, in_of(residual), b->n, out_of(dst), b->n, act);
+  };
+  return s;
+}
+
+OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, Clamp act, bool sum, int threads,
+                    dnnl::memory a, dnnl::memory dst) {
+  OwnStep s{
+      OwnKind::MatVec,
+      std::string("matmul,ember:matvec,forward_inference,,") + (sum ? "attr-post-ops:sum" : ""),
+      cat({"1x", n(b->k), ":", n(b->k), "x", n(b->n), ":1x", n(b->n)}),
+      {}};
+  s.run = [b = std::move(b), act, sum, threads, a, dst]() {
+    float* y = out_of(dst);
+    gemm_threads(threads, 1, *b, in_of(a), b->k, sum ? y : nullptr, 0, y, 0, act);
+  };
+  return s;
+}
+
+}  // namespace ember::cpu

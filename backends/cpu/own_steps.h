@@ -1,0 +1,49 @@
+// How Ember's own kernels run as steps of the cpu delegate; cpu_runtime.cc decides where they
+// apply and builds their buffers. Each step reads its buffers' data pointers at execute (a
+// caller's buffer is rebound every call), runs on the delegate's OpenMP threads, and carries a
+// name and a problem in the shape of oneDNN's verbose lines (EMBER_CPU_VERBOSE,
+// bench/layer_report.py) and its kind (summarize()).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "backends/cpu/depthwise.h"
+#include "backends/cpu/inverted_residual.h"
+#include "backends/cpu/packed_gemm.h"
+#include "oneapi/dnnl/dnnl.hpp"
+
+namespace ember::cpu {
+
+enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec };
+
+struct OwnStep {
+  OwnKind kind;
+  std::string what;     // "KIND,IMPL,PROP,MDS,ATTRS" as oneDNN prints them
+  std::string problem;  // in the style of oneDNN's verbose lines
+  std::function<void()> run;
+};
+
+// `p`: the parameters the kernel was built from (with their weight pointers: they say whether
+// it has an expansion or a stem). `residual`: empty for none.
+OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
+                               const InvertedResidual::Params& p, dnnl::memory src,
+                               dnnl::memory residual, dnnl::memory dst);
+
+// src [batch][h][w][c] -> dst, channels-last.
+OwnStep depthwise_step(std::shared_ptr<Depthwise3x3> kernel, int64_t batch, int64_t h, int64_t w,
+                       int64_t c, int64_t stride, dnnl::memory src, dnnl::memory dst);
+
+// A 1x1 convolution of the channels-last src [batch][h][w][b.k] -> dst [...][b.n]; residual
+// (empty for none) has dst's shape.
+OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h, int64_t w,
+                       Clamp act, int threads, dnnl::memory src, dnnl::memory residual,
+                       dnnl::memory dst);
+
+// One row a [b.k] by b -> dst [b.n]; with `sum`, dst holds the summand when the step runs.
+OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, Clamp act, bool sum, int threads,
+                    dnnl::memory a, dnnl::memory dst);
+
+}  // namespace ember::cpu
