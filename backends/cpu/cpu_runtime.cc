@@ -1,7 +1,6 @@
 #include "backends/cpu/cpu_runtime.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +18,7 @@
 #include "backends/cpu/graph_format.h"
 #include "backends/cpu/own_steps.h"
 #include "oneapi/dnnl/dnnl.hpp"
+#include "runtime/platform/cpu_isa.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember::cpu {
@@ -790,7 +790,7 @@ class CpuDelegate {
     if (residual >= 0 && graph_.tensors[residual].dims != od) return 0;
     // Only where the expanded tensor of one image outgrows a core's L2 cache: smaller, oneDNN's
     // three convolutions keep it in L2 and are as fast or faster (docs/backends/cpu.md).
-    if (ce * ed[2] * ed[3] * static_cast<int64_t>(sizeof(float)) < l2_bytes()) return 0;
+    if (ce * ed[2] * ed[3] * static_cast<int64_t>(sizeof(float)) < l2_cache_bytes()) return 0;
     // The sizes were checked against each other when the blob was parsed only as far as the
     // graph format goes; the kernel trusts them, so every one is checked here.
     p.batch = sd[0];
@@ -850,15 +850,6 @@ class CpuDelegate {
     mem_[project.output] = dst;
     add_own_step(inverted_residual_step(std::move(kernel), p, src, res, dst));
     return at + 2 - i;
-  }
-
-  // One core's L2 cache, or 1 MiB where the system does not say.
-  static int64_t l2_bytes() {
-    static const int64_t bytes = [] {
-      const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-      return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
-    }();
-    return bytes;
   }
 
   static memory::desc nhwc_md(const std::vector<int64_t>& dims) {
@@ -1371,6 +1362,31 @@ bool switch_from(std::span<const CompileSpec> specs, std::string_view key) {
   return true;
 }
 
+// oneDNN's instruction set in force (the CPU's, capped by ONEDNN_MAX_CPU_ISA), by oneDNN's name.
+const char* onednn_isa_name() {
+  using isa = dnnl::cpu_isa;
+  switch (dnnl::get_effective_cpu_isa()) {
+    case isa::sse41:
+      return "sse41";
+    case isa::avx:
+      return "avx";
+    case isa::avx2:
+      return "avx2";
+    case isa::avx2_vnni:
+      return "avx2_vnni";
+    case isa::avx512_core:
+      return "avx512_core";
+    case isa::avx512_core_vnni:
+      return "avx512_core_vnni";
+    case isa::avx512_core_bf16:
+      return "avx512_core_bf16";
+    case isa::avx512_core_amx:
+      return "avx512_core_amx";
+    default:
+      return "an instruction set below avx512_core";
+  }
+}
+
 class CpuBackend final : public Backend {
  public:
   bool is_available() const override { return true; }
@@ -1385,6 +1401,15 @@ class CpuBackend final : public Backend {
         parse(std::span<const uint8_t>(processed->bytes(), processed->size()), &why);
     if (!g) return fail(Error::InvalidProgram, "cpu delegate: invalid blob: %s", why.c_str());
     processed->free();  // everything needed is copied
+    if (g->precision == Precision::Bf16 && !bf16_supported()) {
+      return fail(
+          Error::NotSupported,
+          "cpu delegate: this program computes convolutions and matmuls in bf16 (compiled "
+          "with --precision bf16), which oneDNN runs only on CPUs with AVX-512 (avx512_core "
+          "or later); this CPU offers %s to oneDNN and %s to Ember. Compile the model with "
+          "--precision fp32 (the default) to run it here",
+          onednn_isa_name(), cpu_isa_name(cpu_isa()));
+    }
     const int threads = threads_from(specs);
     if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
     const int previous = omp_get_max_threads();
@@ -1426,6 +1451,15 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+// Whether bf16 convolutions and matmuls can run: oneDNN implements them from avx512_core up
+// (emulated there, native from avx512_core_bf16), and EMBER_CPU_ISA, when it caps Ember below
+// AVX-512, stands for a CPU without them too.
+bool bf16_supported() {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (have & need) == need && cpu_isa() >= CpuIsa::Avx512;
+}
 
 DelegateSummary summarize(const DelegateHandle* handle) {
   if (handle == nullptr) return {};

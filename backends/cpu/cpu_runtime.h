@@ -19,6 +19,8 @@
 // depthwise convolutions (depthwise.h), 1x1 convolutions of channels-last tensors and one-row
 // matmuls by a constant matrix (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
 // of one, in the shape of oneDNN's ONEDNN_VERBOSE lines.
+// A bf16 program (compile spec "precision" = "bf16") on a CPU where bf16_supported() is false is
+// refused at init with NotSupported and a message that names the CPU's instruction set.
 // A handle must not be executed from two threads at once.
 #pragma once
 
@@ -31,6 +33,10 @@ const Backend* runtime_backend();
 
 // Registers runtime_backend() under "cpu". InvalidArgument when the name is taken.
 Error register_runtime_backend();
+
+// Whether this CPU runs bf16 programs: oneDNN's instruction set in force (ONEDNN_MAX_CPU_ISA caps
+// it) reaches avx512_core, and Ember's (cpu_isa(), EMBER_CPU_ISA caps it) reaches Avx512.
+bool bf16_supported();
 
 // What a delegate runs, chosen at init (tests and tools): oneDNN primitives, and Ember's own
 // kernels (the "ember_kernels" compile spec, on by default, fp32 on AVX-512 CPUs).

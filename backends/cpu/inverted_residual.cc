@@ -3,6 +3,8 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "backends/cpu/avx512.h"
@@ -27,6 +29,14 @@ EMBER_AVX512 void copy_row(const float* in, int64_t c, int64_t w, float* out, in
 }
 
 }  // namespace
+
+int64_t l2_cache_bytes() {
+  static const int64_t bytes = [] {
+    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return bytes;
+}
 
 InvertedResidual::InvertedResidual(const Params& p, int threads)
     : p_(p), threads_(std::max(threads, 1)) {

@@ -31,6 +31,11 @@
 
 namespace ember::cpu {
 
+// One core's L2 cache in bytes (sysconf), or 1 MiB where the system does not say. The cpu backend
+// fuses a block only where its expanded tensor of one image is at least this: smaller, oneDNN's
+// three convolutions keep it in L2 and are as fast or faster (docs/backends/cpu.md).
+int64_t l2_cache_bytes();
+
 class InvertedResidual {
  public:
   struct Params {

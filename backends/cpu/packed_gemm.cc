@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "backends/cpu/avx512.h"
+#include "runtime/platform/cpu_isa.h"
 
 namespace ember::cpu {
 namespace {
@@ -230,10 +231,6 @@ PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, in
   return out;
 }
 
-bool avx512_supported() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("fma");
-}
+bool avx512_supported() { return cpu_isa() >= CpuIsa::Avx512; }
 
 }  // namespace ember::cpu

@@ -54,7 +54,8 @@ struct PackedMatrix {
   static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n);
 };
 
-// Whether this CPU has AVX-512F, AVX-512VL and FMA3 (every kernel here needs them).
+// Whether Ember's AVX-512 kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is at least
+// Avx512, so the CPU has them and EMBER_CPU_ISA does not cap them off.
 bool avx512_supported();
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by

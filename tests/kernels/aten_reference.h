@@ -294,4 +294,40 @@ inline void expect_matches(const Tensor& actual, const at::Tensor& expected,
   }
 }
 
+// Expects a 16-bit float (Half or BFloat16) result of sums of `terms` products to be what float32
+// arithmetic rounded once gives. `reference` is ATen run on the operands upcast to float32, rounded
+// to the dtype; `magnitude` is the same computation, in float32, on the operands' absolute values
+// (so |each term| summed). The reference does not depend on the machine: ATen's own 16-bit kernels
+// round differently from CPU to CPU (oneDNN with or without native bf16).
+// Each side sums in float32 in its own order, so the unrounded values differ by at most
+// 2 * terms * 2^-24 * magnitude (a float32 sum of n terms errs by at most (n - 1) ulps of the sum
+// of magnitudes, taken twice and doubled again for the products). Two values that close round to
+// the same or adjacent 16-bit values: one ulp of the dtype at the larger of them (2^-7 relative for
+// bfloat16, 2^-10 for half, and half's subnormal step 2^-24). A kernel that rounded partial sums to
+// 16 bits would err by about sqrt(terms) ulps and fail.
+inline void expect_rounded_once(const Tensor& actual, const at::Tensor& reference,
+                                const at::Tensor& magnitude, int64_t terms) {
+  const at::ScalarType t = reference.scalar_type();
+  ASSERT_TRUE(t == at::kHalf || t == at::kBFloat16) << "16-bit floats only";
+  ASSERT_EQ(to_aten(actual.dtype()), t) << "dtype";
+  ASSERT_EQ(std::vector<int64_t>(actual.sizes().begin(), actual.sizes().end()),
+            reference.sizes().vec())
+      << "shape";
+  if (reference.numel() == 0) return;
+  const at::Tensor a = aten_view(actual).to(at::kDouble), r = reference.to(at::kDouble);
+  const double ulp = t == at::kBFloat16 ? 0x1p-7 : 0x1p-10;
+  const double floor = t == at::kBFloat16 ? 0.0 : 0x1p-24;
+  const at::Tensor sum_error =
+      magnitude.to(at::kDouble) * (2.0 * static_cast<double>(terms) * 0x1p-24);
+  const at::Tensor bound = (r.abs() + sum_error) * ulp + floor + sum_error;
+  const at::Tensor over = ((a - r).abs() - bound).nan_to_num(0, 0, 0);
+  const bool nan_agree = at::equal(a.isnan(), r.isnan());
+  EXPECT_TRUE(nan_agree && over.max().item<double>() <= 0)
+      << "values differ by more than float32 rounded once allows; worst excess "
+      << over.max().item<double>() << " (max abs diff "
+      << (a - r).abs().nan_to_num(0, 0, 0).max().item<double>() << ")\nactual:\n"
+      << a << "\nreference:\n"
+      << r;
+}
+
 }  // namespace ember::testing

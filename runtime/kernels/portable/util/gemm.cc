@@ -1,14 +1,15 @@
 #include "runtime/kernels/portable/util/gemm.h"
 
 #include "runtime/kernels/portable/util/gemm_variants.h"
+#include "runtime/platform/cpu_isa.h"
 
 // Why ISA variants: the portable library is built without -march flags so that one binary runs on
 // any CPU of its architecture, which leaves the compiler SSE2 on x86-64, a quarter of the FMA
 // width of an AVX-512 core. The GEMM is the one place where that costs most of the time of a model,
 // so it alone is compiled three times (gemm_kernel.inc: generic, -mavx2 -mfma, -mavx512f...) and
-// the widest variant the CPU and OS support is picked once, at first use, with
-// __builtin_cpu_supports. The kernel stays plain C++ (vector extensions, no intrinsics), and the
-// rest of the library stays portable.
+// the widest variant the CPU and OS support is picked once, at first use, by
+// cpu_isa() (runtime/platform/cpu_isa.h: EMBER_CPU_ISA caps it). The kernel stays plain C++ (vector
+// extensions, no intrinsics), and the rest of the library stays portable.
 
 namespace ember {
 namespace {
@@ -22,16 +23,15 @@ struct Variant {
 
 Variant pick() {
 #if defined(EMBER_GEMM_X86_VARIANTS)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("fma")) {
-    return {gemm_variants::run_f32_avx512, gemm_variants::run_f64_avx512,
-            gemm_variants::fma_probe_avx512, "avx512"};
-  }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    return {gemm_variants::run_f32_avx2, gemm_variants::run_f64_avx2, gemm_variants::fma_probe_avx2,
-            "avx2"};
+  switch (cpu_isa()) {
+    case CpuIsa::Avx512:
+      return {gemm_variants::run_f32_avx512, gemm_variants::run_f64_avx512,
+              gemm_variants::fma_probe_avx512, "avx512"};
+    case CpuIsa::Avx2:
+      return {gemm_variants::run_f32_avx2, gemm_variants::run_f64_avx2,
+              gemm_variants::fma_probe_avx2, "avx2"};
+    case CpuIsa::Generic:
+      break;
   }
 #endif
   return {gemm_variants::run_f32_generic, gemm_variants::run_f64_generic,
