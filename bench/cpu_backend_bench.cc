@@ -1,7 +1,7 @@
 // The cpu backend (oneDNN) end to end on whole exported models, batch 1: ResNet-18 and
 // MobileNetV2 as single partitions, fp32 and bf16, 1 and 2 threads.
 //
-//   PYTHONPATH=python /usr/bin/python3 bench/cpu_backend_models.py /tmp/cpu_models
+//   PYTHONPATH=python .venv/bin/python bench/cpu_backend_models.py /tmp/cpu_models
 //   EMBER_CPU_BENCH_MODELS=/tmp/cpu_models build/release/bench/ember_cpu_backend_bench
 //
 // Counters: ms per inference (the median is what to compare: --benchmark_repetitions=20

@@ -1,6 +1,6 @@
 """Exports the cpu backend's benchmark models with their eager reference.
 
-    PYTHONPATH=python /usr/bin/python3 bench/cpu_backend_models.py OUT_DIR [resnet18 mobilenet_v2]
+    PYTHONPATH=python .venv/bin/python bench/cpu_backend_models.py OUT_DIR [resnet18 mobilenet_v2]
 
 Writes OUT_DIR/NAME.ep (the exported program), NAME.input.bin and NAME.output.bin (float32, raw,
 row-major): the random input (seed 0) and eager PyTorch's output for it, in fp32 eval mode.

@@ -1,7 +1,7 @@
 """The PyTorch eager side of the side-by-side benchmark (bench/run_bench.py): a long-lived worker
 with the same line protocol as bench/ember_bench_runner.cc.
 
-    /usr/bin/python3 eager_worker.py MODEL --threads 2 --input x.npy --out-dir d --warmup 3
+    .venv/bin/python eager_worker.py MODEL --threads 2 --input x.npy --out-dir d --warmup 3
     stdin "run 5" -> stdout "times 12.1 12.3 12.0 12.2 12.4" (ms per call); "quit" ends it.
 
 MODEL is a name from models.py, rebuilt here from its fixed seeds; calls run under

@@ -1,6 +1,6 @@
 """Per-layer time and FMA-peak share of a program's cpu delegates (issue 6).
 
-    /usr/bin/python3 bench/layer_report.py MODEL.pte [--input X.npy]... [--threads N]
+    .venv/bin/python bench/layer_report.py MODEL.pte [--input X.npy]... [--threads N]
                      [--repeat R] [--top K] [--ember build/release/tools/ember]
 
 Runs `ember run MODEL.pte --repeat R` with ONEDNN_VERBOSE=1, which makes oneDNN print one line per

@@ -1,7 +1,7 @@
 """Side-by-side latency of Ember, PyTorch eager and ONNX Runtime (issue 6), in one run.
 
     scripts/bench [--quick] [--write-docs]          # setup, build, npm install, then this script
-    /usr/bin/python3 bench/run_bench.py [--models resnet18,...] [--threads 1,2] [--quick]
+    .venv/bin/python bench/run_bench.py [--models resnet18,...] [--threads 1,2] [--quick]
 
 For every model (bench/models.py) and thread count it starts one long-lived worker per system
 (bench/ember_bench_runner, bench/eager_worker.py, bench/ort/ort_worker.js), checks each worker's

@@ -1,7 +1,7 @@
 """Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code (no
 timing, no models):
 
-    /usr/bin/python3 bench/run_bench_test.py
+    .venv/bin/python bench/run_bench_test.py
 """
 
 import os

@@ -346,6 +346,9 @@ Result<std::string> inspect_program(const Program& program, bool json) {
             out << ", \"dtype\": " << json_string(to_string(io.tensor.dtype)) << ", \"shape\": [";
             for (size_t d = 0; d < io.tensor.sizes.size(); ++d)
               out << (d ? ", " : "") << io.tensor.sizes[d];
+            out << "], \"dim_order\": [";
+            for (size_t d = 0; d < io.tensor.dim_order.size(); ++d)
+              out << (d ? ", " : "") << static_cast<int>(io.tensor.dim_order[d]);
             out << "], \"dynamism\": " << json_string(dynamism_name(io.tensor.dynamism))
                 << ", \"memory_planned\": " << (io.tensor.memory_planned ? "true" : "false");
           }
@@ -408,8 +411,16 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         const IoInfo& io = list[i];
         out << "    " << i << ": " << io.tag;
         if (io.is_tensor) {
-          out << " " << to_string(io.tensor.dtype) << " " << shape_text(io.tensor.sizes) << " "
-              << dynamism_name(io.tensor.dynamism)
+          out << " " << to_string(io.tensor.dtype) << " " << shape_text(io.tensor.sizes) << " ";
+          bool permuted = false;
+          for (size_t d = 0; d < io.tensor.dim_order.size(); ++d)
+            permuted = permuted || io.tensor.dim_order[d] != d;
+          if (permuted) {
+            out << "dim order";
+            for (uint8_t d : io.tensor.dim_order) out << " " << static_cast<int>(d);
+            out << ", ";
+          }
+          out << dynamism_name(io.tensor.dynamism)
               << (io.tensor.memory_planned ? ", planned" : ", caller-provided");
         }
         out << "\n";

@@ -6,6 +6,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "runtime/kernels/portable/util/copy.h"
+
 namespace ember::tools {
 namespace {
 
@@ -158,6 +160,19 @@ Error write_npy(const std::string& path, const Tensor& t) {
   ok = std::fclose(f) == 0 && ok;
   EMBER_CHECK(ok, Error::AccessFailed, "writing '%s' failed", path.c_str());
   return Error::Ok;
+}
+
+Result<OwnedTensor> npy_in_layout(const NpyArray& a, std::span<const uint8_t> dim_order) {
+  // An array of another rank keeps C order: the method's own check then names the input.
+  std::vector<uint8_t> order;
+  if (dim_order.size() == a.shape.size()) order.assign(dim_order.begin(), dim_order.end());
+  Result<OwnedTensor> t = OwnedTensor::zeros(a.dtype, a.shape, std::move(order));
+  if (!t.ok()) return t.error();
+  // The array is only read: its C-order tensor is the source of the copy.
+  Result<Tensor> src = Tensor::make(a.dtype, a.shape, {}, const_cast<uint8_t*>(a.data.data()));
+  if (!src.ok()) return src.error();
+  copy_tensor(*src, t->tensor());
+  return t;
 }
 
 }  // namespace ember::tools

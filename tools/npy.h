@@ -2,6 +2,7 @@
 //
 //   Result<NpyArray> a = read_npy("x.npy");        // dtype, shape, bytes (C order)
 //   EMBER_TRY(write_npy("out.npy", tensor));
+//   Result<OwnedTensor> x = npy_in_layout(*a, meta->input_tensor_info(0)->dim_order);
 //
 // bfloat16 has no NumPy dtype; it is written as float32 (values exactly representable).
 #pragma once
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "runtime/core/tensor.h"
+#include "runtime/executor/module.h"
 
 namespace ember::tools {
 
@@ -25,5 +27,10 @@ Result<NpyArray> read_npy(const std::string& path);
 
 // Writes `t` in C order whatever its dim order. AccessFailed on I/O errors.
 Error write_npy(const std::string& path, const Tensor& t);
+
+// The values of `a` (C order, as NumPy holds them) in a tensor laid out in `dim_order`, the layout
+// a method declares for the input (empty: C order). An array whose rank differs from the dim
+// order's keeps C order, so that the method's own shape check reports the input.
+Result<OwnedTensor> npy_in_layout(const NpyArray& a, std::span<const uint8_t> dim_order);
 
 }  // namespace ember::tools

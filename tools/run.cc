@@ -90,9 +90,7 @@ int run_command(const RunOptions& o) {
                        o.method.c_str(), meta->num_inputs(), o.inputs.size()));
   }
 
-  std::vector<NpyArray> arrays(meta->num_inputs());
   std::vector<OwnedTensor> owned;
-  std::vector<Tensor> views(meta->num_inputs());
   std::vector<EValue> inputs;
   std::mt19937 rng(o.seed);
   for (size_t i = 0; i < meta->num_inputs(); ++i) {
@@ -103,17 +101,16 @@ int run_command(const RunOptions& o) {
                          "input %zu is a %s; `ember run` binds tensor inputs only", i,
                          to_string(*tag)));
     }
+    Result<TensorInfo> info = meta->input_tensor_info(i);
+    if (!info.ok()) return report(info.error());
     if (!o.inputs.empty()) {
+      // The file holds C order; the method may declare another layout (channels-last).
       Result<NpyArray> a = read_npy(o.inputs[i]);
       if (!a.ok()) return report(a.error());
-      arrays[i] = std::move(*a);
-      Result<Tensor> t = Tensor::make(arrays[i].dtype, arrays[i].shape, {}, arrays[i].data.data());
+      Result<OwnedTensor> t = npy_in_layout(*a, info->dim_order);
       if (!t.ok()) return report(t.error());
-      views[i] = *t;
-      inputs.push_back(EValue::from_tensor(&views[i]));
+      owned.push_back(std::move(*t));
     } else {
-      Result<TensorInfo> info = meta->input_tensor_info(i);
-      if (!info.ok()) return report(info.error());
       Result<OwnedTensor> t =
           OwnedTensor::zeros(info->dtype, {info->sizes.begin(), info->sizes.end()},
                              {info->dim_order.begin(), info->dim_order.end()});

@@ -1,6 +1,6 @@
 """Regenerates aten_schemas.inc: the schema strings of the ATen ops Ember's IR knows.
 
-    /usr/bin/python3 compiler/ir/gen_aten_schemas.py > compiler/ir/aten_schemas.inc
+    .venv/bin/python compiler/ir/gen_aten_schemas.py > compiler/ir/aten_schemas.inc
 
 The strings are read from the installed PyTorch (the exporter's schemas must agree with them).
 `out=` overloads are left out: exported programs never contain them.

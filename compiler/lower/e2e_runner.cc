@@ -53,20 +53,24 @@ int main(int argc, char** argv) {
   ember::Module module(model, options);
   if (module.load() != ember::Error::Ok) return fail("load " + model);
   if (module.load_method("forward") != ember::Error::Ok) return fail("load method forward");
+  ember::Result<ember::MethodMeta> meta = module.method_meta("forward");
+  if (!meta.ok()) return fail("method meta");
   for (size_t c = 0; c < calls.size(); ++c) {
-    std::vector<std::unique_ptr<ember::tools::NpyArray>> arrays;
-    std::vector<std::unique_ptr<ember::Tensor>> tensors;
+    std::vector<ember::OwnedTensor> tensors;
     std::vector<ember::EValue> inputs;
-    for (const std::string& path : calls[c]) {
+    for (size_t i = 0; i < calls[c].size(); ++i) {
+      const std::string& path = calls[c][i];
       ember::Result<ember::tools::NpyArray> a = ember::tools::read_npy(path);
       if (!a.ok()) return fail("read " + path);
-      arrays.push_back(std::make_unique<ember::tools::NpyArray>(std::move(*a)));
-      ember::Result<ember::Tensor> t = ember::Tensor::make(
-          arrays.back()->dtype, arrays.back()->shape, {}, arrays.back()->data.data());
+      // In the layout the method declares (a channels-last input of ExecuTorch's exporter).
+      ember::Result<ember::TensorInfo> info = meta->input_tensor_info(i);
+      std::span<const uint8_t> order;
+      if (info.ok()) order = info->dim_order;
+      ember::Result<ember::OwnedTensor> t = ember::tools::npy_in_layout(*a, order);
       if (!t.ok()) return fail("tensor " + path);
-      tensors.push_back(std::make_unique<ember::Tensor>(*t));
-      inputs.push_back(ember::EValue::from_tensor(tensors.back().get()));
+      tensors.push_back(std::move(*t));
     }
+    for (ember::OwnedTensor& t : tensors) inputs.push_back(t.evalue());
     ember::Result<std::vector<ember::EValue>> outs = module.forward(inputs);
     if (!outs.ok()) return fail("execute call " + std::to_string(c));
     for (size_t i = 0; i < outs->size(); ++i) {

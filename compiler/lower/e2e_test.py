@@ -6,7 +6,7 @@ with a .ptd, delegated to the reference backend (`--backend loopback`, its named
 and delegated with a .ptd; each run is compared with eager. `--model delegation` runs the models
 of the delegation contracts (C16-C20) the same way, with their extra checks.
 
-    /usr/bin/python3 e2e_test.py --ember EMBER --runner RUNNER --python-dir DIR --work DIR [--model M]
+    .venv/bin/python e2e_test.py --ember EMBER --runner RUNNER --python-dir DIR --work DIR [--model M]
 
 Each model is one CTest test. A model whose ops Ember cannot run yet exits with 77 (CTest: skipped)
 after printing the verifier's list of missing ops; models the compiler must handle never skip.
@@ -139,6 +139,25 @@ class InputWrite(torch.nn.Module):
     def forward(self, x):
         x.mul_(2)
         return x + 1
+
+
+class TorchCond(torch.nn.Module):  # C4: a real torch.cond, captured by torch.export
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda t: torch.relu(self.lin(t)), lambda t: t * 2 - 1,
+                          (x,))
+
+
+class ChannelsLastConv(torch.nn.Module):  # C24: a channels-last input and output
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
 
 
 class SymOps(torch.nn.Module):  # symbolic-int arithmetic at run time (aten::sym_size + prim ops)
@@ -290,11 +309,11 @@ def models():
         "mha_batch_first": (BatchFirstAttention,
                             [(r(2, 5, 16), torch.tensor([[False] * 5, [False] * 3 + [True] * 2]))],
                             None, True),
-        "resnet18": (lambda: torchvision_model("resnet18"), [(r(1, 3, 64, 64),)], None, False),
+        "resnet18": (lambda: torchvision_model("resnet18"), [(r(1, 3, 64, 64),)], None, True),
         # 224x224, the size it is used at: its first four blocks' expanded tensors outgrow a
         # core's L2, so the cpu backend runs them on its fused kernel (docs/backends/cpu.md).
         "mobilenet_v2": (lambda: torchvision_model("mobilenet_v2"), [(r(1, 3, 224, 224),)], None,
-                         False),
+                         True),
         # PyTorch 1.13 runs an eval-mode encoder layer with ReLU/GELU as one fused op
         # (_transformer_encoder_layer_fwd), which the exporter decomposes into ATen ops.
         "transformer_fastpath": (lambda: torch.nn.TransformerEncoder(
@@ -310,10 +329,16 @@ def models():
         "transformer": (lambda: torch.nn.TransformerEncoder(
             torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0), 2,
             enable_nested_tensor=False),
-            [(r(5, 1, 32),)], None, False),
+            [(r(5, 1, 32),)], None, True),
         "llama_kv_cache": (Decoder, [(torch.tensor([[3]]), torch.tensor([0])),
                                      (torch.tensor([[7]]), torch.tensor([1])),
-                                     (torch.tensor([[1]]), torch.tensor([2]))], None, False),
+                                     (torch.tensor([[1]]), torch.tensor([2]))], None, True),
+        # C4: both branches of a torch.cond, chosen at run time by the data.
+        "c4_torch_cond": (TorchCond, [(r(2, 4).abs() + 0.1,), (-r(2, 4).abs() - 0.1,),
+                                      (r(2, 4).abs(),)], None, True),
+        "c24_channels_last": (ChannelsLastConv,
+                              [(r(1, 3, 8, 8).contiguous(memory_format=torch.channels_last),)],
+                              None, True),
         # The delegation contracts (run together by --model delegation).
         "c16_buffer_cumsum": (BufferCumsum, [(r(4),), (r(4),)], None, True),
         "c17_unused_input": (UnusedInput, [(r(3), r(3) * 100, r(3))], None, True),
@@ -582,7 +607,8 @@ def check_ir_model(args, name):
     if r.returncode != 0:
         raise AssertionError(f"{name}: run failed: {r.stderr}")
     compare(name, expected, out)
-    print(f"ok {name}")
+    check_executorch(args, name, pte, None, calls, out)
+    print(f"ok {name} (and on ExecuTorch)")
     return 0
 
 
@@ -608,10 +634,11 @@ def execute(args, pte, calls, out_dir, ptd=None):
     return run(cmd)
 
 
-def compare(name, expected_calls, out_dir):
+def compare(name, expected_calls, out_dir, first=0):
+    """Each call's outputs from `first` on are the expected ones (rtol 1e-4, atol 1e-5)."""
     for c, expected in enumerate(expected_calls):
         for i, e in enumerate(expected):
-            got = np.load(os.path.join(out_dir, f"call{c}_out{i}.npy"))
+            got = np.load(os.path.join(out_dir, f"call{c}_out{first + i}.npy"))
             e = e.detach().numpy()
             if got.shape != e.shape:
                 raise AssertionError(f"{name} call {c} output {i}: shape {got.shape} != {e.shape}")
@@ -619,6 +646,77 @@ def compare(name, expected_calls, out_dir):
                 err = np.max(np.abs(got - e))
                 raise AssertionError(f"{name} call {c} output {i}: max abs error {err}\n"
                                      f"got {got.ravel()[:8]}\nexpected {e.ravel()[:8]}")
+
+
+def check_executorch(args, name, pte, ptd, calls, out_dir):
+    """ExecuTorch's own runtime (pip executorch) runs the program Ember wrote: every call, in order
+    on one loaded method (so state carries over), gives Ember's outputs within float32 rounding.
+    The two runtimes' kernels sum in different orders, and through ResNet-18's 20 layers such
+    differences grow to a few 1e-6 of the output's scale: the bound is 1e-5 of the largest
+    output magnitude (the bench's check), 1e-5 relative per element."""
+    from executorch.runtime import Runtime, Verification
+    program = Runtime.get().load_program(pte, verification=Verification.InternalConsistency,
+                                         data_path=ptd)
+    method = program.load_method("forward")
+    # ExecuTorch's Python binding copies an input's storage as it is, whatever the dim order the
+    # program declares (which its API does not tell): give each input that layout.
+    report = run([args.ember, "inspect", pte, "--json"])
+    assert report.returncode == 0, report.stderr
+    orders = [io.get("dim_order") for io in json.loads(report.stdout)["methods"][0]["inputs"]]
+
+    def laid_out(t, order):
+        if not isinstance(t, torch.Tensor) or not order or order == sorted(order):
+            return t.contiguous() if isinstance(t, torch.Tensor) else t
+        return t.permute(order).contiguous().permute(np.argsort(order).tolist())
+
+    for c, inputs in enumerate(calls):
+        outs = method.execute([laid_out(t.clone(), o) for t, o in zip(inputs, orders)])
+        n = 0
+        while os.path.exists(os.path.join(out_dir, f"call{c}_out{n}.npy")):
+            n += 1
+        if len(outs) != n:
+            raise AssertionError(f"{name} on ExecuTorch, call {c}: {len(outs)} outputs, Ember {n}")
+        for i, got in enumerate(outs):
+            want = np.load(os.path.join(out_dir, f"call{c}_out{i}.npy"))
+            got = got.numpy() if isinstance(got, torch.Tensor) else np.asarray(got)
+            same_shape = got.shape == want.shape and got.dtype == want.dtype
+            scale = float(np.max(np.abs(want), initial=1.0)) if want.dtype.kind == "f" else 0
+            if not same_shape or not (np.allclose(got, want, rtol=1e-5, atol=1e-5 * scale,
+                                                  equal_nan=True)
+                                      if got.dtype.kind == "f" else np.array_equal(got, want)):
+                raise AssertionError(f"{name} on ExecuTorch, call {c} output {i}: "
+                                     f"{got.dtype}{list(got.shape)} {got.ravel()[:6]} != Ember's "
+                                     f"{want.dtype}{list(want.shape)} {want.ravel()[:6]}")
+
+
+def check_executorch_exported(args, name, module, calls, dyn, work, expected):
+    """Ember runs what ExecuTorch's own exporter writes (to_edge_transform_and_lower, then
+    to_executorch; portable kernels): every call, in order, gives the outputs of ExecuTorch's
+    runtime on the same program, and eager's. Mutated buffers are written with their initial
+    values (InitializedMutableBufferPass), as eager starts from them. ExecuTorch's program returns
+    the inputs it writes before the module's outputs."""
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+    torch_dyn = None
+    if dyn:
+        torch_dyn = tuple({d: torch.export.Dim(dim.name, min=dim.min, max=dim.max)
+                           for d, dim in spec.items()} if spec else None for spec in dyn)
+        torch_dyn += (None,) * (len(calls[0]) - len(torch_dyn))
+    with torch.no_grad():
+        ep = torch.export.export(copy.deepcopy(module), calls[0], dynamic_shapes=torch_dyn)
+    config = ExecutorchBackendConfig(passes=[InitializedMutableBufferPass([""])])
+    program = to_edge_transform_and_lower(ep).to_executorch(config)
+    pte = os.path.join(work, f"{name}_executorch.pte")
+    with open(pte, "wb") as f:
+        f.write(program.buffer)
+    out = os.path.join(work, "out_executorch")
+    r = execute(args, pte, calls, out)
+    if r.returncode != 0:
+        raise AssertionError(f"{name}: Ember could not run ExecuTorch's program: {r.stderr}")
+    written_inputs = sum(spec.kind.name == "USER_INPUT_MUTATION"
+                         for spec in program.exported_program().graph_signature.output_specs)
+    compare(name, expected, out, first=written_inputs)
+    check_executorch(args, name, pte, None, calls, out)
 
 
 def eager(module, calls):
@@ -677,11 +775,15 @@ def check_model(args, name):
                 return SKIP
             raise AssertionError(f"{name} ({mode}): run failed: {r.stderr}")
         compare(name, expected, os.path.join(work, "out_" + mode))
+        if mode in ("pte", "ptd"):
+            check_executorch(args, name, pte, ptd, calls, os.path.join(work, "out_" + mode))
         if mode.startswith("loopback"):
             check_delegated(args, name, mode, pte, ptd)
         if mode == "cpu":
             check_cpu(args, name, pte)
-        print(f"ok {name} ({mode})")
+        print(f"ok {name} ({mode}{', and on ExecuTorch' if mode in ('pte', 'ptd') else ''})")
+    check_executorch_exported(args, name, module, calls, dyn, work, expected)
+    print(f"ok {name} (ExecuTorch's exporter, run by Ember and by ExecuTorch)")
     return 0
 
 
@@ -711,6 +813,30 @@ def check_wrong_ptd(args):
     return 0
 
 
+def check_xnnpack_refused(args):
+    """A program ExecuTorch's exporter delegated to XNNPACK is refused at load, naming the backend
+    (Ember has no XNNPACK delegate); `ember inspect` still reads it and lists the delegate."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+    work = os.path.join(args.work, "xnnpack_refused")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        ep = torch.export.export(MLP().eval(), (x,))
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    pte = os.path.join(work, "mlp_xnnpack.pte")
+    with open(pte, "wb") as f:
+        f.write(program.buffer)
+    r = execute(args, pte, [(x,)], os.path.join(work, "out"))
+    assert r.returncode != 0, "an XNNPACK program ran without an XNNPACK delegate"
+    assert "backend 'XnnpackBackend' is not registered" in r.stderr, r.stderr
+    report = run([args.ember, "inspect", pte])
+    assert report.returncode == 0 and "XnnpackBackend" in report.stdout, report.stdout
+    print("ok xnnpack_refused: " + r.stderr.strip().splitlines()[-1])
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--ember", required=True)
@@ -725,7 +851,7 @@ def main():
     names = []
     for m in args.model.split(","):
         if m == "all":
-            names += list(models()) + ["wrong_ptd"] + list(ir_models())
+            names += list(models()) + ["wrong_ptd", "xnnpack_refused"] + list(ir_models())
         elif m == "delegation":
             names += list(DELEGATION)
         elif m == "c30":
@@ -737,6 +863,8 @@ def main():
         try:
             if name == "wrong_ptd":
                 rc = check_wrong_ptd(args)
+            elif name == "xnnpack_refused":
+                rc = check_xnnpack_refused(args)
             elif name in ir_models():
                 rc = check_ir_model(args, name)
             else:

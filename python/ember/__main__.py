@@ -96,7 +96,8 @@ def _export(args):
             inputs.append(torch.randint(0, 2, s).bool())
         else:
             inputs.append(torch.randint(0, 10, s, dtype=dtype))
-    export(model, tuple(inputs), args.output, dynamic_shapes=_dynamic(args.dynamic_dim, len(inputs)))
+    dynamic_shapes = _dynamic(args.dynamic_dim, len(inputs))
+    export(model, tuple(inputs), args.output, dynamic_shapes=dynamic_shapes, strict=args.strict)
     print(f"wrote {args.output}")
 
 
@@ -112,6 +113,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0, help="seed for weights and inputs")
     p.add_argument("--dynamic-dim", action="append", default=[],
                    help="INPUT:DIM:MAX or INPUT:DIM:MIN:MAX, a bounded dynamic dim")
+    p.add_argument("--strict", action="store_true",
+                   help="capture with torch.export's strict mode (TorchDynamo), which refuses "
+                        "more programs; the default is non-strict, as in torch.export")
     p.add_argument("-o", "--output", required=True, help="the exported-program file to write")
     args = parser.parse_args(argv)
     try:

@@ -1,15 +1,12 @@
 """Capture a torch.nn.Module as an ATen graph and write it as an exported program.
 
-Two capture paths produce the same document (docs/exported-program.md):
-- PyTorch >= 2.1: torch.export.export, whose graph signature already names parameters, buffers,
-  constants and buffer mutations.
-- PyTorch 1.13 (Debian bookworm): make_fx over a functional_call of the module, with parameters,
-  buffers and tensor attributes lifted to graph inputs here. Dynamic dims use make_fx's symbolic mode.
-
-In-place ops and views stay as captured; the compiler gives them meaning (functionalization).
+One capture path produces the document (docs/exported-program.md): torch.export.export, then
+ExportedProgram.run_decompositions() to the core ATen opset. The graph is functional: in-place
+writes to buffers and user inputs come back as mutation outputs of the graph signature, which also
+names every parameter, buffer and constant. Dynamic dims are torch.export Dims; torch's symbols are
+renamed after the declared dims. Ember needs the torch pinned in scripts/requirements.lock.
 """
 
-import contextlib
 import inspect
 import math
 import re
@@ -21,6 +18,9 @@ from ._errors import ExportError
 from ._format import ALIGNMENT, FORMAT_VERSION, dtype_name, write_file
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# The oldest torch whose torch.export the exporter works with; scripts/requirements.lock pins 2.15.
+_MIN_TORCH = (2, 6)
 
 
 class Dim:
@@ -45,29 +45,37 @@ def _torch_version():
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
-def export(module, example_inputs, path, dynamic_shapes=None):
+def export(module, example_inputs, path, dynamic_shapes=None, strict=False):
     """Captures `module(*example_inputs)` and writes one exported-program file at `path`.
 
     dynamic_shapes: None, or one entry per input: None (all dims static) or {dim: Dim | (min, max)}.
+    strict: passed to torch.export.export. False (the default, as in torch) traces the module as
+    Python runs it; True traces it with TorchDynamo, which refuses more programs. Both give the
+    same ops (contract C11); placeholders and metadata may take different forms.
     Returns the JSON document that was written (useful for inspection and tests).
     Raises ExportError with a message naming the problem for anything it cannot export.
     """
-    document, blobs = capture(module, example_inputs, dynamic_shapes)
+    document, blobs = capture(module, example_inputs, dynamic_shapes, strict=strict)
     write_file(path, document, blobs)
     return document
 
 
-def capture(module, example_inputs, dynamic_shapes=None):
-    """Returns (document, blobs): the JSON document and the (offset, bytes) tensor data."""
+def capture(module, example_inputs, dynamic_shapes=None, strict=False):
+    """Returns (document, blobs): the JSON document and the (offset, bytes) tensor data.
+
+    The arguments are those of export().
+    """
+    if _torch_version() < _MIN_TORCH:
+        raise ExportError(f"torch {torch.__version__} is too old: Ember's exporter needs the torch "
+                          "pinned in scripts/requirements.lock (2.15); run scripts/setup")
     if not isinstance(module, torch.nn.Module):
         raise ExportError(f"export needs a torch.nn.Module, got {type(module).__name__}")
+    if not isinstance(strict, bool):
+        raise ExportError(f"strict must be True or False, got {strict!r}")
     inputs = _check_inputs(example_inputs)
     dims = _check_dynamic_shapes(dynamic_shapes, inputs)
     state = _collect_state(module)
-    if _torch_version() >= (2, 1):
-        graph = _capture_torch_export(module, inputs, dims, state)
-    else:
-        graph = _capture_make_fx(module, inputs, dims, state)
+    graph = _capture_torch_export(module, inputs, dims, state, strict)
     graph.user_names = forward_argument_names(module, len(inputs))
     return _Writer(graph, state).document_and_blobs()
 
@@ -177,342 +185,61 @@ def _collect_state(module):
 
 
 # ---------------------------------------------------------------------------------------------
-# Capture with make_fx (PyTorch 1.13)
+# Capture with torch.export
 
 
 class _Captured:
-    """What either capture path hands to the writer."""
+    """What the capture hands to the writer."""
 
     def __init__(self):
         self.graph = None  # fx.Graph
-        self.root = None  # the GraphModule, for get_attr
+        self.root = None  # the GraphModule, for get_attr (control-flow branches)
         self.placeholders = []  # [(fx.Node, kind, fqns or None, persistent)]
-        self.values = {}  # fx.Node -> example value (tensor, int, tuple) when meta lacks it
-        self.symbols = []  # [Dim] declared dynamic dims, in order
+        self.symbols = []  # [Dim] the program's symbols, with their ranges
         self.sym = None  # callable: SymInt-like -> int or (expr str, min, max)
         self.module_stack = None  # callable: fx.Node -> [{"path", "type"}]
-        self.output_specs = None  # torch.export: [(kind, target)] per flat output
+        self.output_specs = []  # [(kind, target)] per flat output
         self.user_names = None  # forward's parameter names, for the user inputs
-        self.constant_fqns = lambda t: None
         self.extra_tensors = []  # [(fqn, tensor)] stored tensors that are not module state
         self.capture = ""
 
 
-def _module_names(module):
-    names = {}
-    for prefix, mod in module.named_modules(remove_duplicate=False):
-        names.setdefault(id(mod), (prefix, type(mod).__name__))
-    return names
-
-
-@contextlib.contextmanager
-def _record_module_stack(module):
-    """Tags each fx node created while tracing with the stack of nn.Modules being called."""
-    names = _module_names(module)
-    stack = []
-    handles = []
-
-    def pre_hook(mod, args):
-        stack.append({"path": names[id(mod)][0], "type": names[id(mod)][1]})
-
-    def post_hook(mod, args, out):
-        if stack:
-            stack.pop()
-
-    for _, mod in module.named_modules():
-        if mod is not module:
-            handles.append(mod.register_forward_pre_hook(pre_hook))
-            handles.append(mod.register_forward_hook(post_hook))
-    original = fx.Graph.create_node
-
-    def create_node(self, *args, **kwargs):
-        node = original(self, *args, **kwargs)
-        node.meta["ember_module_stack"] = [dict(frame) for frame in stack]
-        return node
-
-    fx.Graph.create_node = create_node
-    try:
-        yield
-    finally:
-        fx.Graph.create_node = original
-        for h in handles:
-            h.remove()
-
-
-def _native_mha_decomposition(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias,
-                              proj_weight, proj_bias, mask=None, need_weights=True,
-                              average_attn_weights=True, mask_type=None):
-    """aten::_native_multi_head_attention in ATen ops Ember compiles.
-
-    PyTorch 1.13 runs an eval nn.MultiheadAttention(batch_first=True) without gradients through
-    this fused op (its "fast path"); the exporter always captures without gradients, so every
-    such module reaches it. Inputs are (batch, seq, embed); the scaling, softmax and projections
-    follow nn.functional.multi_head_attention_forward. Only a key-padding mask (mask_type 1, what
-    the fast path passes for `key_padding_mask`) is supported.
-    """
-    if mask is not None and mask_type != 1:
-        raise ExportError("nn.MultiheadAttention's fused path with an attention mask "
-                          f"(mask_type={mask_type}) is not supported by the exporter; pass the "
-                          "mask as key_padding_mask or call the module with gradients enabled")
-    b, l, e = query.shape
-    s_len = key.shape[1]
-    head = e // num_head
-    wq, wk, wv = qkv_weight.chunk(3)
-    bq, bk, bv = qkv_bias.chunk(3)
-    f = torch.nn.functional
-    q = f.linear(query, wq, bq).reshape(b, l, num_head, head).transpose(1, 2)
-    k = f.linear(key, wk, bk).reshape(b, s_len, num_head, head).transpose(1, 2)
-    v = f.linear(value, wv, bv).reshape(b, s_len, num_head, head).transpose(1, 2)
-    scores = torch.matmul(q * (float(head) ** -0.5), k.transpose(-2, -1))
-    if mask is not None:
-        scores = scores.masked_fill(mask.reshape(b, 1, 1, s_len).to(torch.bool), float("-inf"))
-    attn = torch.softmax(scores, dim=-1)
-    out = torch.matmul(attn, v).transpose(1, 2).reshape(b, l, e)
-    out = f.linear(out, proj_weight, proj_bias)
-    if not need_weights:
-        return out, torch.zeros((0,), dtype=query.dtype)
-    return out, attn.mean(dim=1) if average_attn_weights else attn
-
-
-def _encoder_layer_decomposition(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight,
-                                 proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1,
-                                 norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1,
-                                 ffn_weight_2, ffn_bias_2, mask=None, mask_type=None):
-    """aten::_transformer_encoder_layer_fwd (the fast path of an eval
-    nn.TransformerEncoderLayer(batch_first=True) without gradients) in ATen ops: self-attention
-    through the decomposition above, then the feed-forward block, with the layer norms before
-    (norm_first) or after each residual add, as nn.TransformerEncoderLayer.forward computes."""
-    if mask is not None:
-        raise ExportError("nn.TransformerEncoderLayer's fused path with a mask is not supported by "
-                          "the exporter; construct the layer with batch_first=False")
-    f = torch.nn.functional
-
-    def attention(x):
-        return _native_mha_decomposition(x, x, x, embed_dim, num_heads, qkv_weight, qkv_bias,
-                                         proj_weight, proj_bias, need_weights=False)[0]
-
-    def feed_forward(x):
-        h = f.linear(x, ffn_weight_1, ffn_bias_1)
-        h = f.gelu(h) if use_gelu else torch.relu(h)
-        return f.linear(h, ffn_weight_2, ffn_bias_2)
-
-    def norm1(x):
-        return f.layer_norm(x, (embed_dim,), norm_weight_1, norm_bias_1, eps)
-
-    def norm2(x):
-        return f.layer_norm(x, (embed_dim,), norm_weight_2, norm_bias_2, eps)
-
-    if norm_first:
-        x = src + attention(norm1(src))
-        return x + feed_forward(norm2(x))
-    x = norm1(src + attention(src))
-    return norm2(x + feed_forward(x))
-
-
-def _make_fx_decompositions():
-    table = {}
-    native_mha = getattr(torch.ops.aten, "_native_multi_head_attention", None)
-    if native_mha is not None:
-        table[native_mha.default] = _native_mha_decomposition
-    encoder_layer = getattr(torch.ops.aten, "_transformer_encoder_layer_fwd", None)
-    if encoder_layer is not None:
-        table[encoder_layer.default] = _encoder_layer_decomposition
-    return table
-
-
-def _capture_make_fx(module, inputs, dims, state):
-    from torch.fx.experimental.proxy_tensor import make_fx
-    from torch.nn.utils.stateless import functional_call
-
-    entries = [e for e in state.entries if e[0] != "constant"]
-    constants = [e for e in state.entries if e[0] == "constant"]
-    n_state = len(entries)
-
-    def program(*flat):
-        bound = {}
-        for (kind, fqns, _, _), value in zip(entries, flat[:n_state]):
-            for fqn in fqns:
-                bound[fqn] = value
-        return functional_call(module, bound, tuple(flat[n_state:]))
-
-    # Tracing runs the program (real mode): clones keep the user's buffers and inputs untouched,
-    # and plain tensor attributes (traced as constants) are restored afterwards.
-    args = [e[2].detach().clone() for e in entries]
-    mode = "symbolic" if dims else "real"
-    if dims:
-        args += _symbolic_examples(inputs, dims, entries)
-    else:
-        args += [x.detach().clone() for x in inputs]
-    try:
-        with torch.no_grad(), _record_module_stack(module), _restoring(constants):
-            gm = make_fx(program, decomposition_table=_make_fx_decompositions(),
-                         tracing_mode=mode)(*args)
-    except ExportError:
-        raise
-    except Exception as e:  # make_fx raises many types; say where it failed
-        hint = ""
-        if dims:
-            hint = (" (PyTorch 1.13's symbolic tracing supports few Python-level tensor ops, e.g. "
-                    "no indexing; export with static shapes or use PyTorch >= 2.1)")
-        raise ExportError(f"capture with make_fx failed: {type(e).__name__}: {e}{hint}") from e
-
-    captured = _Captured()
-    captured.capture = f"make_fx/{mode}"
-    captured.graph = gm.graph
-    captured.root = gm
-    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if len(phs) != n_state + len(inputs):
-        raise ExportError(f"internal: make_fx produced {len(phs)} inputs, expected "
-                          f"{n_state + len(inputs)}")
-    for node, (kind, fqns, _, persistent) in zip(phs, entries):
-        captured.placeholders.append((node, kind, fqns, persistent))
-    for node in phs[n_state:]:
-        captured.placeholders.append((node, "user_input", None, True))
-    # Plain tensor attributes become get_attr constants; recover their FQN by identity.
-    constant_fqns = {id(c[2]): c[1][0] for c in constants}
-    captured.constant_fqns = lambda t: constant_fqns.get(id(t))
-    captured.module_stack = lambda n: n.meta.get("ember_module_stack", [])
-    captured.symbols = [d for _, _, d in dims]
-    if mode == "real":
-        with _restoring(constants):
-            captured.values = _run_for_values(gm, entries, inputs)
-        captured.sym = lambda s: int(s)
-    else:
-        captured.sym = _make_fx_symbols(gm, phs[n_state:], inputs, dims)
-    return captured
-
-
-@contextlib.contextmanager
-def _restoring(entries):
-    """Puts the tensors of `entries` back as they were, whatever the traced program wrote."""
-    saved = [e[2].detach().clone() for e in entries]
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for e, value in zip(entries, saved):
-                e[2].copy_(value)
-
-
-def _symbolic_examples(inputs, dims, entries):
-    """Example inputs for symbolic tracing. PyTorch 1.13 gives equal input sizes one symbol ("duck
-    shaping") and specializes sizes 0 and 1, so each dynamic dim is traced at a size that no other
-    dim of any input or weight has; fake tensors make the values irrelevant."""
-    taken = {0, 1}
-    for t in list(inputs) + [e[2] for e in entries]:
-        taken.update(t.shape)
-    shapes = [list(x.shape) for x in inputs]
-    for index, d, dim in dims:
-        size = max(dim.min, 2)
-        while size in taken:
-            size += 1
-        taken.add(size)
-        shapes[index][d] = size
-    return [torch.zeros(shape, dtype=x.dtype) for shape, x in zip(shapes, inputs)]
-
-
-def _run_for_values(gm, entries, inputs):
-    """Runs the traced graph once to know every node's result (shapes, dtypes, strides)."""
-    values = {}
-
-    class Recorder(fx.Interpreter):
-        def run_node(self, n):
-            result = super().run_node(n)
-            values[n] = result
-            return result
-
-    args = [e[2].detach().clone() for e in entries] + [x.detach().clone() for x in inputs]
-    with torch.no_grad():
-        Recorder(gm).run(*args)
-    return values
-
-
 def _sym_expr(s):
-    """The sympy expression behind a symbolic int of any PyTorch version, or None."""
-    if hasattr(s, "expr") and not isinstance(s, torch.Tensor):
-        return s.expr  # 1.13 PySymInt
-    if hasattr(s, "get_pyobj"):
-        return s.get_pyobj().expr  # 1.13 SymIntNode
-    if hasattr(s, "node") and hasattr(s.node, "expr"):
-        return s.node.expr  # >= 2.0 SymInt
+    """The sympy expression behind a SymInt, SymFloat or SymBool; None for anything else."""
+    if isinstance(s, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return s.node.expr
     return None
 
 
-def _make_fx_symbols(gm, user_phs, inputs, dims):
-    """Maps make_fx's symbols to the declared dynamic dims; every other symbol takes its example
-    value. Returns a function from a symbolic int to int or (expr, min, max)."""
-    import sympy
-
-    shape_env = None
-    declared = {}
-    for index, d, dim in dims:
-        size = user_phs[index].meta["val"].shape[d]
-        expr = _sym_expr(size)
-        if expr is None or not isinstance(expr, sympy.Symbol):
-            raise ExportError(f"internal: input {index} dim {d} was specialized while tracing")
-        if expr in declared:
-            raise ExportError(f"internal: input {index} dim {d} shares a symbol with another "
-                              "dynamic dim")
-        declared[expr] = dim
-        shape_env = shape_env or getattr(size.get_pyobj(), "shape_env", None)
-    values = dict(shape_env.var_to_val) if shape_env else {}
-    replacements = dict(getattr(shape_env, "replacements", {}) or {})
-    names = {s: sympy.Symbol(d.name, integer=True, positive=True) for s, d in declared.items()}
-    concrete = {s: v for s, v in values.items() if s not in declared}
-    lows = {names[s]: d.min for s, d in declared.items()}
-    highs = {names[s]: d.max for s, d in declared.items()}
-
-    # A guard on a dynamic symbol that does not hold over its whole range means the trace is only
-    # valid for some sizes: refuse rather than produce a program that is silently wrong.
-    for guard in getattr(shape_env, "guards", []) if shape_env else []:
-        expr, value = guard[0], guard[1]
-        if not any(s in declared for s in expr.free_symbols):
-            continue
-        e = expr.xreplace(replacements).xreplace(concrete).xreplace(names)
-        for bound in (lows, highs):
-            if e.xreplace(bound) != value:
-                at = ", ".join(f"{k} = {v}" for k, v in bound.items())
-                raise ExportError(f"the program's control flow depends on a dynamic dim: tracing "
-                                  f"assumed ({e}) is {value}, which does not hold at {at}; "
-                                  "narrow the dim's range or remove the branch")
-
-    def sym(s):
-        if isinstance(s, int):
-            return s
-        expr = _sym_expr(s)
-        if expr is None:
-            raise ExportError(f"cannot interpret symbolic value {s!r}")
-        e = sympy.simplify(expr.xreplace(replacements).xreplace(concrete).xreplace(names))
-        if e.is_Integer:
-            return int(e)
-        if e.free_symbols - set(names.values()):
-            raise ExportError(f"symbolic size {expr} depends on values the exporter cannot bound")
-        return (str(e).replace(" ", ""), int(e.xreplace(lows)), int(e.xreplace(highs)))
-
-    return sym
-
-
-# ---------------------------------------------------------------------------------------------
-# Capture with torch.export (PyTorch >= 2.1)
-
-
-def _capture_torch_export(module, inputs, dims, state):
+def _capture_torch_export(module, inputs, dims, state, strict):
     from torch.export import Dim as TorchDim
     from torch.export import export as torch_export
 
     dynamic_shapes = None
+    examples = list(inputs)
     if dims:
         dynamic_shapes = [None] * len(inputs)
         for index, d, dim in dims:
             spec = dynamic_shapes[index] or {}
             spec[d] = TorchDim(dim.name, min=dim.min, max=dim.max)
             dynamic_shapes[index] = spec
+            # torch.export specializes example sizes 0 and 1: trace such a dim at a size of the
+            # range that it does not (the values do not matter to the shapes traced).
+            if examples[index].shape[d] < 2 <= dim.max:
+                shape = list(examples[index].shape)
+                shape[d] = max(dim.min, 2)
+                examples[index] = torch.zeros(shape, dtype=examples[index].dtype)
         dynamic_shapes = tuple(dynamic_shapes)
     try:
         with torch.no_grad():
-            ep = torch_export(module, tuple(inputs), dynamic_shapes=dynamic_shapes)
+            ep = torch_export(module, tuple(examples), dynamic_shapes=dynamic_shapes,
+                              strict=strict)
+            # torch.export's graph is pre-dispatch (aten::linear, aten::conv2d, in-place ops);
+            # the default table gives the core ATen opset, functional: the form ExecuTorch's
+            # exporter starts from too.
+            ep = ep.run_decompositions()
     except Exception as e:
-        raise ExportError(f"torch.export failed: {type(e).__name__}: {e}") from e
+        raise _torch_export_error(e) from e
     gm = ep.graph_module
     sig = ep.graph_signature
     captured = _Captured()
@@ -542,14 +269,25 @@ def _capture_torch_export(module, inputs, dims, state):
             captured.extra_tensors.append((spec.target, tensor))
     out_kinds = {"USER_OUTPUT": "user_output", "BUFFER_MUTATION": "buffer_mutation",
                  "USER_INPUT_MUTATION": "user_input_mutation"}
-    captured.output_specs = []
     for spec in sig.output_specs:
         kind = out_kinds.get(spec.kind.name)
+        if kind is None and spec.kind.name == "PARAMETER_MUTATION":
+            raise ExportError(f"the program writes to the parameter {spec.target!r}; exported "
+                              "programs cannot update parameters (register it as a buffer)")
         if kind is None:
             raise ExportError(f"unsupported output kind {spec.kind.name}")
         captured.output_specs.append((kind, spec.target))
+    # torch.export names its symbols itself (s0, s77...): give each declared dim its own name.
+    user_phs = [n for n, spec in zip(phs, sig.input_specs) if spec.kind.name == "USER_INPUT"]
+    renames = {}
+    for index, d, dim in dims:
+        size = user_phs[index].meta["val"].shape[d] if index < len(user_phs) else None
+        expr = _sym_expr(size) if isinstance(size, torch.SymInt) else None
+        if expr is not None and expr.is_Symbol:
+            renames[expr] = expr.func(dim.name, **expr.assumptions0)
     ranges = {}
     for s, r in ep.range_constraints.items():
+        s = renames.get(s, s)
         try:
             ranges[str(s)] = (int(r.lower), int(r.upper))
         except (TypeError, ValueError, OverflowError):
@@ -562,6 +300,7 @@ def _capture_torch_export(module, inputs, dims, state):
         expr = _sym_expr(s)
         if expr is None:
             raise ExportError(f"cannot interpret symbolic value {s!r}")
+        expr = expr.xreplace(renames)
         if expr.is_Integer:
             return int(expr)
         lows = {x: ranges[str(x)][0] for x in expr.free_symbols}
@@ -569,7 +308,7 @@ def _capture_torch_export(module, inputs, dims, state):
         return (str(expr).replace(" ", ""), int(expr.xreplace(lows)), int(expr.xreplace(highs)))
 
     captured.sym = sym
-    # torch.export names its symbols itself; record them under its names.
+    # Declared dims under their own names; any other symbol under torch.export's.
     captured.symbols = [Dim(str(s), lo, hi) for s, (lo, hi) in sorted(ranges.items())]
 
     def module_stack(n):
@@ -583,6 +322,38 @@ def _capture_torch_export(module, inputs, dims, state):
 
     captured.module_stack = module_stack
     return captured
+
+
+# Lines of torch.export's messages that point at its logs or at draft_export, not at the problem.
+_TORCH_BOILERPLATE = (
+    re.compile(r"\s*For more information, run with TORCH_LOGS=.*$"),
+    re.compile(r"^The error above occurred when calling torch\.export\.export\b.*$"),
+)
+
+
+def _torch_export_error(e):
+    """An ExportError for a failure inside torch.export, worded for what to change."""
+    text = str(e)
+    mutated = re.search(r"Constant (\S+) is mutated in the forward method", text)
+    if mutated:
+        # torch.export rejects it while lifting constants; say it as Ember always has.
+        return ExportError(f"the program writes in place to the tensor attribute "
+                           f"{mutated.group(1)!r}; register it as a buffer "
+                           "(module.register_buffer) to export it")
+    lines = []
+    for line in text.splitlines():
+        for pattern in _TORCH_BOILERPLATE:
+            line = pattern.sub("", line)
+        if line.strip():
+            lines.append(line.rstrip())
+    error_type = getattr(getattr(e, "error_type", None), "name", "")
+    if error_type == "CONSTRAINT_VIOLATION" or text.startswith("Constraints violated"):
+        # torch's lines say which values of which dim break a guard the program needs (a branch
+        # on a size, a size that must be a constant) and the Dim ranges that would hold.
+        return ExportError("a declared dynamic dim range does not hold for the program; narrow "
+                           "it as suggested (ember.Dim takes the same name, min and max):\n"
+                           + "\n".join(lines))
+    return ExportError(f"torch.export failed: {type(e).__name__}: " + "\n".join(lines))
 
 
 def _lookup_tensor(ep, target):
@@ -602,13 +373,6 @@ _SYM_OPS = {
 }
 
 
-# Batch norm in training mode updates running_mean and running_var in place, but PyTorch 1.13's
-# schemas do not mark them written (Tensor(a!)); ir::mutated_arguments knows the same list.
-_HIDDEN_RUNNING_STAT_WRITES = ("aten::native_batch_norm", "aten::batch_norm",
-                               "aten::_batch_norm_impl_index", "aten::cudnn_batch_norm",
-                               "aten::miopen_batch_norm")
-
-
 class _Writer:
     def __init__(self, captured, state):
         self.c = captured
@@ -617,8 +381,6 @@ class _Writer:
         self.value_name = {}  # (fx.Node, output index or None) -> value name
         self.inline = {}  # fx.Node -> encoded constant (symbolic ints that resolved to a number)
         self.operators = {}
-        self.lifted = []  # get_attr tensors lifted to constant inputs: (name, fqn, tensor)
-        self.roots = {}  # (node, index) -> placeholder node the value aliases
 
     # Names -------------------------------------------------------------------------------
     def _unique(self, base):
@@ -634,8 +396,6 @@ class _Writer:
 
     # Metadata ----------------------------------------------------------------------------
     def _example(self, node):
-        if node in self.c.values:
-            return self.c.values[node]
         if "val" in node.meta and node.meta["val"] is not None:
             return node.meta["val"]
         # Multi-output nodes carry no value of their own; their getitem users do.
@@ -658,8 +418,8 @@ class _Writer:
         if isinstance(example, torch.Tensor):
             shape = [self._dim(s) for s in example.shape]
             strides = [self.c.sym(s) for s in example.stride()]
-            # PyTorch 1.13 reports example strides even for symbolic shapes: keep strides only
-            # where the shape is static, where they are exact.
+            # Strides are written only where every size and stride is static; otherwise
+            # dim_order alone gives the layout.
             static = all(isinstance(s, int) for s in strides + shape)
             concrete = [s if isinstance(s, int) else 0 for s in strides]
             order = sorted(range(len(concrete)), key=lambda i: (-concrete[i], i))
@@ -721,21 +481,13 @@ class _Writer:
     def _op(self, node):
         """(name, overload, schema or None) of a call_function target."""
         target = node.target
-        if isinstance(target, torch._ops.OpOverloadPacket):
-            # fx may record a packet (aten.sym_size); pick the overload the call binds to.
-            fits = [o for o in target.overloads() if _binds(getattr(target, o)._schema, node)]
-            if len(fits) != 1:
-                raise ExportError(f"node {node.name}: cannot tell which overload of {target} is "
-                                  f"called (candidates {fits})")
-            target = getattr(target, fits[0])
         if isinstance(target, torch._ops.OpOverload):
             schema = target._schema
             return schema.name, target._overloadname, schema
         name = getattr(target, "__name__", str(target))
         if name in _SYM_OPS:
             return "sym::" + _SYM_OPS[name], "default", None
-        if isinstance(target, torch._ops.HigherOrderOperator) if hasattr(
-                torch._ops, "HigherOrderOperator") else False:
+        if isinstance(target, torch._ops.HigherOrderOperator):
             return "higher_order::" + target.__name__, "default", None
         raise ExportError(f"node {node.name}: call to {target} (module "
                           f"{self._path(node)}) is not an ATen op; the exporter supports ATen ops, "
@@ -775,14 +527,9 @@ class _Writer:
                 value = getattr(self.c.root, node.target)
                 if isinstance(value, fx.GraphModule):
                     continue  # a control-flow branch; the node using it inlines it as a subgraph
-                if not isinstance(value, torch.Tensor):
-                    raise ExportError(f"{where}: attribute of type {type(value).__name__}")
-                fqn = self.c.constant_fqns(value) or node.target
-                name = self._unique("c_" + fqn)
-                self.value_name[(node, None)] = name
-                self.roots[(node, None)] = node
-                self.lifted.append((node, name, fqn, value))
-                continue
+                # torch.export lifts every tensor it reads to a graph input (a constant).
+                raise ExportError(f"{where}: attribute of type {type(value).__name__}; "
+                                  "torch.export should have lifted it to a graph input")
             if node.op != "call_function":
                 raise ExportError(f"{where}: unsupported fx node kind {node.op}")
             if getattr(node.target, "__name__", "") == "getitem" and isinstance(node.args[0],
@@ -790,13 +537,18 @@ class _Writer:
                 continue
             example = self._example(node)
             op, overload, schema = self._op(node)
-            if op.startswith("sym::") or (op == "aten::sym_size" or op.startswith("aten::sym_")):
+            if op.startswith(("sym::", "aten::sym_")):
                 v = self.c.sym(example) if example is not None else None
                 if isinstance(v, int):
                     self.inline[node] = {"int": v}
                     continue
             entry = {"name": None, "op": op, "overload": overload}
             if schema is not None:
+                if any(a.alias_info is not None and a.alias_info.is_write
+                       for a in schema.arguments):
+                    # run_decompositions functionalizes: writes are mutation outputs instead.
+                    raise ExportError(f"{where}: writes an argument in place, but torch.export's "
+                                      "decomposed graph should be functional")
                 self.operators[f"{op}.{overload}"] = str(schema)
                 entry["args"] = self._bind(node, schema, where)
             elif op == "higher_order::cond":
@@ -824,8 +576,6 @@ class _Writer:
                 outputs = [self._value_def(name, example, where)]
             entry["outputs"] = outputs
             entry["module_stack"] = self.c.module_stack(node) if self.c.module_stack else []
-            if schema is not None:
-                self._track_aliases(node, schema, example)
             nodes.append(entry)
         return nodes
 
@@ -861,61 +611,24 @@ class _Writer:
         self.c.root = saved_root
         return {"inputs": inputs, "nodes": nodes, "outputs": outputs}
 
-    def _track_aliases(self, node, schema, example):
-        """Follows views to the graph input they alias, so in-place writes through a view are
-        recorded as writes to that input."""
-        def root_of(a):
-            return self.roots.get((a, None)) if isinstance(a, fx.Node) else None
-
-        bound = {}
-        for i, a in enumerate(schema.arguments):
-            if i < len(node.args) and not a.kwarg_only:
-                bound[a.name] = node.args[i]
-            elif a.name in node.kwargs:
-                bound[a.name] = node.kwargs[a.name]
-        written = [a.name for a in schema.arguments
-                   if a.alias_info is not None and a.alias_info.is_write]
-        if schema.name in _HIDDEN_RUNNING_STAT_WRITES and bound.get("training", False) is True:
-            written += ["running_mean", "running_var"]
-        for name in written:
-            root = root_of(bound.get(name))
-            if root is not None:
-                self.mutated.add(root)
-        multi = isinstance(example, (tuple, list))
-        for j, r in enumerate(schema.returns):
-            if r.alias_info is None:
-                continue
-            for a in schema.arguments:
-                if a.alias_info is not None and a.alias_info.before_set & r.alias_info.before_set:
-                    root = root_of(bound.get(a.name))
-                    if root is not None:
-                        if multi and len(schema.returns) == 1:  # Tensor(a)[]: every element
-                            for i in range(len(example)):
-                                self.roots[(node, i)] = root
-                        self.roots[(node, j if multi else None)] = root
-                        for user in node.users:  # getitem users read through the alias too
-                            if getattr(user.target, "__name__", "") == "getitem":
-                                if not multi or len(schema.returns) == 1 or user.args[1] == j:
-                                    self.roots[(user, None)] = root
-
     # Document ----------------------------------------------------------------------------
     def document_and_blobs(self):
         c = self.c
-        self.mutated = set()
         inputs, specs = [], []
         user_index = 0
+        user_value = {}  # torch.export's name of a user input -> its value name here
         for node, kind, fqns, persistent in c.placeholders:
             prefix = {"parameter": "p_", "buffer": "b_", "constant": "c_"}.get(kind, "")
             if fqns:
                 base = prefix + fqns[0]
-            else:  # make_fx calls inputs arg0_1...; forward's parameter names read better
+            else:  # forward's parameter names, as torch.export names them too (not for *args)
                 base = c.user_names[user_index] if c.user_names else f"input_{user_index}"
                 user_index += 1
             name = self._unique(base)
             self.value_name[(node, None)] = name
-            self.roots[(node, None)] = node
-            example = self._placeholder_example(node, kind, fqns)
-            inputs.append(self._value_def(name, example, f"input {name}"))
+            if kind == "user_input":
+                user_value[node.name] = name
+            inputs.append(self._value_def(name, self._example(node), f"input {name}"))
             spec = {"kind": kind, "value": name}
             if fqns:
                 spec["target"] = fqns[0]
@@ -925,10 +638,6 @@ class _Writer:
                 spec["persistent"] = persistent
             specs.append(spec)
         nodes = self._convert(c.graph, top=True)
-        # Lifted get_attr constants become graph inputs after the placeholders that make_fx made.
-        for node, name, fqn, tensor in self.lifted:
-            inputs.append(self._value_def(name, tensor, f"constant {fqn}"))
-            specs.append({"kind": "constant", "value": name, "target": fqn})
         out_node = next(n for n in c.graph.nodes if n.op == "output")
         flat, _ = torch.utils._pytree.tree_flatten(out_node.args[0])
         outputs = []
@@ -939,9 +648,9 @@ class _Writer:
             encoded = self._encode(x, f"output {i}")
             if "value" not in encoded:
                 raise ExportError(f"output {i} is a constant; only tensor outputs are supported")
-            kind, target = ("user_output", None)
-            if c.output_specs is not None:
-                kind, target = c.output_specs[i]
+            kind, target = c.output_specs[i]
+            if kind == "user_input_mutation":
+                target = user_value.get(target, target)
             spec = {"kind": kind, "value": encoded["value"]}
             if target is not None:
                 spec["target"] = target
@@ -961,51 +670,19 @@ class _Writer:
         }
         return document, blobs
 
-    def _placeholder_example(self, node, kind, fqns):
-        if node in self.c.values:
-            return self.c.values[node]
-        if kind != "user_input" and self.c.capture.startswith("make_fx"):
-            # Weights are static (contract C2) even where symbolic tracing gave them symbols.
-            entry = self.state.by_id.get(id(self._state_tensor(fqns[0])))
-            if entry is not None:
-                return entry[2]
-        return self._example(node)
-
-    def _state_tensor(self, fqn):
-        for entry in self.state.entries:
-            if fqn in entry[1]:
-                return entry[2]
-        return None
-
     def _mutations(self, specs, outputs):
-        by_value = {s["value"]: s for s in specs}
+        """The graph is functional: every write is a mutation output naming its target."""
+        aliases = {}
+        for s in specs:
+            if s["kind"] == "buffer":
+                for fqn in [s["target"]] + s.get("aliases", []):
+                    aliases.setdefault(fqn, set()).update([s["target"]] + s.get("aliases", []))
         mutated = {"buffers": [], "parameters": [], "user_inputs": []}
-        roots = set()
-        for root in self.mutated:
-            name = self.value_name.get((root, None))
-            spec = by_value.get(name)
-            if spec is None:
-                fqn = next((f for n, _, f, _ in self.lifted if n is root), root.name)
-                raise ExportError(f"the program writes in place to the tensor attribute {fqn!r}; "
-                                  "register it as a buffer (module.register_buffer) to export it")
-            roots.add(name)
-        for o in outputs:  # torch.export's functional form reports mutations as outputs
-            if o["kind"] == "buffer_mutation":
-                mutated["buffers"].append(o["target"])
+        for o in outputs:
+            if o["kind"] == "buffer_mutation":  # every FQN of that tensor object
+                mutated["buffers"].extend(aliases.get(o["target"], [o["target"]]))
             elif o["kind"] == "user_input_mutation":
                 mutated["user_inputs"].append(o["target"])
-        for s in specs:
-            if s["value"] not in roots:
-                continue
-            if s["kind"] == "buffer":
-                mutated["buffers"].extend([s["target"]] + s.get("aliases", []))
-            elif s["kind"] == "parameter":
-                mutated["parameters"].extend([s["target"]] + s.get("aliases", []))
-            elif s["kind"] == "user_input":
-                mutated["user_inputs"].append(s["value"])
-            else:
-                raise ExportError(f"the program writes in place to the constant {s['target']!r}; "
-                                  "register it as a buffer (module.register_buffer) to export it")
         return {f"mutated_{k}": sorted(set(v)) for k, v in mutated.items()}
 
     def _tensors(self):
@@ -1018,10 +695,6 @@ class _Writer:
                 items.append((fqn, entry[2], entry[1][0]))
         seen = {fqn for fqn, _, _ in items}
         for fqn, tensor in self.c.extra_tensors:
-            if fqn not in seen:
-                items.append((fqn, tensor, fqn))
-                seen.add(fqn)
-        for _, _, fqn, tensor in self.lifted:
             if fqn not in seen:
                 items.append((fqn, tensor, fqn))
                 seen.add(fqn)
@@ -1062,16 +735,3 @@ def forward_argument_names(module, count):
     names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return names[:count] if len(names) >= count else None
 
-
-def _binds(schema, node):
-    positional = [a for a in schema.arguments if not a.kwarg_only]
-    if len(node.args) > len(positional):
-        return False
-    names = {a.name for a in schema.arguments}
-    if any(k not in names for k in node.kwargs):
-        return False
-    for i, a in enumerate(schema.arguments):
-        given = (i < len(node.args) and not a.kwarg_only) or a.name in node.kwargs
-        if not given and not a.has_default_value():
-            return False
-    return True

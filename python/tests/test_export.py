@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 import torch
 
@@ -231,15 +232,38 @@ class ResNet18Test(unittest.TestCase):
         self.assertIn("fc", paths)
 
 
+def mutation_of(testcase, doc, target):
+    """The node whose result is the new value of buffer `target` (a buffer_mutation output)."""
+    outputs = doc["signature"]["outputs"]
+    writes = [o for o in outputs if o["kind"] == "buffer_mutation" and o.get("target") == target]
+    testcase.assertEqual(len(writes), 1, outputs)
+    producers = [n for n in nodes_of(doc) if writes[0]["value"] in
+                 [v["name"] for v in n["outputs"]]]
+    testcase.assertEqual(len(producers), 1, writes[0])
+    return producers[0]
+
+
+def input_value(doc, target):
+    return next(s["value"] for s in doc["signature"]["inputs"] if s.get("target") == target)
+
+
 class MutationTest(unittest.TestCase):
+    # torch.export's decomposed graph is functional: an in-place write to a buffer becomes an
+    # out-of-place op whose result is a buffer_mutation output, and no op writes in place.
+    def assert_functional(self, doc):
+        in_place = [n["op"] for n in nodes_of(doc) if n["op"].endswith("_")]
+        self.assertEqual(in_place, [])
+
     def test_in_place_buffer_update(self):
         model = BufferUpdate().eval()
         _, doc, tensors, _ = export_to_temp(self, model, (torch.ones(2, 3),))
         self.assertEqual(doc["signature"]["mutated_buffers"], ["buf"])
-        writes = [n for n in nodes_of(doc) if n["op"] == "aten::add_"]
-        self.assertEqual([w["overload"] for w in writes], ["Tensor"])
-        buf = next(s["value"] for s in doc["signature"]["inputs"] if s.get("target") == "buf")
-        self.assertEqual(writes[0]["args"][0], {"name": "self", "value": {"value": buf}})
+        update = mutation_of(self, doc, "buf")
+        self.assertEqual((update["op"], update["overload"]), ("aten::add", "Tensor"))
+        args = {a["name"]: a["value"] for a in update["args"]}
+        self.assertEqual(args["self"], {"value": input_value(doc, "buf")})
+        self.assertEqual(args["other"], {"value": "x"})
+        self.assert_functional(doc)
         # Tracing runs the program once: neither the stored value nor the module may change.
         self.assertTrue(torch.equal(tensors["buf"], torch.zeros(2, 3)))
         self.assertTrue(torch.equal(model.buf, torch.zeros(2, 3)))
@@ -248,11 +272,20 @@ class MutationTest(unittest.TestCase):
         model = BufferUpdateThroughView().eval()
         _, doc, tensors, _ = export_to_temp(self, model, (torch.ones(2),))
         self.assertEqual(doc["signature"]["mutated_buffers"], ["buf"])
+        # The write to buf[:, 0] becomes a whole new buf: the view's update scattered into the old
+        # value (select_scatter, which the core ATen decompositions turn into a where).
+        update = mutation_of(self, doc, "buf")
+        self.assertIn(update["op"], ("aten::select_scatter", "aten::slice_scatter",
+                                     "aten::where", "aten::index_put"))
+        buf = input_value(doc, "buf")
+        self.assertIn({"value": buf}, [a["value"] for a in update["args"]])  # the untouched part
         ops = [n["op"] for n in nodes_of(doc)]
         self.assertIn("aten::select", ops)
-        self.assertIn("aten::add_", ops)
+        self.assertIn("aten::add", ops)
+        self.assert_functional(doc)
         self.assertTrue(torch.equal(tensors["buf"], torch.zeros(2, 3)))
         self.assertTrue(torch.equal(model.buf, torch.zeros(2, 3)))
+        self.assertTrue(torch.equal(model.untouched, torch.ones(2)))
 
     def test_write_to_user_input_is_recorded(self):
         class WritesInput(torch.nn.Module):
@@ -263,11 +296,43 @@ class MutationTest(unittest.TestCase):
         _, doc, _, _ = export_to_temp(self, WritesInput(), (torch.ones(3),))
         self.assertEqual(doc["signature"]["mutated_user_inputs"], ["x"])
         self.assertEqual(doc["signature"]["mutated_buffers"], [])
+        writes = [o for o in doc["signature"]["outputs"] if o["kind"] == "user_input_mutation"]
+        self.assertEqual([w["target"] for w in writes], ["x"])
 
+    def test_write_to_a_star_args_input_names_its_value(self):
+        class WritesArgs(torch.nn.Module):
+            def forward(self, *args):
+                args[1].mul_(2)
+                return args[0] + args[1]
+
+        doc, _ = ember.capture(WritesArgs(), (torch.ones(3), torch.ones(3)))
+        users = [s["value"] for s in doc["signature"]["inputs"] if s["kind"] == "user_input"]
+        writes = [o for o in doc["signature"]["outputs"] if o["kind"] == "user_input_mutation"]
+        # The target names the second input as the document does (torch.export says args_1).
+        self.assertEqual([w["target"] for w in writes], [users[1]])
+        self.assertEqual(doc["signature"]["mutated_user_inputs"], [users[1]])
+
+    def test_write_to_a_tied_buffer_marks_every_name(self):
+        class TiedWrite(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                shared = torch.zeros(3)
+                self.register_buffer("a", shared)
+                self.register_buffer("b", shared)
+
+            def forward(self, x):
+                self.b.add_(x)
+                return x + self.a
+
+        # strict=True: torch 2.15's non-strict export fails on this module inside torch
+        # ("expected compiled_fn to be GraphModule").
+        doc, _ = ember.capture(TiedWrite(), (torch.ones(3),), strict=True)
+        self.assertEqual(doc["signature"]["mutated_buffers"], ["a", "b"])
+        self.assertEqual(mutation_of(self, doc, "b")["op"], "aten::add")
 
     def test_batch_norm_in_training_writes_running_statistics(self):
-        # PyTorch 1.13's native_batch_norm schema does not mark running_mean/var as written, yet
-        # eager training updates them: the exporter must record them as mutated.
+        # Eager training updates running_mean, running_var and num_batches_tracked: the exporter
+        # must record exactly those as mutated, and store their values from before the run.
         model = torch.nn.Sequential(torch.nn.BatchNorm2d(3)).train()
         x = torch.randn(2, 3, 4, 4)
         before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -314,8 +379,8 @@ class DynamicShapeTest(unittest.TestCase):
                 self.assertTrue(all(isinstance(d, int) for d in v["shape"]), v)
 
     def test_example_size_one_stays_dynamic(self):
-        # PyTorch 1.13 specializes example sizes 0 and 1, and shares one symbol between equal
-        # sizes; the exporter traces at a size of its own so neither happens.
+        # torch.export specializes example sizes 0 and 1; the exporter traces such a dim at a
+        # size of its range so that it stays dynamic.
         _, doc, _, _ = export_to_temp(self, MLP(), (torch.randn(1, 4),),
                                       dynamic_shapes=[{0: ember.Dim("b", 1, 4)}])
         (out,) = doc["graph"]["outputs"]
@@ -328,9 +393,15 @@ class DynamicShapeTest(unittest.TestCase):
                     return x * 2
                 return x + 1
 
-        # One trace cannot hold both branches: refused, naming the assumption.
-        with self.assertRaisesRegex(ember.ExportError, r"assumed \(b > 4\) is False"):
+        # One trace cannot hold both branches: refused, saying which values of b break the
+        # trace and which range holds, without torch's pointers to its logs and draft_export.
+        with self.assertRaises(ember.ExportError) as refused:
             ember.capture(Branchy(), (torch.randn(6, 3),), [{0: ember.Dim("b", 1, 8)}])
+        message = str(refused.exception)
+        self.assertIn("Not all values of b", message)
+        self.assertIn("Dim('b', min=5, max=8)", message)
+        self.assertNotIn("TORCH_LOGS", message)
+        self.assertNotIn("draft_export", message)
         # Within a range where the branch is fixed, it exports that branch.
         doc, _ = ember.capture(Branchy(), (torch.randn(6, 3),), [{0: ember.Dim("b", 5, 8)}])
         self.assertEqual([n["op"] for n in doc["graph"]["nodes"]], ["aten::mul"])
@@ -338,6 +409,33 @@ class DynamicShapeTest(unittest.TestCase):
     def test_example_outside_range_is_refused(self):
         with self.assertRaisesRegex(ember.ExportError, "outside the declared range"):
             ember.capture(MLP(), (torch.randn(9, 4),), [{0: ember.Dim("b", 1, 8)}])
+
+
+class StrictTest(unittest.TestCase):
+    """Contract C11: strict (TorchDynamo) and non-strict capture give the same ops."""
+
+    def assert_same_ops(self, make_model, x, expected_op):
+        docs = {}
+        for strict in (True, False):
+            torch.manual_seed(0)
+            model = make_model().eval()
+            docs[strict], _ = ember.capture(model, (x,), strict=strict)
+            stored = {t["name"] for t in docs[strict]["tensors"]}
+            self.assertEqual(stored, set(model.state_dict()), strict)
+        ops = {strict: [(n["op"], n["overload"]) for n in nodes_of(doc)]
+               for strict, doc in docs.items()}
+        self.assertIn(expected_op, [op for op, _ in ops[False]])
+        self.assertEqual(ops[True], ops[False])
+
+    def test_mlp(self):
+        self.assert_same_ops(MLP, torch.randn(2, 4), "aten::addmm")
+
+    def test_convnet(self):
+        self.assert_same_ops(ConvNet, torch.randn(1, 3, 16, 16), "aten::convolution")
+
+    def test_strict_must_be_a_bool(self):
+        with self.assertRaisesRegex(ember.ExportError, "strict must be True or False"):
+            ember.capture(MLP(), (torch.ones(2, 4),), strict="yes")
 
 
 class ModulePathTest(unittest.TestCase):
@@ -383,9 +481,16 @@ class ErrorTest(unittest.TestCase):
                 return x
 
         model = WritesConstant()
-        with self.assertRaisesRegex(ember.ExportError, "register it as a buffer"):
+        with self.assertRaisesRegex(ember.ExportError, "register it as a buffer") as refused:
             ember.capture(model, (torch.ones(2),))
+        self.assertIn("tensor attribute 'k'", str(refused.exception))
         self.assertTrue(torch.equal(model.k, torch.zeros(2)))
+
+    def test_old_torch_is_refused(self):
+        with mock.patch.object(torch, "__version__", "1.13.1"):
+            with self.assertRaisesRegex(ember.ExportError, r"torch 1\.13\.1 is too old.*"
+                                        r"scripts/requirements\.lock \(2\.15\).*scripts/setup"):
+                ember.capture(MLP(), (torch.ones(2, 4),))
 
     def test_bad_dynamic_shapes(self):
         with self.assertRaisesRegex(ember.ExportError, "one entry per input"):
@@ -421,6 +526,30 @@ class CommandLineTest(unittest.TestCase):
             self.assertEqual(doc["symbols"][0]["min"], 2)
         finally:
             for p in (source, out):
+                if os.path.exists(p):
+                    os.remove(p)
+            os.rmdir(directory)
+
+    def test_strict_flag(self):
+        directory = tempfile.mkdtemp(prefix="ember-cli-test-")
+        source = os.path.join(directory, "model.py")
+        with open(source, "w") as f:
+            f.write("import torch\n"
+                    "def make():\n"
+                    "    return torch.nn.Sequential(torch.nn.Linear(4, 2), torch.nn.ReLU())\n")
+        outs = {flag: os.path.join(directory, f"model{flag}.ep") for flag in ("", "--strict")}
+        try:
+            ops = {}
+            for flag, out in outs.items():
+                result = self.run_cli("export", "--model", f"{source}:make", "--input-shape",
+                                      "3,4", "-o", out, *([flag] if flag else []))
+                self.assertEqual(result.returncode, 0, result.stderr)
+                _, doc, _ = ember.read_exported_program(out)
+                ops[flag] = [(n["op"], n["overload"]) for n in doc["graph"]["nodes"]]
+            self.assertIn(("aten::addmm", "default"), ops[""])
+            self.assertEqual(ops["--strict"], ops[""])
+        finally:
+            for p in [source] + list(outs.values()):
                 if os.path.exists(p):
                     os.remove(p)
             os.rmdir(directory)

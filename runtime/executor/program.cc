@@ -18,10 +18,13 @@ constexpr flatbuffers::uoffset_t kMaxDepth = 64;
 constexpr flatbuffers::uoffset_t kMaxTables = 10'000'000;
 
 // The FlatBuffers verifier checks the alignment of table fields but not of vector elements, so a
-// crafted file can place a vector of 8-byte scalars at an address that is only 4-aligned.
+// crafted file can place a vector of 8-byte scalars at an address that is only 4-aligned. An empty
+// vector has no element to read, and writers place it anywhere (ExecuTorch's and Ember's own, for
+// the empty int list of a cond's operands, land on 4 bytes).
 template <typename T>
 bool elements_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+  return v == nullptr || v->size() == 0 ||
+         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
 // Every vector of 8-byte scalars in a plan: arena sizes, int lists, double lists.

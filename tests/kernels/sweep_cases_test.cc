@@ -586,6 +586,39 @@ const bool kShapeCases = [] {
   add_shape_case(
       "aten::triu.out", {2, 3, 4}, [](auto& x) { return x.triu(-1); },
       [](KernelCall& c) { c.scalar(int64_t{-1}); });
+  // The copies ExecuTorch's exporter writes: src broadcast into self's shape.
+  add_case("aten::copy.out", [](ScalarType dtype, std::string* why) {
+    const at::Tensor x = sweep_input(dtype, {4, 6}), src = sweep_input(dtype, {1, 6});
+    return sweep_run_as(
+        "aten::copy.out", dtype, [&](ScalarType t) { return Outs{at::copy(x.to(t), src.to(t))}; },
+        [&](KernelCall& c) { c.tensor(x).tensor(src).scalar(false); }, why);
+  });
+  add_case("aten::copy_", [](ScalarType dtype, std::string* why) {
+    const at::Tensor x = sweep_input(dtype, {4, 6}), src = sweep_input(dtype, {6});
+    const at::Tensor expected = x.clone().copy_(src);
+    const at::Tensor self = x.clone();
+    KernelCall c("aten::copy_");
+    c.tensor(self).tensor(src).scalar(false).out_like(expected);  // self, then the result
+    if (c.run() != Error::Ok) {
+      *why = std::string("Ember refused: ") + last_error_message();
+      return SweepOutcome::EmberRefuses;
+    }
+    // self is written in place; the result is self's value.
+    if (!values_match(view_of(self), expected, {0, 0}, why)) return SweepOutcome::Mismatch;
+    if (!values_match(c.out(), expected, {0, 0}, why)) return SweepOutcome::Mismatch;
+    return SweepOutcome::Match;
+  });
+  add_case("aten::slice_scatter.out", [](ScalarType dtype, std::string* why) {
+    const at::Tensor x = sweep_input(dtype, {4, 6}), src = sweep_input(dtype, {4, 3});
+    return sweep_run_as(
+        "aten::slice_scatter.out", dtype,
+        [&](ScalarType t) { return Outs{at::slice_scatter(x.to(t), src.to(t), 1, -5, 100, 2)}; },
+        [&](KernelCall& c) {
+          c.tensor(x).tensor(src).scalar(int64_t{1}).scalar(int64_t{-5}).scalar(int64_t{100});
+          c.scalar(int64_t{2});
+        },
+        why);
+  });
   return true;
 }();
 

@@ -217,7 +217,10 @@ TEST_F(PrimOps, EtViewChecksItsSizes) {
     for (EValue& e : items) item_ptrs.push_back(&e);
     std::vector<int64_t> scratch(dims.size());
     std::vector<int32_t> out_sizes;  // the view's own sizes; 1s where they are absurd
-    for (int64_t d : dims) out_sizes.push_back(d <= 64 ? static_cast<int32_t>(d) : 1);
+    for (int64_t d : dims) out_sizes.push_back(d >= 0 && d <= 64 ? static_cast<int32_t>(d) : 1);
+    if (dims.size() == 2 && dims[0] == -1 && dims[1] > 0) {
+      out_sizes[0] = static_cast<int32_t>(6 / dims[1]);
+    }
     *out = *Tensor::make(out_dtype, out_sizes, {}, nullptr);
     std::vector<EValue> args{EValue::from_tensor(&self),
                              EValue::from_int_list({item_ptrs.data(), scratch.data(), dims.size()}),
@@ -236,6 +239,16 @@ TEST_F(PrimOps, EtViewChecksItsSizes) {
                 ScalarType::Float, &out),
             Error::InvalidArgument);
   EXPECT_EQ(run({6}, ScalarType::Int, &out), Error::InvalidArgument);
+  EXPECT_EQ(out.data(), nullptr);
+  // One -1 is inferred, as ATen's view does (ExecuTorch's exporter writes it): view(-1, 2) of 6
+  // elements is 3x2. Two -1s, a -1 that does not divide, or beside a 0 are errors.
+  ASSERT_EQ(run({-1, 2}, ScalarType::Float, &out), Error::Ok) << last_error_message();
+  EXPECT_EQ(out.data(), static_cast<void*>(data));
+  EXPECT_EQ(out.size(0), 3);
+  EXPECT_EQ(out.size(1), 2);
+  EXPECT_EQ(run({-1, 4}, ScalarType::Float, &out), Error::InvalidArgument);
+  EXPECT_EQ(run({-1, -1}, ScalarType::Float, &out), Error::InvalidArgument);
+  EXPECT_EQ(run({-1, 0}, ScalarType::Float, &out), Error::InvalidArgument);
   EXPECT_EQ(out.data(), nullptr);
 }
 

@@ -1,6 +1,6 @@
 """Exports the importer test's models with ember.export and writes what PyTorch says about them.
 
-    PYTHONPATH=python /usr/bin/python3 compiler/import/testdata/export_models.py OUT_DIR
+    PYTHONPATH=python .venv/bin/python compiler/import/testdata/export_models.py OUT_DIR
 
 OUT_DIR/<model>.ep are the exported programs; OUT_DIR/expected.json holds, per model, PyTorch's
 own view: state_dict names, dtypes, shapes and bytes (hex, small models only), and eager output

@@ -1,6 +1,6 @@
 """Writes the committed seed corpus of the exported-program fuzz target (exported_program_fuzz.cc).
 
-    PYTHONPATH=python /usr/bin/python3 compiler/import/testdata/make_fuzz_seeds.py \
+    PYTHONPATH=python .venv/bin/python compiler/import/testdata/make_fuzz_seeds.py \
         compiler/import/testdata/fuzz_seeds
 
 Small models, each exercising a different part of the importer and the passes: weights, a conv

@@ -11,19 +11,9 @@ Error slice_copy_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
   EMBER_CHECK(in.dim() > 0, Error::InvalidArgument, "slice_copy: cannot slice a 0-d tensor");
   int64_t d = 0;
   EMBER_TRY(wrap_dim("slice_copy", args[1]->to_int(), in.dim(), &d));
-  const int64_t size = in.size(static_cast<int>(d));
-  int64_t start = args[2]->is_none() ? 0 : args[2]->to_int();
-  int64_t end = args[3]->is_none() ? size : args[3]->to_int();
-  const int64_t step = args[4]->to_int();
-  EMBER_CHECK(step > 0, Error::InvalidArgument, "slice_copy: slice step must be positive");
-  if (start < 0) start += size;
-  if (end < 0) end += size;
-  start = start < 0 ? 0 : start > size ? size : start;
-  end = end < start ? start : end > size ? size : end;
   View v = View::of(in);
-  v.offset += start * v.strides[d];
-  v.sizes[d] = (end - start + step - 1) / step;
-  v.strides[d] *= step;
+  EMBER_TRY(slice_dim("slice_copy", v, static_cast<int>(d), in.size(static_cast<int>(d)), *args[2],
+                      *args[3], args[4]->to_int()));
   return copy_view_out("slice_copy", in, v, args[5]->to_tensor());
 }
 

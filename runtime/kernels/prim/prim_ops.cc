@@ -290,7 +290,8 @@ Error local_scalar_dense(KernelContext&, std::span<EValue*> args) {
 
 // executorch_prim::et_view.default(self, size, out): out becomes a view of self's storage with
 // the given sizes, no copy (the compiler emits it for a view of a contiguous tensor; out has no
-// memory of its own). Both in the default dim order, the same dtype and element count.
+// memory of its own). Both in the default dim order, the same dtype and element count. One size
+// may be -1, inferred from the others (ATen's view; ExecuTorch's exporter writes it).
 Error et_view(KernelContext&, std::span<EValue*> args) {
   const char* op = "executorch_prim::et_view.default";
   const Tensor& self = args[0]->to_tensor();
@@ -304,12 +305,25 @@ Error et_view(KernelContext&, std::span<EValue*> args) {
               op);
   int32_t sizes[kMaxRank] = {};
   int64_t numel = 1;
+  int inferred = -1;
   for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == -1 && inferred < 0) {
+      inferred = static_cast<int>(d);
+      continue;
+    }
     EMBER_CHECK(size[d] >= 0 && size[d] <= std::numeric_limits<int32_t>::max(),
                 Error::InvalidArgument, "%s: size %lld", op, static_cast<long long>(size[d]));
     sizes[d] = static_cast<int32_t>(size[d]);
     EMBER_CHECK(!__builtin_mul_overflow(numel, size[d], &numel), Error::InvalidArgument,
                 "%s: the size's element count overflows", op);
+  }
+  if (inferred >= 0) {
+    EMBER_CHECK(numel > 0 && self.numel() % numel == 0 &&
+                    self.numel() / numel <= std::numeric_limits<int32_t>::max(),
+                Error::InvalidArgument, "%s: cannot infer the -1 size of a view of %lld elements",
+                op, static_cast<long long>(self.numel()));
+    sizes[inferred] = static_cast<int32_t>(self.numel() / numel);
+    numel = self.numel();
   }
   EMBER_CHECK(numel == self.numel(), Error::InvalidArgument, "%s: a view of %lld elements as %lld",
               op, static_cast<long long>(self.numel()), static_cast<long long>(numel));

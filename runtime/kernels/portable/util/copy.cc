@@ -165,6 +165,39 @@ void copy_view(const Tensor& src, const View& view, Tensor& dst, const View& dvi
 
 void copy_tensor(const Tensor& src, Tensor& dst) { copy_view(src, View::of(src), dst); }
 
+Error broadcast_view(const char* op, const Tensor& src, std::span<const int32_t> sizes,
+                     View* view) {
+  const int rank = static_cast<int>(sizes.size());
+  EMBER_CHECK(src.dim() <= rank, Error::InvalidArgument,
+              "%s: a tensor of rank %d does not broadcast to rank %d", op, src.dim(), rank);
+  View v = View::of(src);
+  while (v.dim < rank) v.insert(0, 1, 0);
+  for (int d = 0; d < rank; ++d) {
+    EMBER_CHECK(v.sizes[d] == sizes[d] || v.sizes[d] == 1, Error::InvalidArgument,
+                "%s: size %lld at dim %d does not broadcast to %d", op,
+                static_cast<long long>(v.sizes[d]), d, sizes[d]);
+    if (v.sizes[d] != sizes[d]) v.strides[d] = 0;
+    v.sizes[d] = sizes[d];
+  }
+  *view = v;
+  return Error::Ok;
+}
+
+Error slice_dim(const char* op, View& view, int d, int64_t size, const EValue& start_arg,
+                const EValue& end_arg, int64_t step) {
+  EMBER_CHECK(step > 0, Error::InvalidArgument, "%s: slice step must be positive", op);
+  int64_t start = start_arg.is_none() ? 0 : start_arg.to_int();
+  int64_t end = end_arg.is_none() ? size : end_arg.to_int();
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = start < 0 ? 0 : start > size ? size : start;
+  end = end < start ? start : end > size ? size : end;
+  view.offset += start * view.strides[d];
+  view.sizes[d] = (end - start + step - 1) / step;
+  view.strides[d] *= step;
+  return Error::Ok;
+}
+
 int64_t offset_of(const Tensor& t, int64_t linear) {
   if (t.is_contiguous()) return linear;
   int64_t offset = 0;

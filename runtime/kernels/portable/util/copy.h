@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <span>
 
+#include "runtime/core/error.h"
+#include "runtime/core/evalue.h"
 #include "runtime/core/tensor.h"
 
 namespace ember {
@@ -51,6 +53,16 @@ void copy_view(const Tensor& src, const View& src_view, Tensor& dst, const View&
 // The usual ending of a view op: checks that `out` has the dtype of `in` and the view's rank,
 // resizes it to the view's sizes and copies. `op` names the op in errors.
 Error copy_view_out(const char* op, const Tensor& in, View& view, Tensor& out);
+
+// The view of `src` broadcast to `sizes` (ATen's rules: dims aligned at the right, size-1 dims
+// repeated with stride 0). InvalidArgument naming `op` when src does not broadcast to sizes.
+Error broadcast_view(const char* op, const Tensor& src, std::span<const int32_t> sizes, View* view);
+
+// Narrows dim d of `view` (of size `size`) to ATen's slice(d, start, end, step): null start/end
+// mean the whole dim, negative ones count from the end, both are clamped to [0, size]. step must
+// be positive (InvalidArgument naming `op`).
+Error slice_dim(const char* op, View& view, int d, int64_t size, const EValue& start,
+                const EValue& end, int64_t step);
 
 // copy_view(src, View::of(src), dst): the same elements in row-major order, any dtypes and dim
 // orders (also a reshape: only numel must agree).
