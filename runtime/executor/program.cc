@@ -23,8 +23,7 @@ constexpr flatbuffers::uoffset_t kMaxTables = 10'000'000;
 // the empty int list of a cond's operands, land on 4 bytes).
 template <typename T>
 bool elements_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || v->size() == 0 ||
-         reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+  return v == nullptr || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
 }
 
 // Every vector of 8-byte scalars in a plan: arena sizes, int lists, double lists.
