@@ -9,6 +9,9 @@
 #endif
 #include "compiler/emit/pte_writer.h"
 #include "compiler/lower/pipeline.h"
+#include "runtime/platform/loaders.h"
+#include "tools/executorch_ops.h"
+#include "tools/inspect.h"
 
 namespace ember::tools {
 
@@ -106,6 +109,24 @@ int compile_command(const CompileCommand& command) {
                 command.ptd.empty() ? ".pte" : ".ptd");
   }
   for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());
+  // The written program, read back as a runtime would: whether ExecuTorch's runtime runs it too.
+  BufferDataLoader loader(r->files.pte.data(), r->files.pte.size());
+  Result<Program> program = Program::load(&loader);
+  if (!program.ok()) {
+    std::fprintf(stderr, "error: internal: the written program does not load: %s\n",
+                 last_error_message());
+    return 1;
+  }
+  Result<std::vector<std::string>> blockers = executorch_blockers(*program);
+  if (blockers.ok() && blockers->empty()) {
+    std::printf("ExecuTorch %s's runtime runs this program too\n", executorch_version());
+  } else if (blockers.ok()) {
+    std::printf("note: ExecuTorch %s's runtime cannot run this program (Ember's can):",
+                executorch_version());
+    for (size_t i = 0; i < blockers->size(); ++i)
+      std::printf("%s %s", i ? ";" : "", (*blockers)[i].c_str());
+    std::printf("\n");
+  }
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include "ember/schema/program_generated.h"
 #include "runtime/executor/method_meta.h"
+#include "tools/executorch_ops.h"
 
 namespace ember::tools {
 namespace fb = executorch_flatbuffer;
@@ -187,7 +188,21 @@ struct MethodReport {
   std::vector<int64_t> arenas;
   size_t num_instructions = 0;
   MemoryStats memory;
+  std::vector<std::string> executorch_blockers;  // why ExecuTorch's runtime cannot run it
 };
+
+// What stops ExecuTorch's runtime from running a method: operators it does not register, and
+// delegates of backends it does not register (Ember's own cpu and loopback among them).
+std::vector<std::string> executorch_blockers_of(const MethodReport& r) {
+  std::vector<std::string> why;
+  for (const auto& [op, n] : r.operator_calls) {
+    if (!executorch_registers_operator(op)) why.push_back("operator " + op);
+  }
+  for (const DelegateInfo& d : r.delegates) {
+    if (!executorch_registers_backend(d.backend)) why.push_back("delegate backend " + d.backend);
+  }
+  return why;
+}
 
 Result<IoInfo> io_info(const MethodMeta& meta, size_t i, bool input) {
   Result<Tag> tag = input ? meta.input_tag(i) : meta.output_tag(i);
@@ -209,9 +224,7 @@ std::string shape_text(std::span<const int32_t> sizes) {
   return s + "]";
 }
 
-}  // namespace
-
-Result<std::string> inspect_program(const Program& program, bool json) {
+Result<std::vector<MethodReport>> method_reports(const Program& program) {
   const fb::Program* root = program.flatbuffer();
   std::vector<MethodReport> reports;
   for (size_t m = 0; m < program.num_methods(); ++m) {
@@ -302,8 +315,32 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         }
       }
     }
+    r.executorch_blockers = executorch_blockers_of(r);
     reports.push_back(std::move(r));
   }
+  return reports;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> executorch_blockers(const Program& program) {
+  Result<std::vector<MethodReport>> reports = method_reports(program);
+  if (!reports.ok()) return reports.error();
+  std::vector<std::string> why;
+  for (const MethodReport& r : *reports) {
+    for (const std::string& b : r.executorch_blockers) {
+      const std::string item = "method '" + r.name + "': " + b;
+      if (std::find(why.begin(), why.end(), item) == why.end()) why.push_back(item);
+    }
+  }
+  return why;
+}
+
+Result<std::string> inspect_program(const Program& program, bool json) {
+  const fb::Program* root = program.flatbuffer();
+  Result<std::vector<MethodReport>> collected = method_reports(program);
+  if (!collected.ok()) return collected.error();
+  const std::vector<MethodReport>& reports = *collected;
 
   const fb::SubsegmentOffsets* cs = root->constant_segment();
   const bool deprecated_constants =
@@ -356,6 +393,12 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         }
         out << "]";
       }
+      out << ", \"executorch\": {\"version\": " << json_string(executorch_version())
+          << ", \"runs\": " << (r.executorch_blockers.empty() ? "true" : "false")
+          << ", \"blockers\": [";
+      for (size_t i = 0; i < r.executorch_blockers.size(); ++i)
+        out << (i ? ", " : "") << json_string(r.executorch_blockers[i]);
+      out << "]}";
       out << ", \"operators\": [";
       for (size_t i = 0; i < r.operator_calls.size(); ++i) {
         out << (i ? ", " : "") << "{\"name\": " << json_string(r.operator_calls[i].first)
@@ -448,6 +491,11 @@ Result<std::string> inspect_program(const Program& program, bool json) {
       out << (i ? "," : "") << " arena " << i + 1 << ": " << r.arenas[i] << " bytes";
     out << "\n  memory: planned " << r.memory.planned << " bytes, activations "
         << r.memory.activations << " bytes, lower bound " << r.memory.lower_bound << " bytes\n";
+    out << "  ExecuTorch " << executorch_version()
+        << "'s runtime: " << (r.executorch_blockers.empty() ? "runs it" : "cannot run it (");
+    for (size_t i = 0; i < r.executorch_blockers.size(); ++i)
+      out << (i ? "; " : "") << r.executorch_blockers[i];
+    out << (r.executorch_blockers.empty() ? "\n" : ")\n");
   }
   return out.str();
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/executor/program.h"
 
@@ -11,6 +12,12 @@ namespace ember::tools {
 
 // A report of every method: inputs and outputs (dtype, shape, dynamism), operator calls with
 // counts, delegates, constants (count, bytes, where stored) and planned bytes per arena.
+// Each method also says whether ExecuTorch's runtime runs it (tools/executorch_ops.h).
 Result<std::string> inspect_program(const Program& program, bool json);
+
+// What stops ExecuTorch's runtime from running `program`, one line per method and cause
+// ("method 'forward': operator aten::cumprod.out", "method 'forward': delegate backend cpu");
+// empty when it runs every method.
+Result<std::vector<std::string>> executorch_blockers(const Program& program);
 
 }  // namespace ember::tools

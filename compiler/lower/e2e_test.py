@@ -549,6 +549,21 @@ graph(
 """
 
 
+# Ops whose kernels ExecuTorch registers under other names than Ember's defaults would be: a sum
+# over every dim (sum.IntList_out with dim=None, not sum.out) and squeeze() of a static shape
+# (squeeze_copy.dims_out, not squeeze_copy.out). check_ir_model runs it on ExecuTorch too.
+EXECUTORCH_NAMES = """
+graph(
+    %x: f32[2, 1, 3]
+) {
+  %s: f32[] = aten::sum.default(self=%x, dtype=none)
+  %q: f32[2, 3] = aten::squeeze.default(self=%x)
+  %m: f32[2, 3] = aten::mul.Tensor(self=%q, other=%s)
+  return (%m)
+}
+"""
+
+
 def cond_mixed_eager(p, q, x):
     if bool(p):
         r0, r1 = x, torch.exp(torch.relu(x)) + x
@@ -574,6 +589,8 @@ def ir_models():
                         lambda x: (torch.zeros(x.shape[0] if x.shape[0] > 5 else x.shape[1]),)),
         # C12 test 2: the assertion is dropped at compile time (documented); positive x gives 2x.
         "c12_check_tensor_all": (C12_CHECK_TENSOR_ALL, [(r(3).abs() + 0.1,)], lambda x: (x * 2,)),
+        "executorch_names": (EXECUTORCH_NAMES, [(r(2, 1, 3),)],
+                             lambda x: (x.squeeze() * x.sum(),)),
     }
 
 
@@ -589,6 +606,7 @@ def check_ir_model(args, name):
     print(r.stdout, end="")
     if r.returncode != 0:
         raise AssertionError(f"{name}: ember compile failed: {r.stderr}")
+    check_executorch_claim(name, "pte", r.stdout)
     # `ember inspect` recomputes the memory numbers from the .pte (moves and jumps included).
     m = re.search(r"memory: planned (\d+) bytes, activations (\d+) bytes, lower bound (\d+)",
                   r.stdout)
@@ -646,6 +664,22 @@ def compare(name, expected_calls, out_dir, first=0):
                 err = np.max(np.abs(got - e))
                 raise AssertionError(f"{name} call {c} output {i}: max abs error {err}\n"
                                      f"got {got.ravel()[:8]}\nexpected {e.ravel()[:8]}")
+
+
+def check_executorch_claim(name, mode, stdout):
+    """`ember compile` says whether ExecuTorch's runtime runs the program: a portable one it runs
+    (and check_executorch proves it; so is one where a backend took nothing), one with Ember's
+    delegates (cpu, loopback) it cannot."""
+    runs = "runtime runs this program too" in stdout
+    cannot = re.search(r"runtime cannot run this program \(Ember's can\): (.*)", stdout)
+    delegates = re.search(r"^delegates: (\d+);", stdout, re.M)
+    if mode in ("pte", "ptd") or (delegates is not None and delegates.group(1) == "0"):
+        if not runs:
+            raise AssertionError(f"{name} ({mode}): ember compile does not say ExecuTorch runs it:"
+                                 f" {cannot.group(1) if cannot else stdout[-300:]}")
+    elif not cannot or "delegate backend" not in cannot.group(1):
+        raise AssertionError(f"{name} ({mode}): ember compile should name the delegate that "
+                             f"ExecuTorch lacks: {stdout[-300:]}")
 
 
 def check_executorch(args, name, pte, ptd, calls, out_dir):
@@ -756,6 +790,8 @@ def check_model(args, name):
                 backend_args += ["--backend-spec", spec]
         r = compile_model(args, ep, pte, ptd, backend_args)
         print(r.stdout, end="")
+        if r.returncode == 0:
+            check_executorch_claim(name, mode, r.stdout)
         if mode == "cpu" and "unknown backend 'cpu'" in r.stderr:
             print(f"   {name} (cpu): this build has no cpu backend (oneDNN not found)")
             continue

@@ -18,6 +18,10 @@ ir::Status lower_celu(ir::Program& program, ir::Node* node);
 ir::Status lower_select_scatter(ir::Program& program, ir::Node* node);
 ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node);
 ir::Status lower_batch_norm(ir::Program& program, ir::Node* node);
+ir::Status lower_batch_norm_inference(ir::Program& program, ir::Node* node);
+ir::Status lower_flatten(ir::Program& program, ir::Node* node);
+ir::Status lower_max_pool2d(ir::Program& program, ir::Node* node);
+ir::Status lower_squeeze(ir::Program& program, ir::Node* node);
 
 // The table. Keep it sorted by functional op; one line per op.
 constexpr LoweringRule kRules[] = {
@@ -30,14 +34,20 @@ constexpr LoweringRule kRules[] = {
     {"aten::arange.default", "aten::arange.out", "end", nullptr, nullptr},
     {"aten::arange.start", "aten::arange.start_out", "start,end,step=1", nullptr, nullptr},
     {"aten::arange.start_step", "aten::arange.start_out", "start,end,step", nullptr, nullptr},
+    // torch.export's default (training) IR: batch_norm, conv2d, flatten, max_pool2d.
+    {"aten::batch_norm.default", nullptr, nullptr, lower_batch_norm_inference, nullptr},
     {"aten::celu.default", nullptr, nullptr, lower_celu, nullptr},
     {"aten::clone.default", "aten::clone.out", "self,memory_format", nullptr, nullptr},
+    {"aten::conv2d.default", "aten::convolution.out",
+     "input,weight,bias,stride,padding,dilation,transposed=false,output_padding=[0,0],groups",
+     nullptr, nullptr},
     {"aten::copy.default", nullptr, nullptr, lower_copy, nullptr},
     // empty's contents are unspecified; zeros are one valid choice.
     {"aten::empty.memory_format", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::expand.default", "aten::expand_copy.out", "self,size,implicit", nullptr, nullptr},
     {"aten::fill.Scalar", "aten::full_like.out", "self,fill_value=value,memory_format=none",
      nullptr, nullptr},
+    {"aten::flatten.using_ints", nullptr, nullptr, lower_flatten, nullptr},
     {"aten::full.default", "aten::full.out", "size,fill_value", nullptr, nullptr},
     {"aten::full_like.default", "aten::full_like.out", "self,fill_value,memory_format", nullptr,
      nullptr},
@@ -46,6 +56,7 @@ constexpr LoweringRule kRules[] = {
      nullptr},
     {"aten::linear.default", nullptr, nullptr, lower_linear, nullptr},
     {"aten::max.dim", "aten::max.dim_max", nullptr, nullptr, nullptr},
+    {"aten::max_pool2d.default", nullptr, nullptr, lower_max_pool2d, nullptr},
     {"aten::mean.dim", "aten::mean.out", nullptr, nullptr, nullptr},
     {"aten::mean.default", "aten::mean.out", "self,dim=none,keepdim=false,dtype", nullptr, nullptr},
     {"aten::min.dim", "aten::min.dim_min", nullptr, nullptr, nullptr},
@@ -63,10 +74,13 @@ constexpr LoweringRule kRules[] = {
     {"aten::split.Tensor", "aten::split_copy.Tensor_out", "self,split_size,dim", nullptr, nullptr},
     {"aten::split_with_sizes.default", "aten::split_with_sizes_copy.out", "self,split_sizes,dim",
      nullptr, nullptr},
-    {"aten::squeeze.default", "aten::squeeze_copy.out", "self", nullptr, nullptr},
+    {"aten::squeeze.default", nullptr, nullptr, lower_squeeze, nullptr},
     {"aten::squeeze.dim", "aten::squeeze_copy.dim_out", "self,dim", nullptr, nullptr},
     {"aten::squeeze.dims", "aten::squeeze_copy.dims_out", "self,dim", nullptr, nullptr},
-    {"aten::sum.default", "aten::sum.out", "self,dtype", nullptr, nullptr},
+    // sum over every dim: ExecuTorch registers only the dim-list overload, whose dim=None
+    // means every dim (the same kernel family in Ember).
+    {"aten::sum.default", "aten::sum.IntList_out", "self,dim=none,keepdim=false,dtype", nullptr,
+     nullptr},
     {"aten::sum.dim_IntList", "aten::sum.IntList_out", nullptr, nullptr, nullptr},
     {"aten::t.default", "aten::permute_copy.out", "self,dims=[1,0]", nullptr, nullptr},
     {"aten::transpose.int", "aten::transpose_copy.int_out", "self,dim0,dim1", nullptr, nullptr},
@@ -266,6 +280,29 @@ ir::Status lower_celu(ir::Program&, ir::Node* node) {
   return replace_node(node, {k->output()});
 }
 
+// ATen's squeeze() drops every size-1 dim. ExecuTorch registers only squeeze_copy's dim-list
+// overload: with a static shape the dims are known here, so the kernel is one both runtimes have.
+// A symbolic dim (which may be 1 at run time) keeps squeeze_copy.out, which decides at run time.
+ir::Status lower_squeeze(ir::Program&, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  if (self == nullptr) return ir::Status::error(node_error(*node, "squeeze needs a tensor"));
+  std::vector<ir::Arg> dims;
+  bool all_static = true;
+  const std::vector<ir::Dim>& shape = self->tensor_type().shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    all_static = all_static && shape[d].is_static();
+    if (shape[d].is_static() && shape[d].value == 1) {
+      dims.push_back(ir::Arg::integer(static_cast<int64_t>(d)));
+    }
+  }
+  std::vector<ir::NamedArg> args = {{"self", ir::Arg::value(self)}};
+  if (all_static) args.push_back({"dim", ir::Arg::list(std::move(dims))});
+  ir::Node* k = add_kernel_node(
+      *node->owner(), all_static ? "aten::squeeze_copy.dims_out" : "aten::squeeze_copy.out",
+      std::move(args), output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
 ir::Status lower_copy(ir::Program&, ir::Node* node) {
   ir::Value* self = input_value(*node, "self");
   ir::Value* src = input_value(*node, "src");
@@ -417,6 +454,62 @@ ir::Status lower_batch_norm(ir::Program&, ir::Node* node) {
 }
 
 // `x * 2` is traced as mul.Tensor with a number for `other`; its kernel is the Scalar overload.
+// aten::batch_norm returns the normalized tensor only; the kernel also writes the two saved
+// statistics of training, which it resizes to [0] in inference.
+ir::Status lower_batch_norm_inference(ir::Program&, ir::Node* node) {
+  const ir::Arg* training = node->arg("training");
+  ir::Value* input = input_value(*node, "input");
+  if (training == nullptr || training->kind() != ir::ArgKind::Bool || training->as_bool()) {
+    return ir::Status::error(
+        node_error(*node, "batch norm in training mode has no kernel; export the model in eval()"));
+  }
+  if (input == nullptr || input_value(*node, "running_mean") == nullptr ||
+      input_value(*node, "running_var") == nullptr || node->num_outputs() != 1) {
+    return ir::Status::error(node_error(*node, "batch norm without running statistics"));
+  }
+  const ir::DType dtype = input->tensor_type().dtype;
+  ir::Node* k = add_kernel_node(
+      *node->owner(), "aten::_native_batch_norm_legit_no_training.out",
+      select_args(*node, "input,weight,bias,running_mean,running_var,momentum,eps"),
+      {node->output()->type(), with_shape(dtype, {0}), with_shape(dtype, {0})}, node->name(), node);
+  return replace_node(node, {k->output(0)});
+}
+
+// flatten is a view: the same elements in the output's shape (at most one symbolic size, -1).
+ir::Status lower_flatten(ir::Program&, ir::Node* node) {
+  ir::Value* self = input_value(*node, "self");
+  if (self == nullptr || node->num_outputs() != 1) {
+    return ir::Status::error(node_error(*node, "flatten needs a tensor"));
+  }
+  std::vector<ir::Arg> size;
+  int symbolic = 0;
+  for (const ir::Dim& d : node->output()->tensor_type().shape) {
+    symbolic += d.is_static() ? 0 : 1;
+    size.push_back(ir::Arg::integer(d.is_static() ? d.value : -1));
+  }
+  if (symbolic > 1) {
+    return ir::Status::error(node_error(*node, "flatten to a shape with two symbolic sizes"));
+  }
+  ir::Node* k = add_kernel_node(*node->owner(), "aten::view_copy.out",
+                                {{"self", ir::Arg::value(self)}, {"size", ir::Arg::list(size)}},
+                                output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
+// max_pool2d is max_pool2d_with_indices without the indices (int64, the output's shape).
+ir::Status lower_max_pool2d(ir::Program&, ir::Node* node) {
+  if (input_value(*node, "self") == nullptr || node->num_outputs() != 1) {
+    return ir::Status::error(node_error(*node, "max_pool2d needs a tensor"));
+  }
+  ir::TensorType indices = node->output()->tensor_type();
+  indices.dtype = ir::DType::Int64;
+  ir::Node* k = add_kernel_node(
+      *node->owner(), "aten::max_pool2d_with_indices.out",
+      select_args(*node, "self,kernel_size,stride,padding,dilation,ceil_mode"),
+      {node->output()->type(), ir::ValueType::of_tensor(indices)}, node->name(), node);
+  return replace_node(node, {k->output(0)});
+}
+
 std::string effective_overload(const ir::Node& node) {
   const ir::Arg* other = node.arg("other");
   if (node.overload() == "Tensor" && other != nullptr && other->kind() != ir::ArgKind::Value) {
