@@ -1,15 +1,19 @@
 """End-to-end tests of `ember compile`: export with ember.export, compile, run with Ember's runtime
-and compare with eager PyTorch (fp32: rtol 1e-4).
+and compare with eager PyTorch (fp32: rtol 1e-4), and the same programs on ExecuTorch's runtime.
 
-Every model is exported once and compiled four times: portable with weights in the .pte, portable
-with a .ptd, delegated to the reference backend (`--backend loopback`, its named data in the .pte)
-and delegated with a .ptd; each run is compared with eager. `--model delegation` runs the models
-of the delegation contracts (C16-C20) the same way, with their extra checks.
+Every model is exported once and compiled five times: portable with weights in the .pte, portable
+with a .ptd, delegated to the reference backend (`--backend loopback`, its named data in the .pte),
+delegated with a .ptd, and delegated to the cpu backend; each run is compared with eager. The two
+portable programs also run on ExecuTorch's own runtime (pip executorch), which must give Ember's
+outputs, and `ember compile`'s claim that ExecuTorch runs them is checked. Then the model is
+exported with ExecuTorch's own exporter, and Ember's runtime must run that program with
+ExecuTorch's and eager's outputs (docs/compatibility.md). `--model delegation` runs the models of
+the delegation contracts (C16-C20) the same way, with their extra checks.
 
     .venv/bin/python e2e_test.py --ember EMBER --runner RUNNER --python-dir DIR --work DIR [--model M]
 
-Each model is one CTest test. A model whose ops Ember cannot run yet exits with 77 (CTest: skipped)
-after printing the verifier's list of missing ops; models the compiler must handle never skip.
+Each group of models is one CTest test; every model must pass (a model that is not required may
+exit 77, CTest's skip, when Ember lacks one of its ops; none is marked so today).
 """
 
 import argparse
@@ -158,6 +162,35 @@ class ChannelsLastConv(torch.nn.Module):  # C24: a channels-last input and outpu
 
     def forward(self, x):
         return torch.relu(self.conv(x))
+
+
+class MatmulConstant(torch.nn.Module):  # C7: a batched matmul by a buffer or a plain attribute
+    def __init__(self, as_buffer):
+        super().__init__()
+        c = torch.randn(2, 4, 5)
+        if as_buffer:
+            self.register_buffer("c", c)
+        else:
+            self.c = c
+
+    def forward(self, x):
+        return x @ self.c
+
+
+class StackOutput(torch.nn.Module):  # C8: a stack that is the program's output
+    def forward(self, x, y):
+        return torch.stack([x, y])
+
+
+class StackTwoUsers(torch.nn.Module):  # C8: a stack read by two consumers
+    def forward(self, x, y):
+        s = torch.stack([x, y])
+        return s + 1, s * 2
+
+
+class SelectElement(torch.nn.Module):  # C9: x[1] * 2 keeps the selected element, shape ()
+    def forward(self, x):
+        return x[1] * 2
 
 
 class SymOps(torch.nn.Module):  # symbolic-int arithmetic at run time (aten::sym_size + prim ops)
@@ -339,6 +372,18 @@ def models():
         "c24_channels_last": (ChannelsLastConv,
                               [(r(1, 3, 8, 8).contiguous(memory_format=torch.channels_last),)],
                               None, True),
+        # C7-C10: rewrites of constant operands, of nodes with zero or many users, of a 0-d
+        # select, and every legal form of RMSNorm.
+        "c7_matmul_buffer": (lambda: MatmulConstant(True), [(r(2, 3, 4),)], None, True),
+        "c7_matmul_attribute": (lambda: MatmulConstant(False), [(r(2, 3, 4),)], None, True),
+        "c8_stack_output": (StackOutput, [(r(3, 4), r(3, 4))], None, True),
+        "c8_stack_two_users": (StackTwoUsers, [(r(3, 4), r(3, 4))], None, True),
+        "c9_select_element": (SelectElement, [(torch.tensor([1.5, -2.0, 3.25]),)], None, True),
+        "c10_rmsnorm": (lambda: torch.nn.RMSNorm(64), [(r(2, 5, 64),)], None, True),
+        "c10_rmsnorm_no_eps_no_weight": (
+            lambda: torch.nn.RMSNorm(64, eps=None, elementwise_affine=False),
+            [(r(2, 5, 64),)], None, True),
+        "c10_rmsnorm_two_dims": (lambda: torch.nn.RMSNorm([4, 16]), [(r(3, 4, 16),)], None, True),
         # The delegation contracts (run together by --model delegation).
         "c16_buffer_cumsum": (BufferCumsum, [(r(4),), (r(4),)], None, True),
         "c17_unused_input": (UnusedInput, [(r(3), r(3) * 100, r(3))], None, True),
@@ -849,6 +894,34 @@ def check_wrong_ptd(args):
     return 0
 
 
+def check_strict(args):
+    """C11: a ConvNet (conv, batch norm, relu, pooling, linear) exported with strict=True and with
+    strict=False compiles to programs with the same operators, both matching eager."""
+    import ember
+    work = os.path.join(args.work, "c11_strict")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    module = ConvNet().eval()
+    calls = [(torch.randn(1, 3, 16, 16),)]
+    expected = eager(module, calls)
+    operators = {}
+    for strict in (True, False):
+        tag = "strict" if strict else "non_strict"
+        ep, pte = os.path.join(work, tag + ".ep"), os.path.join(work, tag + ".pte")
+        ember.export(copy.deepcopy(module), calls[0], ep, strict=strict)
+        r = compile_model(args, ep, pte)
+        assert r.returncode == 0, r.stderr
+        r = execute(args, pte, calls, os.path.join(work, "out_" + tag))
+        assert r.returncode == 0, r.stderr
+        compare("c11_strict", expected, os.path.join(work, "out_" + tag))
+        report = run([args.ember, "inspect", pte, "--json"])
+        assert report.returncode == 0, report.stderr
+        operators[tag] = json.loads(report.stdout)["methods"][0]["operators"]
+    assert operators["strict"] == operators["non_strict"], operators
+    print("ok c11_strict: the same operators and eager's outputs both ways")
+    return 0
+
+
 def check_xnnpack_refused(args):
     """A program ExecuTorch's exporter delegated to XNNPACK is refused at load, naming the backend
     (Ember has no XNNPACK delegate); `ember inspect` still reads it and lists the delegate."""
@@ -887,7 +960,8 @@ def main():
     names = []
     for m in args.model.split(","):
         if m == "all":
-            names += list(models()) + ["wrong_ptd", "xnnpack_refused"] + list(ir_models())
+            names += list(models()) + ["wrong_ptd", "xnnpack_refused", "c11_strict"]
+            names += list(ir_models())
         elif m == "delegation":
             names += list(DELEGATION)
         elif m == "c30":
@@ -901,6 +975,8 @@ def main():
                 rc = check_wrong_ptd(args)
             elif name == "xnnpack_refused":
                 rc = check_xnnpack_refused(args)
+            elif name == "c11_strict":
+                rc = check_strict(args)
             elif name in ir_models():
                 rc = check_ir_model(args, name)
             else:
