@@ -398,6 +398,7 @@ class Importer {
     pending_.clear();
     if (const ir::OpSchema* schema = program_->ops().find(op, overload)) {
       check_against_schema(*schema, args, outputs.size(), w);
+      wrap_numbers(*schema, args, g, name);
     }
     std::vector<ir::ModuleFrame> stack;
     if (const json* jstack = optional_field(j, "module_stack")) {
@@ -421,6 +422,37 @@ class Importer {
     }
     for (const ir::NamedArg& a : n->args()) check_graph_refs(a.value, n, w);
     for (size_t i = 0; i < names.size(); ++i) scope[names[i]] = n->output(i);
+  }
+
+  // torch's decompositions pass Python numbers where a schema takes a Tensor (reflection_pad2d's
+  // `sub.Tensor(4, idx)`); ATen wraps such a number into a 0-d tensor, which takes part in type
+  // promotion as a scalar would. The same here: a 0-d scalar_tensor of int64, float32 (torch's
+  // default dtype) or bool before the node, so every kernel gets the tensor its schema names.
+  static void wrap_numbers(const ir::OpSchema& schema, std::vector<ir::NamedArg>& args, Graph& g,
+                           const std::string& node_name) {
+    const auto& expected = schema.arguments();
+    for (size_t i = 0; i < args.size() && i < expected.size(); ++i) {
+      const ir::ArgumentSchema& a = expected[i];
+      const ir::ArgKind kind = args[i].value.kind();
+      if (a.kind != ir::TypeKind::Tensor || a.is_list ||
+          (kind != ir::ArgKind::Int && kind != ir::ArgKind::Float && kind != ir::ArgKind::Bool)) {
+        continue;
+      }
+      const ir::DType dtype = kind == ir::ArgKind::Int     ? ir::DType::Int64
+                              : kind == ir::ArgKind::Float ? ir::DType::Float32
+                                                           : ir::DType::Bool;
+      std::vector<std::pair<std::string, ValueType>> out;
+      out.emplace_back(node_name + "_" + a.name + "_number",
+                       ValueType::of_tensor(ir::TensorType{dtype, {}, {}}));
+      Node* wrap = g.create_node("aten::scalar_tensor", "default",
+                                 {{"s", args[i].value},
+                                  {"dtype", Arg::dtype(dtype)},
+                                  {"layout", Arg::none()},
+                                  {"device", Arg::none()},
+                                  {"pin_memory", Arg::none()}},
+                                 std::move(out), nullptr, node_name + "_" + a.name + "_number");
+      args[i].value = Arg::value(wrap->output());
+    }
   }
 
   static void check_against_schema(const ir::OpSchema& schema,

@@ -43,6 +43,7 @@ constexpr LoweringRule kRules[] = {
      nullptr, nullptr},
     {"aten::copy.default", nullptr, nullptr, lower_copy, nullptr},
     // empty's contents are unspecified; zeros are one valid choice.
+    {"aten::div.Tensor_mode", "aten::div.out_mode", nullptr, nullptr, nullptr},
     {"aten::empty.memory_format", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::expand.default", "aten::expand_copy.out", "self,size,implicit", nullptr, nullptr},
     {"aten::fill.Scalar", "aten::full_like.out", "self,fill_value=value,memory_format=none",
@@ -71,6 +72,8 @@ constexpr LoweringRule kRules[] = {
     {"aten::slice.Tensor", "aten::slice_copy.Tensor_out", "self,dim,start,end,step", nullptr,
      nullptr},
     {"aten::slice_scatter.default", nullptr, nullptr, lower_slice_scatter, nullptr},
+    {"aten::sort.default", "aten::sort.values", nullptr, nullptr, nullptr},
+    {"aten::sort.stable", "aten::sort.values_stable", nullptr, nullptr, nullptr},
     {"aten::split.Tensor", "aten::split_copy.Tensor_out", "self,split_size,dim", nullptr, nullptr},
     {"aten::split_with_sizes.default", "aten::split_with_sizes_copy.out", "self,split_sizes,dim",
      nullptr, nullptr},
@@ -83,6 +86,7 @@ constexpr LoweringRule kRules[] = {
      nullptr},
     {"aten::sum.dim_IntList", "aten::sum.IntList_out", nullptr, nullptr, nullptr},
     {"aten::t.default", "aten::permute_copy.out", "self,dims=[1,0]", nullptr, nullptr},
+    {"aten::topk.default", "aten::topk.values", nullptr, nullptr, nullptr},
     {"aten::transpose.int", "aten::transpose_copy.int_out", "self,dim0,dim1", nullptr, nullptr},
     {"aten::unbind.int", "aten::unbind_copy.int_out", "self,dim", nullptr, nullptr},
     {"aten::unsqueeze.default", "aten::unsqueeze_copy.out", "self,dim", nullptr, nullptr},
@@ -603,10 +607,11 @@ bool is_lowered(const ir::Node& node) {
   const std::string op = node.qualified_op();
   if (is_prim_op(op) || is_delegate_call(node)) return true;
   const std::string& ov = node.overload();
-  const bool out_form =
-      ov == "out" || (ov.size() > 4 && ov.compare(ov.size() - 4, 4, "_out") == 0) ||
-      op == "aten::max.dim_max" || op == "aten::min.dim_min" || op == "aten::topk.values" ||
-      op == "aten::sort.values" || op == "aten::sort.values_stable";
+  const bool out_form = ov == "out" || ov.starts_with("out_") ||
+                        (ov.size() > 4 && ov.compare(ov.size() - 4, 4, "_out") == 0) ||
+                        op == "aten::max.dim_max" || op == "aten::min.dim_min" ||
+                        op == "aten::topk.values" || op == "aten::sort.values" ||
+                        op == "aten::sort.values_stable";
   return out_form;
 }
 
