@@ -258,5 +258,26 @@ TEST(UnaryOps, ToCopyConvertsAndChangesLayout) {
   EXPECT_EQ(call.out().dim_order()[1], 2);  // the out keeps its channels-last dim order
 }
 
+// Float to integer casts of values an integer type cannot hold (C++ leaves them undefined): what
+// ATen gives on this CPU, for every integer width, from float and double. In-range values
+// truncate toward zero.
+TEST(UnaryOps, ToCopyOutOfRangeFloatToIntegerLikeATen) {
+  const std::vector<double> values = {300.7, -129.5,       70000.25,      -40000.5,    3e9,
+                                      -3e9,  5e9,          1e19,          -1e19,       1e30,
+                                      -1e30, 0.75,         -0.75,         INFINITY,    -INFINITY,
+                                      NAN,   2147483647.0, -2147483648.0, 4294967296.0};
+  for (at::ScalarType from : {at::kFloat, at::kDouble}) {
+    const at::Tensor x = at::tensor(values, at::kDouble).to(from);
+    for (at::ScalarType to : {at::kInt, at::kLong, at::kShort, at::kChar, at::kByte}) {
+      SCOPED_TRACE(std::string(at::toString(from)) + " -> " + at::toString(to));
+      const at::Tensor expected = x.to(to);
+      KernelCall call("aten::_to_copy.out");
+      call.tensor(x).scalar(false).none().out_like(expected).repeat_out();
+      ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+      expect_matches(call.out(), expected);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember::testing

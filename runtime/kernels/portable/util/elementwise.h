@@ -119,18 +119,22 @@ using LoadFn = T (*)(const void* data, int64_t index);
 template <typename T>
 using StoreFn = void (*)(void* data, int64_t index, T value);
 
-// A floating value as integer type To without C++ undefined behaviour: in-range values truncate
-// toward zero; NaN, infinities and values outside int64 give int64's minimum (what x86 gives ATen),
-// then wrap to To's width.
+// A floating value as integer type To without C++ undefined behaviour, as x86 converts it for
+// ATen: to int64 through a 64-bit conversion, to every narrower type through a 32-bit one then
+// wrapped to To's width. In-range values truncate toward zero; NaN, infinities and values outside
+// the conversion's range give its minimum (INT64_MIN, or INT32_MIN whose low bits are 0), so
+// 3e9 as int32 is INT32_MIN, as int16 0, and 70000.25 as int16 4464.
 template <typename To, typename From>
 inline To float_to_int(From v) {
   const double d = static_cast<double>(v);
-  int64_t i = std::numeric_limits<int64_t>::min();
-  if (d > -9.2233720368547758e18 && d < 9.2233720368547758e18) i = static_cast<int64_t>(d);
-  if constexpr (std::is_same_v<To, uint8_t>) {
-    return static_cast<To>(static_cast<uint64_t>(i));
-  } else {
+  if constexpr (sizeof(To) == 8) {
+    int64_t i = std::numeric_limits<int64_t>::min();
+    if (d > -9.2233720368547758e18 && d < 9.2233720368547758e18) i = static_cast<int64_t>(d);
     return static_cast<To>(i);
+  } else {
+    int32_t i = std::numeric_limits<int32_t>::min();
+    if (d > -2147483649.0 && d < 2147483648.0) i = static_cast<int32_t>(d);
+    return static_cast<To>(static_cast<uint32_t>(i));
   }
 }
 
