@@ -1,4 +1,5 @@
-// `ember compile`: exported program (.ep) → .pte (+ .ptd), printing the memory plan.
+// `ember compile`: exported program (.ep, or torch.export.save's .pt2) → .pte (+ .ptd), printing
+// the memory plan.
 //
 //   CompileCommand c; c.model = "mlp.ep"; c.output = "mlp.pte"; c.ptd = "mlp.ptd";
 //   int status = compile_command(c);   // 0 on success; errors on stderr, one per line

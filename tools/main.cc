@@ -13,14 +13,15 @@ namespace {
 
 constexpr const char* kUsage =
     "usage:\n"
-    "  ember compile MODEL.ep -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
+    "  ember compile MODEL.ep|MODEL.pt2 -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
     "                [--backend NAME [--backend-spec KEY=VALUE]...]... [--precision fp32|bf16]\n"
     "  ember inspect MODEL.pte [--json]\n"
-    "  ember inspect MODEL.ep --backend NAME [--backend-spec KEY=VALUE]...\n"
+    "  ember inspect MODEL.ep|MODEL.pt2 --backend NAME [--backend-spec KEY=VALUE]...\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "\n"
-    "compile  compiles an exported program (python -m ember / ember.export) to a .pte program,\n"
+    "compile  compiles an exported program (python -m ember / ember.export, or the .pt2 archive\n"
+    "         of torch.export.save: no Python needed) to a .pte program,\n"
     "         weights in the .ptd with --ptd; prints planned memory against its lower bound;\n"
     "         --backend delegates what NAME supports (repeatable, priority order; `loopback` is\n"
     "         the reference backend) and prints each delegate's nodes and every node left on the\n"
@@ -169,7 +170,7 @@ int compile_main(int argc, char** argv) {
     }
   }
   if (c.model.empty() || c.output.empty()) {
-    return usage_error("compile needs MODEL.ep -o MODEL.pte");
+    return usage_error("compile needs MODEL.ep (or MODEL.pt2) -o MODEL.pte");
   }
   // --precision is the cpu backend's `precision` compile spec (the only backend with a choice).
   if (!precision.empty()) {

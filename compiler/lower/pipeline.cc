@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "compiler/import/exported_program.h"
+#include "compiler/import/pt2.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
@@ -122,9 +123,19 @@ ir::StatusOr<std::unique_ptr<ir::Program>> read_ir_text_file(const std::string& 
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options) {
   const bool ir_text = path.size() > 3 && path.compare(path.size() - 3, 3, ".ir") == 0;
   ir::StatusOr<std::unique_ptr<ir::Program>> p =
-      ir_text ? read_ir_text_file(path) : importer::import_exported_program_file(path);
+      ir_text ? read_ir_text_file(path) : importer::import_program_file(path);
   if (!p.ok()) return p.status();
-  return compile_program(**p, options);
+  ir::StatusOr<CompileResult> r = compile_program(**p, options);
+  // torch.export's default (training) IR: the ops Ember lacks, or lowers in some forms only,
+  // usually decompose to ones it has.
+  const auto says = [&](const char* text) {
+    return !r.ok() && r.status().message().find(text) != std::string::npos;
+  };
+  if (!ir_text && importer::is_pt2_file(path) &&
+      (says("use ops Ember cannot run") || says("cannot be lowered"))) {
+    return ir::Status::error(r.status().message() + importer::kPt2DecomposeHint);
+  }
+  return r;
 }
 
 }  // namespace ember::lower

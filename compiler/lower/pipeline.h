@@ -43,8 +43,9 @@ struct CompileResult {
 
 // Runs every pass on `program` (which it rewrites), then plans and writes it.
 ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileOptions& options);
-// `path` is an exported program (.ep), or IR text when it ends in `.ir` (tests of programs the
-// exporter cannot capture on PyTorch 1.13: torch.cond, sym_ite).
+// `path` is an exported program (.ep), torch.export.save's archive (.pt2, or any file starting
+// with the ZIP magic; compiler/import/pt2.h), or IR text when it ends in `.ir` (tests of programs
+// the exporter cannot capture on PyTorch 1.13: torch.cond, sym_ite).
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options);
 
 // The passes alone (import → lowered IR), for tests and `--print-ir`. With `backends`, their
