@@ -106,6 +106,45 @@ class RunTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("no method 'nope'", r.stderr)
 
+    def test_help_version_and_short_usage_errors(self):
+        for args in (("--help",), ("compile", "--help"), ("inspect", "-h"), ("run", "--help")):
+            r = ember(*args)
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("usage:", r.stdout)
+        r = ember("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^ember \d+\.\d+\.\d+ ")
+        r = ember("run", fixture("add.pte"), "--bogus")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 2, r.stderr)
+        r = ember("run", fixture("add.pte"), "--threads", "1000")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--threads takes at most 256", r.stderr)
+
+    def test_compile_refuses_to_overwrite_its_input(self):
+        model = os.path.join(self.dir, "model.ep")
+        with open(fixture("add.pte"), "rb") as f:
+            data = f.read()
+        with open(model, "wb") as f:
+            f.write(data)
+        for args in (("-o", model), ("-o", os.path.join(self.dir, "..", os.path.basename(self.dir),
+                                                          "model.ep"))):
+            r = ember("compile", model, *args)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("would overwrite the input", r.stderr)
+        out = os.path.join(self.dir, "same.pte")
+        r = ember("compile", model, "-o", out, "--ptd", out)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("name the same file", r.stderr)
+        with open(model, "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_nested_output_dir_is_created(self):
+        out = os.path.join(self.dir, "a", "b", "c")
+        r = ember("run", fixture("add.pte"), "--output-dir", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(out, "output_0.npy")))
+
     def test_demo_program_with_its_weights_matches_pytorch(self):
         import torch
 

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "runtime/executor/module.h"
@@ -39,9 +40,26 @@ constexpr const char* kUsage =
     "         are given), prints each output, writes DIR/output_N.npy, and with --repeat N prints\n"
     "         the median latency\n";
 
+// A usage error: the problem and where the usage is, in two lines (exit 2).
 int usage_error(const char* message) {
-  std::fprintf(stderr, "error: %s\n\n%s", message, kUsage);
+  std::fprintf(stderr, "error: %s\nrun `ember --help` (or `ember COMMAND --help`) for usage\n",
+               message);
   return 2;
+}
+
+bool is_help(const char* arg) {
+  return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0;
+}
+
+// The most threads `ember run --threads` takes: more than any machine Ember targets has cores.
+constexpr int kMaxThreads = 256;
+
+// Whether `a` and `b` name the same file (an existing one, by device and inode; else by text).
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ea, eb;
+  const bool both = std::filesystem::exists(a, ea) && std::filesystem::exists(b, eb);
+  if (both) return std::filesystem::equivalent(a, b, ea);
+  return std::filesystem::weakly_canonical(a, ea) == std::filesystem::weakly_canonical(b, eb);
 }
 
 bool parse_int(const char* s, int* out) {
@@ -57,6 +75,10 @@ int inspect_main(int argc, char** argv) {
   bool json = false;
   ember::tools::CompileCommand plan;  // MODEL.ep --backend NAME...: the partition report only
   for (int i = 0; i < argc; ++i) {
+    if (is_help(argv[i])) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
@@ -102,6 +124,10 @@ int run_main(int argc, char** argv) {
   ember::tools::RunOptions o;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (is_help(argv[i])) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     auto value = [&](const char* name) -> const char* {
       if (i + 1 >= argc) return nullptr;
       (void)name;
@@ -122,6 +148,11 @@ int run_main(int argc, char** argv) {
       if (arg == "--repeat" || arg == "--threads" || arg == "--seed") {
         if (!parse_int(v, &n)) return usage_error((arg + " needs a non-negative integer").c_str());
         if (arg == "--repeat") o.repeat = n;
+        if (arg == "--threads" && n > kMaxThreads) {
+          return usage_error(("--threads takes at most " + std::to_string(kMaxThreads) +
+                              " (0: the default, one per core up to 8)")
+                                 .c_str());
+        }
         if (arg == "--threads") o.threads = n;
         if (arg == "--seed") o.seed = static_cast<unsigned>(n);
       }
@@ -142,6 +173,10 @@ int compile_main(int argc, char** argv) {
   std::string precision;
   for (int i = 0; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (is_help(argv[i])) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (arg == "-o" || arg == "--ptd" || arg == "--print-ir") {
       if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
       (arg == "-o" ? c.output : arg == "--ptd" ? c.ptd : c.print_ir) = argv[++i];
@@ -172,6 +207,13 @@ int compile_main(int argc, char** argv) {
   if (c.model.empty() || c.output.empty()) {
     return usage_error("compile needs MODEL.ep (or MODEL.pt2) -o MODEL.pte");
   }
+  // Writing over the input, or the program and its weights into one file, loses data.
+  if (same_file(c.model, c.output) || (!c.ptd.empty() && same_file(c.model, c.ptd))) {
+    return usage_error(("the output would overwrite the input " + c.model).c_str());
+  }
+  if (!c.ptd.empty() && same_file(c.output, c.ptd)) {
+    return usage_error("-o and --ptd name the same file; the program and its weights need two");
+  }
   // --precision is the cpu backend's `precision` compile spec (the only backend with a choice).
   if (!precision.empty()) {
     bool found = false;
@@ -190,6 +232,10 @@ int compile_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc < 2) return usage_error("no command given");
   const std::string command = argv[1];
+  if (command == "--version") {
+    std::printf("ember %s (programs: .pte ET12, weights: .ptd FT01)\n", EMBER_VERSION);
+    return 0;
+  }
   if (command == "compile") return compile_main(argc - 2, argv + 2);
   if (command == "inspect") return inspect_main(argc - 2, argv + 2);
   if (command == "run") return run_main(argc - 2, argv + 2);

@@ -1,10 +1,9 @@
 #include "tools/run.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 
 #include "runtime/executor/module.h"
@@ -132,7 +131,10 @@ int run_command(const RunOptions& o) {
     times_ms.push_back(static_cast<double>(t1 - t0) / 1e6);
   }
 
-  if (!o.output_dir.empty()) ::mkdir(o.output_dir.c_str(), 0755);
+  if (!o.output_dir.empty()) {
+    std::error_code ec;  // nested directories are created; a failure is reported below
+    std::filesystem::create_directories(o.output_dir, ec);
+  }
   for (size_t i = 0; i < outputs->size(); ++i) {
     const EValue& v = (*outputs)[i];
     std::printf("output %zu: ", i);
