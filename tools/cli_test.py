@@ -166,6 +166,68 @@ class RunTest(unittest.TestCase):
         self.assertIn("is missing from named data", r.stderr)
 
 
+class BadInputTest(unittest.TestCase):
+    """No file or argument a user can give ends in a signal, an abort, a hang or unbounded
+    memory: every subcommand answers each bad input with exit 1 or 2 and a short message."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def corpus(self):
+        d = self.dir
+        paths = {"a directory": os.path.join(d, "dir.ep"), "a FIFO": os.path.join(d, "fifo"),
+                 "/dev/zero": "/dev/zero", "/dev/null": "/dev/null",
+                 "a missing file": os.path.join(d, "missing.pte"),
+                 "an empty file": os.path.join(d, "empty.pte"),
+                 "random bytes": os.path.join(d, "random.pte"),
+                 "a truncated program": os.path.join(d, "cut.pte"),
+                 "a huge declared size (.npy)": os.path.join(d, "huge.npy"),
+                 "the wrong kind (.npy as program)": os.path.join(d, "wrong_kind.npy")}
+        os.mkdir(paths["a directory"])
+        os.mkfifo(paths["a FIFO"])
+        open(paths["an empty file"], "wb").close()
+        with open(paths["random bytes"], "wb") as f:
+            f.write(np.random.default_rng(0).bytes(4096))
+        with open(fixture("add.pte"), "rb") as f:
+            data = f.read()
+        with open(paths["a truncated program"], "wb") as f:
+            f.write(data[: len(data) // 2])
+        with open(paths["a huge declared size (.npy)"], "wb") as f:  # claims 2^40 floats
+            header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }"
+            header += " " * (64 - 10 - len(header) - 1) + "\n"
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        np.save(paths["the wrong kind (.npy as program)"], np.zeros(3, np.float32))
+        return paths
+
+    @unittest.skipUnless(have_fixtures(), "needs ../shared/fixtures")
+    def test_every_subcommand_over_bad_files(self):
+        table = []
+        for what, path in self.corpus().items():
+            for cmd in (["run", path], ["run", fixture("add.pte"), "--input", path, "--input", path],
+                        ["inspect", path], ["inspect", path, "--backend", "loopback"],
+                        ["compile", path, "-o", os.path.join(self.dir, "out.pte")]):
+                try:
+                    r = subprocess.run([ARGS.ember, *cmd], capture_output=True, text=True,
+                                       timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.fail(f"{' '.join(cmd[:1])} on {what}: hung")
+                label = " ".join(c if c != path else "X" for c in cmd[:3]).replace(
+                    fixture("add.pte"), "add.pte")
+                table.append((what, label, r.returncode))
+                with self.subTest(what=what, command=label):
+                    self.assertIn(r.returncode, (1, 2), r.stderr)
+                    self.assertTrue(r.stderr.startswith("error: "), r.stderr)
+                    self.assertLessEqual(len(r.stderr.strip().splitlines()), 2, r.stderr)
+                    self.assertNotIn("terminate called", r.stderr)
+        print("\nbad input x subcommand -> exit code")
+        for what, label, rc in table:
+            print(f"  {what:34s} {label:40s} {rc}")
+
+
 class InspectTest(unittest.TestCase):
     @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
     def test_json_describes_each_fixture(self):

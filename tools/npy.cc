@@ -1,5 +1,6 @@
 #include "tools/npy.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/kernels/portable/util/copy.h"
+#include "runtime/platform/loaders.h"
 
 namespace ember::tools {
 namespace {
@@ -42,8 +44,11 @@ std::string dict_value(const std::string& header, const std::string& key) {
 }  // namespace
 
 Result<NpyArray> read_npy(const std::string& path) {
+  Result<size_t> size = regular_file_size(path.c_str());  // no directory, FIFO or device
+  if (!size.ok()) return size.error();
   std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.good(), Error::AccessFailed, "cannot read '%s'", path.c_str());
+  EMBER_CHECK(in.good(), Error::AccessFailed, "cannot read '%s': %s", path.c_str(),
+              std::strerror(errno));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
   EMBER_CHECK(bytes.size() >= 10 && std::memcmp(bytes.data(), "\x93NUMPY", 6) == 0,

@@ -1,7 +1,9 @@
 #include "compiler/import/exported_program.h"
 
 #include "compiler/ir/verifier.h"
+#include "runtime/platform/loaders.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -642,17 +644,27 @@ ir::StatusOr<std::unique_ptr<ir::Program>> import_exported_program(
   }
 }
 
-ir::StatusOr<std::unique_ptr<ir::Program>> import_exported_program_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Status::error(path + ": cannot open");
-  std::streamoff size = in.tellg();
-  if (size < 0) return Status::error(path + ": cannot read");
-  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size)) {
-    return Status::error(path + ": cannot read");
+ir::StatusOr<std::shared_ptr<std::vector<uint8_t>>> read_whole_file(const std::string& path) {
+  Result<size_t> size = regular_file_size(path.c_str());  // no directory, FIFO or device
+  if (!size.ok()) return Status::error(last_error_message());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  try {
+    auto bytes = std::make_shared<std::vector<uint8_t>>(*size);
+    if (*size > 0 &&
+        !in.read(reinterpret_cast<char*>(bytes->data()), static_cast<std::streamsize>(*size))) {
+      return Status::error(path + ": cannot read");
+    }
+    return bytes;
+  } catch (const std::bad_alloc&) {
+    return Status::error(path + ": out of memory for " + std::to_string(*size) + " bytes");
   }
-  StatusOr<std::unique_ptr<Program>> program = import_exported_program(std::move(bytes));
+}
+
+ir::StatusOr<std::unique_ptr<ir::Program>> import_exported_program_file(const std::string& path) {
+  StatusOr<std::shared_ptr<std::vector<uint8_t>>> bytes = read_whole_file(path);
+  if (!bytes.ok()) return bytes.status();
+  StatusOr<std::unique_ptr<Program>> program = import_exported_program(std::move(*bytes));
   if (!program.ok()) return program.status().with_context(path + ": ");
   return program;
 }

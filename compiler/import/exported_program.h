@@ -29,4 +29,8 @@ ir::StatusOr<std::unique_ptr<ir::Program>> import_exported_program(
     std::shared_ptr<const std::vector<uint8_t>> file);
 ir::StatusOr<std::unique_ptr<ir::Program>> import_exported_program_file(const std::string& path);
 
+// The whole of `path`, which must be a regular file (a directory, FIFO or device is refused,
+// naming it, without blocking); for the importers of .ep and .pt2 files.
+ir::StatusOr<std::shared_ptr<std::vector<uint8_t>>> read_whole_file(const std::string& path);
+
 }  // namespace ember::importer

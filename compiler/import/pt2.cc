@@ -13,6 +13,7 @@
 #include "compiler/import/exported_program.h"
 #include "compiler/import/zip.h"
 #include "compiler/ir/op_schema.h"
+#include "runtime/platform/loaders.h"
 
 namespace ember::importer {
 namespace {
@@ -1197,22 +1198,16 @@ ir::StatusOr<std::unique_ptr<ir::Program>> import_pt2(
 }
 
 ir::StatusOr<std::unique_ptr<ir::Program>> import_pt2_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return Status::error(path + ": cannot open");
-  std::streamoff size = in.tellg();
-  if (size < 0) return Status::error(path + ": cannot read");
-  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(size));
-  in.seekg(0);
-  if (size > 0 && !in.read(reinterpret_cast<char*>(bytes->data()), size)) {
-    return Status::error(path + ": cannot read");
-  }
-  StatusOr<std::unique_ptr<ir::Program>> program = import_pt2(std::move(bytes));
+  StatusOr<std::shared_ptr<std::vector<uint8_t>>> bytes = read_whole_file(path);
+  if (!bytes.ok()) return bytes.status();
+  StatusOr<std::unique_ptr<ir::Program>> program = import_pt2(std::move(*bytes));
   if (!program.ok()) return program.status().with_context(path + ": ");
   return program;
 }
 
 bool is_pt2_file(const std::string& path) {
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".pt2") == 0) return true;
+  if (!regular_file_size(path.c_str()).ok()) return false;  // a FIFO's read would block
   std::ifstream in(path, std::ios::binary);
   uint8_t magic[4] = {};
   if (!in.read(reinterpret_cast<char*>(magic), sizeof(magic))) return false;

@@ -107,11 +107,10 @@ namespace {
 // IR text (compiler/ir/parser.h), weights with hex data included: how the tests compile programs
 // PyTorch 1.13's exporter cannot capture (torch.cond, sym_ite).
 ir::StatusOr<std::unique_ptr<ir::Program>> read_ir_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return ir::Status::error("cannot open " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ir::StatusOr<std::unique_ptr<ir::Program>> p = ir::parse_program(text.str());
+  ir::StatusOr<std::shared_ptr<std::vector<uint8_t>>> bytes = importer::read_whole_file(path);
+  if (!bytes.ok()) return bytes.status();
+  ir::StatusOr<std::unique_ptr<ir::Program>> p =
+      ir::parse_program(std::string((*bytes)->begin(), (*bytes)->end()));
   if (!p.ok()) return p.status().with_context(path + ": ");
   ir::Status verified = ir::verify(**p);
   if (!verified.ok()) return verified.with_context(path + ": ");

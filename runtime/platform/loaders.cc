@@ -15,14 +15,19 @@ namespace {
 constexpr size_t kAlignment = alignof(std::max_align_t);
 
 Result<std::pair<int, size_t>> open_file(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just below).
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return fail(Error::AccessFailed, "cannot open '%s': %s", path, std::strerror(errno));
   }
   struct stat st;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    return fail(Error::AccessFailed, "'%s' is not a regular file", path);
+    const char* what = S_ISDIR(st.st_mode)                          ? "a directory"
+                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                    : "not a regular file";
+    return fail(Error::AccessFailed, "'%s' is %s, not a file Ember can read", path, what);
   }
   return std::make_pair(fd, static_cast<size_t>(st.st_size));
 }
@@ -49,6 +54,13 @@ void free_mapping(void* context, const void* /*data*/, size_t /*size*/) {
 Result<FreeableBuffer> BufferDataLoader::load(size_t offset, size_t size, SegmentType) const {
   EMBER_TRY(check_range(offset, size, size_, "buffer load"));
   return FreeableBuffer(static_cast<const uint8_t*>(data_) + offset, size, nullptr, nullptr);
+}
+
+Result<size_t> regular_file_size(const char* path) {
+  auto opened = open_file(path);
+  if (!opened.ok()) return opened.error();
+  ::close(opened->first);
+  return opened->second;
 }
 
 Result<FileDataLoader> FileDataLoader::from(const char* path) {

@@ -26,6 +26,12 @@ class BufferDataLoader final : public DataLoader {
   size_t size_;
 };
 
+// The size of `path` when it is a regular file, for host tools that then read it whole (the
+// compiler's importers, `ember run`'s .npy inputs). What is not a regular file (a directory, a
+// FIFO, a device such as /dev/zero) is refused with AccessFailed naming the path and the reason,
+// without blocking or reading, so no reader waits on a FIFO or reads without end.
+Result<size_t> regular_file_size(const char* path);
+
 class FileDataLoader final : public DataLoader {
  public:
   // Opens `path`. Errors: AccessFailed naming the path and the OS reason.
