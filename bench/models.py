@@ -3,7 +3,7 @@
     from models import build
     cases = build(["resnet18", "llama_decode"])   # {name: Case(module, inputs, input_names)}
 
-Every model is written so that the same module exports with ember.export (PyTorch 1.13 make_fx)
+Every model is written so that the same module exports with ember.export (torch 2.15, torch.export)
 and with torch.onnx.export: no fused fast paths (PyTorch's eval-mode
 _transformer_encoder_layer_fwd has no Ember kernel), attention spelled out with matmul and softmax.
 """

@@ -1,15 +1,18 @@
-"""Side-by-side latency of Ember, PyTorch eager and ONNX Runtime (issue 6), in one run.
+"""Side-by-side latency of Ember, ExecuTorch with XNNPACK, PyTorch eager and ONNX Runtime (issue
+6), in one run.
 
-    scripts/bench [--quick] [--write-docs]          # setup, build, npm install, then this script
+    scripts/bench [--quick] [--write-docs]          # setup, build, then this script
     .venv/bin/python bench/run_bench.py [--models resnet18,...] [--threads 1,2] [--quick]
 
-For every model (bench/models.py) and thread count it starts one long-lived worker per system
-(bench/ember_bench_runner, bench/eager_worker.py, bench/ort/ort_worker.js), checks each worker's
-first output against eager PyTorch, then times the systems in interleaved rounds: every round runs
-each system PER_ROUND times, the order rotating from round to round, so that drift on the machine
-hits all systems alike. It reports medians, ratios to ONNX Runtime, a PNG chart, and with
---write-docs docs/performance.md. A configuration `ember compile` refuses is reported as
-"n/a (reason)"; one whose output is wrong is reported as such and not timed.
+The peers come from the virtual environment (scripts/requirements.lock): torch, executorch and
+onnxruntime from PyPI. For every model (bench/models.py) and thread count it starts one long-lived
+worker per system (bench/ember_bench_runner, bench/executorch_worker.py, bench/eager_worker.py,
+bench/ort_worker.py), checks each worker's first output against eager PyTorch, then times the
+systems in interleaved rounds: every round runs each system PER_ROUND times, the order rotating
+from round to round, so that drift on the machine hits all systems alike. It reports medians,
+ratios to ONNX Runtime, a PNG chart, and with --write-docs docs/performance.md. A configuration
+`ember compile` (or a peer's export) refuses is reported as "n/a (reason)"; one whose output is
+wrong is reported as such and not timed.
 """
 
 import argparse
@@ -42,10 +45,14 @@ EMBER_CONFIGS = {
 # Models whose output ends in class logits (the last row): the output check also reports whether
 # the top-1 class agrees with eager PyTorch, and a configuration with "top1" must agree.
 LOGITS = {"resnet18", "mobilenet_v2", "llama_prefill", "llama_decode"}
+XNNPACK = "ExecuTorch XNNPACK"
 EAGER = "PyTorch eager"
 ORT = "ONNX Runtime"
-SYSTEMS = list(EMBER_CONFIGS) + [EAGER, ORT]
-ORT_TOL = 1e-3
+SYSTEMS = list(EMBER_CONFIGS) + [XNNPACK, EAGER, ORT]
+# The peers' output tolerances (relative, as for EMBER_CONFIGS); eager is the reference.
+PEER_TOL = {XNNPACK: 1e-3, EAGER: 1e-3, ORT: 1e-3}
+# The export a peer runs (a key of prepare_model's export_errors); eager runs the module itself.
+PEER_EXPORT = {XNNPACK: "executorch", ORT: "onnx"}
 MODELS = ["resnet18", "mobilenet_v2", "bert_encoder", "llama_prefill", "llama_decode"]
 ONNX_OPSET = 17
 
@@ -163,9 +170,70 @@ def first_error_line(text):
     return lines[-1][:200] if lines else "no output"
 
 
+def export_onnx(module, inputs, input_names, path):
+    """torch.onnx.export with the TorchScript exporter (dynamo=False). torch 2.15 defaults to the
+    dynamo exporter, which works on every bench model too, but hands ONNX Runtime a graph its
+    optimizer fuses less: exact GELU stays Div/Erf/Mul/Add (no Gelu) and RMSNorm stays
+    Pow/ReduceMean/Sqrt/Reciprocal (no SimplifiedLayerNormalization), and it was no faster on any
+    bench model. The TorchScript exporter's graph is the best ONNX Runtime gets here."""
+    import warnings
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer notes
+        torch.onnx.export(module, inputs, path, input_names=input_names, output_names=["out"],
+                          opset_version=ONNX_OPSET, dynamo=False)
+
+
+def export_executorch(module, inputs, path):
+    """ExecuTorch's own flow to an XNNPACK-delegated fp32 .pte: torch.export under no_grad,
+    to_edge_transform_and_lower with the XnnpackPartitioner (what it does not take runs on
+    ExecuTorch's portable kernels), to_executorch. Buffers keep their exported values
+    (InitializedMutableBufferPass): by default ExecuTorch serializes a mutated buffer's shape
+    only, which would lose the KV cache the decode step starts from. Returns the names of the ops
+    left outside XNNPACK, sorted."""
+    import warnings
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import ExecutorchBackendConfig, to_edge_transform_and_lower
+    from executorch.exir.passes.init_mutable_pass import InitializedMutableBufferPass
+    with torch.no_grad():
+        ep = torch.export.export(module, inputs)
+    buffers = list(ep.graph_signature.inputs_to_buffers)  # placeholders: b_layers_0_k_cache, ...
+    edge = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()])
+    ops = {getattr(n.target, "_name", None) for n in edge.exported_program().graph.nodes
+           if n.op == "call_function"}  # 'aten::index_put', 'executorch_call_delegate'; None
+    left = sorted({op.split("::")[-1].split(".")[0] for op in ops
+                   if op and op != "executorch_call_delegate"})
+    with warnings.catch_warnings():  # "Mutation on a buffer ...": what the pass above is for
+        warnings.filterwarnings("ignore", message="Mutation on a buffer")
+        program = edge.to_executorch(ExecutorchBackendConfig(
+            passes=[InitializedMutableBufferPass(buffers)] if buffers else []))
+    with open(path, "wb") as f:
+        f.write(program.buffer)
+    return left
+
+
+def export_key():
+    """What the cached exports depend on: models.py, Ember's exporter (python/ember), the export
+    code here, torch and executorch."""
+    import glob
+    import inspect
+    import torch
+    from executorch.version import __version__ as et_version
+    text = b""
+    for path in [os.path.join(HERE, "models.py")] + sorted(
+            glob.glob(os.path.join(ROOT, "python", "ember", "*.py"))):
+        with open(path, "rb") as f:
+            text += f.read()
+    for fn in (prepare_model, export_onnx, export_executorch):
+        text += inspect.getsource(fn).encode()
+    return hashlib.sha256(text + torch.__version__.encode() + et_version.encode()).hexdigest()[:16]
+
+
 def prepare_model(name, work, force):
-    """Exports `name` once (cached under work/name, keyed by models.py and torch's version):
-    inputs and eager reference (.npy), ember.export (.ep), torch.onnx.export (.onnx)."""
+    """Exports `name` once (cached under work/name, keyed by export_key()): inputs and eager
+    reference (.npy), ember.export (.ep), torch.onnx.export (.onnx), ExecuTorch with XNNPACK
+    (xnnpack.pte). An export that fails is recorded in meta["export_errors"]."""
     import numpy as np
     import torch
     sys.path.insert(0, HERE)
@@ -174,8 +242,7 @@ def prepare_model(name, work, force):
     import models
 
     d = os.path.join(work, name)
-    with open(os.path.join(HERE, "models.py"), "rb") as f:
-        key = hashlib.sha256(f.read() + torch.__version__.encode()).hexdigest()[:16]
+    key = export_key()
     stamp = os.path.join(d, "stamp")
     if not force and os.path.exists(stamp) and open(stamp).read() == key:
         return d, json.load(open(os.path.join(d, "meta.json")))
@@ -191,19 +258,20 @@ def prepare_model(name, work, force):
         ref = copy.deepcopy(case.module)(*case.inputs)
     np.save(os.path.join(d, "ref.npy"), ref.numpy())
     meta = {"description": case.description, "inputs": inputs, "export_errors": {}}
-    try:
-        ember.export(copy.deepcopy(case.module), case.inputs, os.path.join(d, "model.ep"))
-    except Exception as e:  # reported as n/a for every Ember configuration
-        meta["export_errors"]["ember"] = f"ember.export: {type(e).__name__}: {e}"[:200]
-    try:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(copy.deepcopy(case.module), case.inputs,
-                              os.path.join(d, "model.onnx"), input_names=case.input_names,
-                              output_names=["out"], opset_version=ONNX_OPSET)
-    except Exception as e:
-        meta["export_errors"]["onnx"] = f"torch.onnx.export: {type(e).__name__}: {e}"[:200]
+    exports = [("ember", "ember.export", lambda m: ember.export(m, case.inputs,
+                                                                os.path.join(d, "model.ep"))),
+               ("onnx", "torch.onnx.export", lambda m: export_onnx(
+                   m, case.inputs, case.input_names, os.path.join(d, "model.onnx"))),
+               ("executorch", "ExecuTorch export", lambda m: export_executorch(
+                   m, case.inputs, os.path.join(d, "xnnpack.pte")))]
+    for kind, what, export in exports:
+        try:  # each from a fresh copy: an export may not leave the module as it found it
+            got = export(copy.deepcopy(case.module))
+            if kind == "executorch":
+                meta["xnnpack_portable"] = got
+        except Exception as e:  # reported as n/a for the systems that need this export
+            meta["export_errors"][kind] = f"{what}: {type(e).__name__}: {e}"[:200]
+            log(f"{name}: {meta['export_errors'][kind]}")
     json.dump(meta, open(os.path.join(d, "meta.json"), "w"), indent=1)
     open(stamp, "w").write(key)
     return d, meta
@@ -269,24 +337,24 @@ class Worker:
 
 
 def worker_command(args, system, model, d, meta, artifacts, threads, out_dir, warmup):
+    """The command line of `system`'s worker for `model` (exported into folder d) at `threads`."""
     common = ["--out-dir", out_dir, "--warmup", str(warmup)]
+    inputs = [(n, os.path.join(d, p)) for n, p in meta["inputs"]]
     if system in EMBER_CONFIGS:
         pte, ptd = artifacts[system]
         cmd = [args.runner, pte, "--threads", str(threads)] + (["--ptd", ptd] if ptd else [])
-        for _, p in meta["inputs"]:
-            cmd += ["--input", os.path.join(d, p)]
-        return cmd + common
-    if system == EAGER:
-        cmd = [sys.executable, os.path.join(HERE, "eager_worker.py"), model,
+    elif system == EAGER:
+        cmd = [sys.executable, os.path.join(HERE, "eager_worker.py"), model]
+    elif system == XNNPACK:
+        cmd = [sys.executable, os.path.join(HERE, "executorch_worker.py"),
+               os.path.join(d, "xnnpack.pte")]
+    else:  # ONNX Runtime feeds inputs by the graph's input names
+        cmd = [sys.executable, os.path.join(HERE, "ort_worker.py"), os.path.join(d, "model.onnx"),
                "--threads", str(threads)]
-        for _, p in meta["inputs"]:
-            cmd += ["--input", os.path.join(d, p)]
-        return cmd + common
-    cmd = ["node", os.path.join(HERE, "ort", "ort_worker.js"), os.path.join(d, "model.onnx"),
-           "--threads", str(threads)]
-    for n, p in meta["inputs"]:
-        cmd += ["--input", f"{n}={os.path.join(d, p)}"]
-    return cmd + common
+        return cmd + [a for n, p in inputs for a in ("--input", f"{n}={p}")] + common
+    if system not in EMBER_CONFIGS:
+        cmd += ["--threads", str(threads)]
+    return cmd + [a for _, p in inputs for a in ("--input", p)] + common
 
 
 def top1_agrees(got, ref):
@@ -319,8 +387,9 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
         if s in EMBER_CONFIGS and isinstance(artifacts.get(s), str):
             res[s] = {"status": f"n/a ({artifacts[s]})"}
             continue
-        if s == ORT and "onnx" in meta["export_errors"]:
-            res[s] = {"status": f"n/a ({meta['export_errors']['onnx']})"}
+        needs = PEER_EXPORT.get(s)
+        if needs in meta["export_errors"]:
+            res[s] = {"status": f"n/a ({meta['export_errors'][needs]})"}
             continue
         out_dir = os.path.join(d, "out", re.sub(r"[^a-z0-9]+", "_", s.lower()), str(threads))
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -331,7 +400,7 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
         if why:
             res[s] = {"status": f"n/a ({why})"}
             continue
-        tol = EMBER_CONFIGS[s]["tol"] if s in EMBER_CONFIGS else ORT_TOL
+        tol = EMBER_CONFIGS[s]["tol"] if s in EMBER_CONFIGS else PEER_TOL[s]
         need_top1 = EMBER_CONFIGS.get(s, {}).get("top1", False)
         err, rel, top1, ok = check_output(out_dir, os.path.join(d, "ref.npy"), tol,
                                           model in LOGITS, need_top1)
@@ -430,30 +499,26 @@ def machine_info():
 
 
 def eager_blas():
-    """Which BLAS Debian's torch calls for Linear/matmul here: its build's BLAS_INFO and the
-    library libblas.so.3 resolves to (Debian's alternatives)."""
+    """What PyTorch eager runs Linear/matmul and convolutions on here: its build's BLAS_INFO, the
+    MKL and oneDNN versions it was built with (PyPI's torch bundles both)."""
     import torch
-    info = re.search(r"BLAS_INFO=(\w+)", torch.__config__.show())
-    lib = os.path.realpath(f"/usr/lib/{platform.machine()}-linux-gnu/libblas.so.3")
-    kind = ("Debian's reference BLAS (libblas3)" if "/blas/" in lib else
-            "OpenBLAS" if "openblas" in lib else lib)
-    return f"BLAS_INFO={info.group(1) if info else '?'}, libblas.so.3 -> {kind}"
+    config = torch.__config__.show()
+    info = re.search(r"BLAS_INFO=(\w+)", config)
+    mkl = re.search(r"Math Kernel Library Version ([\w.]+)", config)
+    dnn = re.search(r"MKL-DNN (v[\w.]+)", config)
+    text = f"BLAS_INFO={info.group(1) if info else '?'}"
+    text += f" (MKL {mkl.group(1)})" if mkl else ""
+    return text + (f", oneDNN {dnn.group(1)}" if dnn else "")
 
 
-def versions(results):
-    import numpy
-    import torch
-    v = {"torch": torch.__version__, "numpy": numpy.__version__,
-         "python": platform.python_version()}
-    try:
-        node = subprocess.run(["node", "--version"], capture_output=True, text=True)
-        v["node"] = node.stdout.strip()
-    except OSError:
-        pass
-    for r in results.values():
-        if r.get(ORT, {}).get("info"):
-            v["ONNX Runtime"] = r[ORT]["info"].split(", intra-op")[0]
-            break
+def versions():
+    import importlib.metadata
+    v = {"python": platform.python_version()}
+    for package in ("torch", "executorch", "onnxruntime", "onnx", "numpy"):
+        try:
+            v[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            v[package] = "not installed"
     try:
         gcc = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True)
         v["gcc"] = gcc.stdout.strip() + " (Ember built Release)"
@@ -501,7 +566,12 @@ def write_docs(run, rows, table, best, errors, layers, chart_name):
                  "quote.")
     else:
         noise = "The machine was otherwise idle."
-    text = f"""# Performance: Ember side by side with PyTorch eager and ONNX Runtime
+    tols = [f"{k} {c['tol']:g}" for k, c in EMBER_CONFIGS.items()]
+    tols += [f"{k} {PEER_TOL[k]:g}" for k in (XNNPACK, ORT)]
+    portable = run.get("xnnpack_portable", {})
+    left = "; ".join(f"`{m}`: {', '.join(portable[m]) or 'none'}"
+                     for m in dict.fromkeys(m for m, _ in rows) if m in portable)
+    text = f"""# Performance: Ember side by side with ExecuTorch, PyTorch eager and ONNX Runtime
 
 Generated by `scripts/bench --write-docs` (`bench/run_bench.py`; this run:
 `{' '.join(['run_bench.py'] + run['argv'])}`) on {run['date']}, in {run['elapsed'] / 60:.1f}
@@ -526,7 +596,7 @@ system does when it gets the cores; the medians above are the result):
 Output check (same run, before timing): max abs error against eager PyTorch, and in parentheses
 relative to the largest |eager output|; for the models whose output is class logits
 ({', '.join(sorted(LOGITS))}), whether the top-1 class (of the last row) is eager's. Tolerances
-(relative): {', '.join(f"{k} {c['tol']:g}" for k, c in EMBER_CONFIGS.items())}, {ORT} {ORT_TOL:g};
+(relative): {', '.join(tols)};
 {', '.join(k for k, c in EMBER_CONFIGS.items() if c.get('top1'))} must also keep the top-1
 class. A configuration that fails is reported as wrong and not timed. bf16 keeps 8 bits of
 mantissa: on these randomly initialized models (small logits) its error relative to the largest
@@ -542,19 +612,31 @@ logit is a few percent.
 - Versions: {', '.join(f'{k} {x}' for k, x in v.items())}.
 - Models (batch 1, fixed seeds, eval mode; `bench/models.py`):
 {chr(10).join(f'  - `{m}`: {descriptions[m]}' for m in dict.fromkeys(m for m, _ in rows))}
-- Each model is exported once with `ember.export` (PyTorch 1.13, `make_fx`) and compiled with
-  `ember compile` for each Ember configuration (flags in the table at the top of
-  `bench/run_bench.py`), and exported with `torch.onnx.export` (opset {ONNX_OPSET}) for ONNX
-  Runtime.
-  The decoder's KV cache is a module buffer written in place: Ember keeps it as a mutable buffer;
-  in ONNX it becomes a ScatterND on the initializer, recomputed each run (the same work per run).
-  The decode step is exported from the module after the prefill, so every system decodes from the
-  same cache.
+- Each model is exported once with `ember.export` (torch {v.get('torch', '?')}, `torch.export`
+  and core ATen decompositions) and compiled with `ember compile` for each Ember configuration
+  (flags in the table at the top of `bench/run_bench.py`); with `torch.onnx.export` (opset
+  {ONNX_OPSET}, the TorchScript exporter, `dynamo=False`: on torch 2.15 the default dynamo
+  exporter also works on these models, but ONNX Runtime fuses its graph less — exact GELU and
+  RMSNorm stay unfused — and it was no faster) for ONNX Runtime; and with ExecuTorch's own flow
+  for ExecuTorch: `torch.export.export` under `no_grad`, `to_edge_transform_and_lower` with the
+  `XnnpackPartitioner`, `to_executorch`, fp32 (`bench/run_bench.py`, `export_executorch`).
+  What the partitioner does not take runs on ExecuTorch's portable kernels; per model:
+  {left or 'not recorded'}.
+  The decoder's KV cache is a module buffer written in place: Ember keeps it as a mutable buffer,
+  ExecuTorch too (with its exported value, `InitializedMutableBufferPass`; by default ExecuTorch
+  keeps only a mutated buffer's shape); in ONNX it becomes a ScatterND on the initializer,
+  recomputed each run (the same work per run). The decode step is exported from the module after
+  the prefill, so every system decodes from the same cache.
 - Systems: Ember through `bench/ember_bench_runner` (the `Module` API, `num_threads` = threads);
-  PyTorch eager with `torch.set_num_threads(threads)` under `torch.inference_mode()`; ONNX Runtime
-  through `onnxruntime-node` (CPU execution provider, intra-op threads = threads, inter-op 1,
-  sequential execution, all graph optimizations). Every worker also runs with
-  `OMP_NUM_THREADS=threads`.
+  ExecuTorch through its Python runtime (`executorch.runtime.Runtime`: `load_program`,
+  `load_method("forward")`, `execute`; `bench/executorch_worker.py`), its threadpool, on which
+  XNNPACK runs, resized to threads before the program loads with the pybindings'
+  `_unsafe_reset_threadpool` (executorch 1.5.1's only Python handle on it, experimental; the
+  worker reads the size back and refuses to run on another); PyTorch eager with
+  `torch.set_num_threads(threads)` under `torch.inference_mode()` (`bench/eager_worker.py`);
+  ONNX Runtime through PyPI's `onnxruntime` (`bench/ort_worker.py`: CPU execution provider,
+  intra-op threads = threads, inter-op 1, sequential execution, all graph optimizations). Every
+  worker also runs with `OMP_NUM_THREADS=threads`.
 - Threads: {', '.join(map(str, run['threads']))}.
 - Timing: one long-lived process per system holds the loaded model. Each first checks its output,
   then runs up to {plan['warmup']} warm-up inferences (stopping after 5 s, at least one). Then
@@ -564,10 +646,8 @@ logit is a few percent.
   whose runs would take more than {plan['budget']:g} s in one cell (measured in the first round)
   gets fewer, spread over the rounds, and its cell says so. Each run is timed around the single
   inference call inside the worker (no process or I/O overhead); the table shows the median.
-- PyTorch eager: Debian's torch 1.13 runs convolutions on oneDNN but `nn.Linear` and `matmul` on
-  the BLAS it is linked with; here: {run.get('eager_blas', eager_blas())}. With the reference BLAS
-  the Linear-heavy models (BERT, Llama prefill) are very slow in eager: that is what Debian's
-  PyTorch does on this machine, not a measure of PyTorch with an optimized BLAS.
+- PyTorch eager: PyPI's torch (a CUDA build, run on the CPU) runs convolutions on oneDNN and
+  `nn.Linear` and `matmul` on MKL; here: {run.get('eager_blas', eager_blas())}.
 """
     path = os.path.join(ROOT, "docs", "performance.md")
     open(path, "w").write(text)
@@ -618,10 +698,11 @@ def main():
         rows = list(results)
     else:
         load_start = os.getloadavg()[0]
-        results, rows, descriptions, layers, elapsed = measure(args, plan)
+        results, rows, descriptions, layers, portable, elapsed = measure(args, plan)
         run = {"plan": plan, "elapsed": elapsed, "descriptions": descriptions, "layers": layers,
+               "xnnpack_portable": portable,
                "threads": args.threads, "systems": args.systems, "argv": sys.argv[1:],
-               "load": [load_start, os.getloadavg()[0]], "versions": versions(results),
+               "load": [load_start, os.getloadavg()[0]], "versions": versions(),
                "machine": machine_info(), "eager_blas": eager_blas(), "cpus": os.cpu_count(),
                "date": str(datetime.date.today())}
         raw = {f"{m}/{t}": r for (m, t), r in results.items()}
@@ -649,10 +730,12 @@ def main():
 def measure(args, plan):
     start = time.time()
     os.makedirs(args.work, exist_ok=True)
-    results, rows, descriptions, layers = {}, [], {}, {}
+    results, rows, descriptions, layers, portable = {}, [], {}, {}, {}
     for model in args.models:
         d, meta = prepare_model(model, args.work, args.reexport)
         descriptions[model] = meta["description"]
+        if "xnnpack_portable" in meta:
+            portable[model] = meta["xnnpack_portable"]
         artifacts = {}
         for s in args.systems:
             if s in EMBER_CONFIGS:
@@ -674,7 +757,7 @@ def measure(args, plan):
                     args.ember, args.runner, pte, ptd, inputs, threads=1, top=8)
             except (RuntimeError, subprocess.CalledProcessError) as e:
                 layers[f"{model}/{config}"] = f"no report: {e}"
-    return results, rows, descriptions, layers, time.time() - start
+    return results, rows, descriptions, layers, portable, time.time() - start
 
 
 if __name__ == "__main__":

@@ -1,16 +1,23 @@
-"""Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code (no
-timing, no models):
+"""Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code, and of
+the Python workers' protocol and command lines (no timing, no models):
 
     .venv/bin/python bench/run_bench_test.py
 """
 
+import argparse
+import io
 import os
 import sys
+import tempfile
 import unittest
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import layer_report as lr  # noqa: E402
+import ort_worker  # noqa: E402
 import run_bench as rb  # noqa: E402
+import worker_loop  # noqa: E402
 
 
 def ok(times, err=1e-6, runs=None):
@@ -21,16 +28,17 @@ def ok(times, err=1e-6, runs=None):
 
 class ReportTest(unittest.TestCase):
     def setUp(self):
-        self.systems = ["Ember portable", "Ember cpu fp32", rb.EAGER, rb.ORT]
+        self.systems = ["Ember portable", "Ember cpu fp32", rb.XNNPACK, rb.EAGER, rb.ORT]
         self.rows = [("resnet18", 1), ("resnet18", 2)]
         why = "n/a (ember compile: error: unknown option --backend)"
         self.results = {
             ("resnet18", 1): {"Ember portable": ok([30.0, 10.0, 20.0]),
-                              "Ember cpu fp32": {"status": why},
+                              "Ember cpu fp32": {"status": why}, rb.XNNPACK: ok([7.0, 6.0]),
                               rb.EAGER: ok([8.0, 9.0]), rb.ORT: ok([5.0, 4.0, 6.0])},
             ("resnet18", 2): {"Ember portable": {"status": "wrong output (max err 1)",
                                                  "err": (1.0, 0.5)},
                               "Ember cpu fp32": {"status": why},
+                              rb.XNNPACK: {"status": "n/a (ExecuTorch export: boom)"},
                               rb.EAGER: ok([4.0]), rb.ORT: {"status": "n/a (worker exited)"}},
         }
 
@@ -44,20 +52,22 @@ class ReportTest(unittest.TestCase):
     def test_table_medians_ratios_and_notes(self):
         t = rb.markdown_table(self.results, self.systems, self.rows).splitlines()
         self.assertEqual(t[0], "| model | threads | Ember portable | Ember cpu fp32 | "
-                               "PyTorch eager | ONNX Runtime |")
-        # medians 20, 8.5, 5: ratios to ONNX Runtime 4.00 and 1.70; one note for both n/a cells.
-        self.assertEqual(t[2], "| resnet18 | 1 | 20.00 (4.00×) | n/a [1] | 8.50 (1.70×) | "
-                               "5.00 (1.00×) |")
+                               "ExecuTorch XNNPACK | PyTorch eager | ONNX Runtime |")
+        # medians 20, 6.5, 8.5, 5: ratios to ONNX Runtime 4.00, 1.30 and 1.70; one note for both
+        # n/a cells of the same reason.
+        self.assertEqual(t[2], "| resnet18 | 1 | 20.00 (4.00×) | n/a [1] | 6.50 (1.30×) | "
+                               "8.50 (1.70×) | 5.00 (1.00×) |")
         # without an ONNX Runtime number there is no ratio; a wrong output is never a number.
-        self.assertEqual(t[3], "| resnet18 | 2 | wrong [2] | n/a [1] | 4.00 | n/a [3] |")
+        self.assertEqual(t[3], "| resnet18 | 2 | wrong [2] | n/a [1] | n/a [3] | 4.00 | n/a [4] |")
         self.assertIn("[1] n/a (ember compile: error: unknown option --backend)", t[5])
         self.assertIn("[2] wrong output (max err 1)", t[6])
-        self.assertIn("[3] n/a (worker exited)", t[7])
+        self.assertIn("[3] n/a (ExecuTorch export: boom)", t[7])
+        self.assertIn("[4] n/a (worker exited)", t[8])
 
     def test_fastest_run_table(self):
         t = rb.markdown_table(self.results, self.systems, self.rows, stat=min).splitlines()
-        self.assertEqual(t[2], "| resnet18 | 1 | 10.00 (2.50×) | n/a [1] | 8.00 (2.00×) | "
-                               "4.00 (1.00×) |")
+        self.assertEqual(t[2], "| resnet18 | 1 | 10.00 (2.50×) | n/a [1] | 6.00 (1.50×) | "
+                               "8.00 (2.00×) | 4.00 (1.00×) |")
 
     def test_slow_systems_get_fewer_runs_and_a_note(self):
         self.assertEqual(rb.run_quota([10.0, 10.0, 10.0], 30, 60), 30)     # 0.3 s in all
@@ -73,12 +83,13 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(r["Ember portable"], [4.0, None])
         self.assertEqual(r["Ember cpu fp32"], [None, None])
         self.assertAlmostEqual(r[rb.EAGER][0], 1.7)
+        self.assertAlmostEqual(r[rb.XNNPACK][0], 1.3)
+        self.assertIsNone(r[rb.XNNPACK][1])
         e = rb.error_table(self.results, self.systems, self.rows).splitlines()
-        self.assertEqual(e[3], "| resnet18 | 2 | 1.00e+00 (5.0e-01) | – | 1.00e-06 (1.0e-06) "
-                               "| – |")
+        self.assertEqual(e[3], "| resnet18 | 2 | 1.00e+00 (5.0e-01) | – | – | "
+                               "1.00e-06 (1.0e-06) | – |")
 
     def test_top1_check(self):
-        import numpy as np
         ref = np.array([[0.1, 0.9, 0.3]], dtype=np.float32)
         self.assertTrue(rb.top1_agrees(ref + 0.05, ref))
         self.assertFalse(rb.top1_agrees(np.array([[0.9, 0.1, 0.3]], np.float32), ref))
@@ -95,12 +106,82 @@ class ReportTest(unittest.TestCase):
                                "1.00e-06 (1.0e-06) top-1 ✗ |")
 
     def test_every_system_has_a_config(self):
-        self.assertEqual(rb.SYSTEMS[-2:], [rb.EAGER, rb.ORT])
+        self.assertEqual(rb.SYSTEMS[-3:], [rb.XNNPACK, rb.EAGER, rb.ORT])
+        for name in rb.SYSTEMS[-3:]:
+            self.assertGreater(rb.PEER_TOL[name], 0, name)
+        self.assertEqual(rb.PEER_EXPORT, {rb.XNNPACK: "executorch", rb.ORT: "onnx"})
         for name, c in rb.EMBER_CONFIGS.items():
             self.assertIsInstance(c["compile"], list, name)
             self.assertGreater(c["tol"], 0, name)
         self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
         self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
+
+
+class WorkerTest(unittest.TestCase):
+    """The Python workers' shared protocol loop and the driver's worker command lines."""
+
+    def serve(self, commands, warmup=2, out_dir=""):
+        calls = []
+
+        def call():
+            calls.append(len(calls))
+            return [len(calls)]
+        out = io.StringIO()
+        rc = worker_loop.serve(call, lambda o: [np.array(o, dtype=np.float32)], "test 1.0",
+                               out_dir, warmup, io.StringIO(commands), out)
+        return rc, out.getvalue().splitlines(), calls
+
+    def test_protocol(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc, lines, calls = self.serve("run 3\nrun 1\nquit\nrun 5\n", out_dir=d)
+            # the first call's outputs are what the driver checks
+            np.testing.assert_array_equal(np.load(os.path.join(d, "output_0.npy")), [1.0])
+        self.assertEqual(rc, 0)
+        self.assertEqual(lines[:2], ["info test 1.0", "ready"])
+        self.assertEqual(len(rb.parse_times(lines[2])), 3)
+        self.assertEqual(len(rb.parse_times(lines[3])), 1)
+        self.assertEqual(len(lines), 4)        # nothing after "quit"
+        self.assertEqual(len(calls), 1 + 2 + 3 + 1)  # first output, warm-up, timed runs
+
+    def test_unknown_command_is_an_error_line(self):
+        rc, lines, _ = self.serve("run x\n", warmup=0)
+        self.assertEqual(rc, 1)
+        self.assertEqual(lines[-1], "error: unknown command 'run x'")
+        with self.assertRaises(ValueError):  # what the driver makes of it: a failed system
+            rb.parse_times(lines[-1])
+
+    def test_commands(self):
+        args = argparse.Namespace(runner="/b/ember_bench_runner")
+        meta = {"inputs": [["tokens", "in_tokens.npy"], ["input_pos", "in_input_pos.npy"]]}
+        art = {"Ember cpu fp32": ("/w/m/cpu.pte", "/w/m/cpu.ptd")}
+        cmd = lambda s: rb.worker_command(args, s, "llama_decode", "/w/m", meta, art, 2, "/o", 3)
+        tail = ["--out-dir", "/o", "--warmup", "3"]
+        here = os.path.dirname(os.path.abspath(rb.__file__))
+        self.assertEqual(cmd(rb.ORT), [sys.executable, os.path.join(here, "ort_worker.py"),
+                                       "/w/m/model.onnx", "--threads", "2",
+                                       "--input", "tokens=/w/m/in_tokens.npy",
+                                       "--input", "input_pos=/w/m/in_input_pos.npy"] + tail)
+        self.assertEqual(cmd(rb.XNNPACK), [sys.executable,
+                                           os.path.join(here, "executorch_worker.py"),
+                                           "/w/m/xnnpack.pte", "--threads", "2",
+                                           "--input", "/w/m/in_tokens.npy",
+                                           "--input", "/w/m/in_input_pos.npy"] + tail)
+        self.assertEqual(cmd(rb.EAGER)[1:4], [os.path.join(here, "eager_worker.py"),
+                                              "llama_decode", "--threads"])
+        self.assertEqual(cmd("Ember cpu fp32"), ["/b/ember_bench_runner", "/w/m/cpu.pte",
+                                                 "--threads", "2", "--ptd", "/w/m/cpu.ptd",
+                                                 "--input", "/w/m/in_tokens.npy",
+                                                 "--input", "/w/m/in_input_pos.npy"] + tail)
+
+    def test_ort_session_options(self):
+        import onnxruntime as ort
+        so = ort_worker.session_options(2)
+        self.assertEqual((so.intra_op_num_threads, so.inter_op_num_threads), (2, 1))
+        self.assertEqual(so.execution_mode, ort.ExecutionMode.ORT_SEQUENTIAL)
+        self.assertEqual(so.graph_optimization_level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+        self.assertEqual(ort_worker.parse_input("x=/a/b=c.npy"), ("x", "/a/b=c.npy"))
+        with self.assertRaises(ValueError):
+            ort_worker.parse_input("x.npy")
 
 
 class LayerReportTest(unittest.TestCase):
