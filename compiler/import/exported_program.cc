@@ -1,5 +1,6 @@
 #include "compiler/import/exported_program.h"
 
+#include "compiler/import/json_access.h"
 #include "compiler/ir/verifier.h"
 #include "runtime/platform/loaders.h"
 
@@ -27,16 +28,6 @@ using ir::TensorType;
 using ir::Value;
 using ir::ValueKind;
 using ir::ValueType;
-using json = nlohmann::json;
-
-// Thrown inside this file only; import_exported_program turns it into a Status.
-struct ImportError {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw ImportError{where + ": " + what};
-}
 
 constexpr int kMaxDepth = 64;  // nesting of subgraphs and lists: bounds the recursion
 
@@ -49,44 +40,6 @@ uint64_t read_u64(const uint8_t* p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
-}
-
-// Typed access to JSON fields, each failing with the field's path.
-const json& field(const json& object, const char* key, const std::string& where) {
-  if (!object.is_object()) fail(where, "expected an object");
-  auto it = object.find(key);
-  if (it == object.end()) fail(where, std::string("missing field '") + key + "'");
-  return *it;
-}
-const json* optional_field(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-std::string as_string(const json& j, const std::string& where) {
-  if (!j.is_string()) fail(where, "expected a string");
-  return j.get<std::string>();
-}
-int64_t as_int(const json& j, const std::string& where) {
-  if (j.is_number_integer() && !j.is_number_unsigned()) return j.get<int64_t>();
-  if (j.is_number_unsigned()) {
-    uint64_t u = j.get<uint64_t>();
-    if (u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      return static_cast<int64_t>(u);
-    }
-  }
-  fail(where, "expected an integer in the int64 range");
-}
-uint64_t as_size(const json& j, const std::string& where) {
-  int64_t v = as_int(j, where);
-  if (v < 0) fail(where, "expected a size >= 0");
-  return static_cast<uint64_t>(v);
-}
-const json& as_array(const json& j, const std::string& where) {
-  if (!j.is_array()) fail(where, "expected an array");
-  return j;
-}
-std::string at(const std::string& where, size_t index) {
-  return where + "[" + std::to_string(index) + "]";
 }
 
 bool valid_value_name(const std::string& name) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "compiler/import/exported_program.h"
+#include "compiler/import/json_access.h"
 #include "compiler/import/zip.h"
 #include "compiler/ir/op_schema.h"
 #include "runtime/platform/loaders.h"
@@ -20,16 +21,6 @@ namespace {
 
 using ir::Status;
 using ir::StatusOr;
-using json = nlohmann::json;
-
-// Thrown inside this file only; the public functions turn it into a Status.
-struct Pt2Error {
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw Pt2Error{where + ": " + what};
-}
 
 constexpr int kMaxDepth = 64;  // nesting of subgraphs and expressions: bounds the recursion
 
@@ -134,40 +125,11 @@ std::string memory_format_of_code(int64_t code, const std::string& where) {
   }
 }
 
-// Typed JSON access, each failing with the field's path.
-const json& field(const json& object, const char* key, const std::string& where) {
-  if (!object.is_object()) fail(where, "expected an object");
-  auto it = object.find(key);
-  if (it == object.end()) fail(where, std::string("missing field '") + key + "'");
-  return *it;
-}
-const json* optional_field(const json& object, const char* key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  return it == object.end() || it->is_null() ? nullptr : &*it;
-}
-std::string as_string(const json& j, const std::string& where) {
-  if (!j.is_string()) fail(where, "expected a string");
-  return j.get<std::string>();
-}
-int64_t as_int(const json& j, const std::string& where) {
-  if (j.is_number_integer() && !j.is_number_unsigned()) return j.get<int64_t>();
-  if (j.is_number_unsigned() &&
-      j.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return static_cast<int64_t>(j.get<uint64_t>());
-  }
-  fail(where, "expected an integer in the int64 range");
-}
-const json& as_array(const json& j, const std::string& where) {
-  if (!j.is_array()) fail(where, "expected an array");
-  return j;
-}
 // A union ({"as_tensor": ...}): its one key and value.
 std::pair<std::string, const json*> union_of(const json& j, const std::string& where) {
   if (!j.is_object() || j.size() != 1) fail(where, "expected an object with one key");
   return {j.begin().key(), &j.begin().value()};
 }
-std::string at(const std::string& where, size_t i) { return where + "[" + std::to_string(i) + "]"; }
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -423,7 +385,7 @@ class Translator {
       m += "):";
       for (const std::string& l : unsupported_) m += "\n  " + l;
       m += kPt2DecomposeHint;
-      throw Pt2Error{m};
+      throw ImportError{m};
     }
     out_doc["signature"] = signature;
     json operators = json::object();
@@ -1175,7 +1137,7 @@ ir::StatusOr<std::shared_ptr<std::vector<uint8_t>>> pt2_to_exported_program(
         std::memcpy(file->data() + data_offset + b.offset, b.bytes.data(), b.bytes.size());
     }
     return file;
-  } catch (const Pt2Error& e) {
+  } catch (const ImportError& e) {
     return Status::error(e.message);
   } catch (const json::exception& e) {
     // The accessors check every type, so this is a safety net, not a path.

@@ -647,6 +647,19 @@ graph(
 """
 
 
+# An op Ember has no kernel for (bernoulli) whose result nobody reads: it must not block the
+# compile.
+DEAD_UNSUPPORTED = """
+graph(
+    %x: f32[3]
+) {
+  %unused: f32[3] = aten::bernoulli.default(self=%x, generator=none)
+  %m: f32[3] = aten::mul.Scalar(self=%x, other=2)
+  return (%m)
+}
+"""
+
+
 def cond_mixed_eager(p, q, x):
     if bool(p):
         r0, r1 = x, torch.exp(torch.relu(x)) + x
@@ -672,6 +685,7 @@ def ir_models():
                         lambda x: (torch.zeros(x.shape[0] if x.shape[0] > 5 else x.shape[1]),)),
         # C12 test 2: the assertion is dropped at compile time (documented); positive x gives 2x.
         "c12_check_tensor_all": (C12_CHECK_TENSOR_ALL, [(r(3).abs() + 0.1,)], lambda x: (x * 2,)),
+        "dead_unsupported": (DEAD_UNSUPPORTED, [(r(3),)], lambda x: (x * 2,)),
         "executorch_names": (EXECUTORCH_NAMES, [(r(2, 1, 3),)],
                              lambda x: (x.squeeze() * x.sum(),)),
     }

@@ -20,6 +20,8 @@ ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
   passes::PassContext ctx;
   EMBER_IR_RETURN_IF_ERROR(passes::remove_aliases(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::drop_assertions(program, ctx));
+  // A node nobody reads (and that writes nothing) cannot block the compile, supported or not.
+  EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
   // Everything unsupported, at once, before any rewrite can fail on the first of them.
   EMBER_IR_RETURN_IF_ERROR(passes::verify_lowerable(program));
   EMBER_IR_RETURN_IF_ERROR(passes::fold_constants(program, ctx));

@@ -3,6 +3,8 @@
 // ExecuTorch's exporter writes a mutated buffer back with copy_ at the end of a method, and keeps
 // copy.out for a functional copy; Ember's own compiler lowers both away (compiler/passes), so
 // these run programs that ExecuTorch wrote.
+#include <algorithm>
+
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/portable/util/copy.h"
 
@@ -22,9 +24,10 @@ Error broadcast_copy(const char* op, const Tensor& src, Tensor& dst) {
 Error copy_in_place(KernelContext& /*ctx*/, std::span<EValue*> args) {
   Tensor& self = args[0]->to_tensor();
   const Tensor& src = args[1]->to_tensor();
-  EMBER_CHECK(self.data() != src.data() || src.numel() == 0 || self.numel() == 0,
-              Error::InvalidArgument, "copy_: self and src share storage");
-  EMBER_TRY(broadcast_copy("copy_", src, self));
+  // x.copy_(x) leaves x as it is; other overlaps of src and self are not ones a program makes.
+  const bool same = self.data() == src.data() && self.dtype() == src.dtype() &&
+                    std::ranges::equal(self.sizes(), src.sizes());
+  if (!same) EMBER_TRY(broadcast_copy("copy_", src, self));
   // The result is self; a program may give it a tensor of its own.
   Tensor& result = args[3]->to_tensor();
   if (result.data() == self.data()) return Error::Ok;

@@ -58,13 +58,8 @@ void matmul_typed(const MatmulArgs& m, int64_t batch, int64_t rows, int64_t cols
   const AccType<T> alpha = scalar_acc<T>(m.alpha);
   const AccType<T> beta = m.self == nullptr ? AccType<T>(0) : scalar_acc<T>(m.beta);
   if (m.self != nullptr && beta != AccType<T>(0)) {
-    View v = View::of(*m.self);  // broadcast self to out's shape
-    while (v.dim < out.dim()) v.insert(0, 1, 0);
-    for (int d = 0; d < out.dim(); ++d) {
-      if (v.sizes[d] == 1) v.strides[d] = 0;
-      v.sizes[d] = out.size(d);
-    }
-    copy_view(*m.self, v, m.out);
+    View v;  // self broadcast to out's shape (matmul_out checked that it broadcasts)
+    if (broadcast_view(m.op, *m.self, out.sizes(), &v) == Error::Ok) copy_view(*m.self, v, m.out);
   }
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
