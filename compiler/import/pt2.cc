@@ -609,7 +609,11 @@ class Translator {
   }
 
   json argument(const json& a, const Scope& scope, const std::string& where) {
-    auto [kind, v] = union_of(a, where);
+    // Not a structured binding: the lambdas below capture `v` (clang 14 refuses captured
+    // bindings, and the fuzz build uses clang).
+    const std::pair<std::string, const json*> kind_value = union_of(a, where);
+    const std::string& kind = kind_value.first;
+    const json* v = kind_value.second;
     auto list = [&](auto&& each) {
       json items = json::array();
       const json& arr = as_array(*v, where);
