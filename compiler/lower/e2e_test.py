@@ -1008,6 +1008,29 @@ def check_strict(args):
     return 0
 
 
+def check_batch_norm_in_training_refused(args):
+    """A BatchNorm left in train() is refused at compile, naming the module and saying to call
+    eval(); the same model in eval() compiles."""
+    import ember
+    work = os.path.join(args.work, "batch_norm_training")
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    x = torch.randn(1, 3, 8, 8)
+    for training in (True, False):
+        ep = os.path.join(work, f"train_{training}.ep")
+        ember.export(copy.deepcopy(model).train(training), (x,), ep)
+        r = compile_model(args, ep, os.path.join(work, f"train_{training}.pte"))
+        if training:
+            assert r.returncode == 1, r.stdout
+            assert "call model.eval() before exporting" in r.stderr, r.stderr
+            assert "BatchNorm2d" in r.stderr, r.stderr
+        else:
+            assert r.returncode == 0, r.stderr
+    print("ok batch_norm_training: refused in train(), with the eval() hint; compiles in eval()")
+    return 0
+
+
 def check_xnnpack_refused(args):
     """A program ExecuTorch's exporter delegated to XNNPACK is refused at load, naming the backend
     (Ember has no XNNPACK delegate); `ember inspect` still reads it and lists the delegate."""
@@ -1046,7 +1069,8 @@ def main():
     names = []
     for m in args.model.split(","):
         if m == "all":
-            names += list(models()) + ["wrong_ptd", "xnnpack_refused", "c11_strict"]
+            names += list(models()) + ["wrong_ptd", "xnnpack_refused", "c11_strict",
+                                       "batch_norm_training"]
             names += list(ir_models())
         elif m == "delegation":
             names += list(DELEGATION)
@@ -1063,6 +1087,8 @@ def main():
                 rc = check_xnnpack_refused(args)
             elif name == "c11_strict":
                 rc = check_strict(args)
+            elif name == "batch_norm_training":
+                rc = check_batch_norm_in_training_refused(args)
             elif name in ir_models():
                 rc = check_ir_model(args, name)
             else:

@@ -23,8 +23,18 @@ ir::Status lower_flatten(ir::Program& program, ir::Node* node);
 ir::Status lower_max_pool2d(ir::Program& program, ir::Node* node);
 ir::Status lower_squeeze(ir::Program& program, ir::Node* node);
 
-// The table. Keep it sorted by functional op; one line per op.
+constexpr const char* kTrainingBatchNorm =
+    "batch norm in training mode has no kernel: a BatchNorm was left in train(); call "
+    "model.eval() before exporting";
+
+// The table. Keep it sorted by functional op; one line per op. A rule with neither a kernel nor a
+// decomposition refuses its op with `reason`.
 constexpr LoweringRule kRules[] = {
+    // Batch norm in training mode (it updates the running statistics): no kernel, and the
+    // usual cause is a model exported without eval().
+    {"aten::_native_batch_norm_legit.default", nullptr, nullptr, nullptr, kTrainingBatchNorm},
+    {"aten::_native_batch_norm_legit_functional.default", nullptr, nullptr, nullptr,
+     kTrainingBatchNorm},
     {"aten::_reshape_alias.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
     {"aten::_to_copy.default", "aten::_to_copy.out", "self,non_blocking,memory_format", nullptr,
      nullptr},
@@ -551,6 +561,7 @@ std::string gap_for(std::string op, const std::string& overload, bool in_place) 
   // An in-place op is functionalized first: its functional form is what gets lowered.
   if (in_place && !op.empty() && op.back() == '_') op.pop_back();
   const LoweringRule* r = find_rule_by_name(op + "." + overload);
+  if (r != nullptr && r->kernel == nullptr && r->decompose == nullptr) return r->reason;
   if (r != nullptr && r->kernel == nullptr) return "";  // a decomposition
   if (r != nullptr) {
     if (is_prim_op(r->kernel) || kernel_exists(r->kernel)) return "";
@@ -679,6 +690,9 @@ void staticize_view_sizes(const ir::Node& node, KernelForm* form) {
 ir::Status lower_node(ir::Program& program, ir::Node* node) {
   if (is_lowered(*node) || node->op() == "higher_order::cond") return {};
   const LoweringRule* r = find_rule(*node);
+  if (r != nullptr && r->kernel == nullptr && r->decompose == nullptr) {
+    return ir::Status::error(node_error(*node, r->reason));  // a refusal (verify_lowerable's too)
+  }
   if (r != nullptr && r->kernel == nullptr) return r->decompose(program, node);
   std::optional<KernelForm> form = direct_kernel_form(*node);
   if (!form) return ir::Status::error(node_error(*node, lowering_gap(*node)));

@@ -29,7 +29,7 @@ struct LoweringRule {
   const char* kernel;      // "aten::permute_copy.out"; null for a decomposition
   const char* args;        // "self,dims=[1,0]"; null: every argument, in order
   DecomposeFn decompose;   // when `kernel` is null
-  const char* reason;      // for unsupported forms found by `check`
+  const char* reason;      // with neither kernel nor decompose: why the op is refused
 };
 
 // A direct kernel call: the out variant and its non-out arguments.
