@@ -139,6 +139,16 @@ class RunTest(unittest.TestCase):
         with open(model, "rb") as f:
             self.assertEqual(f.read(), data)
 
+    def test_inspect_of_an_exported_program_says_what_to_do(self):
+        for name, head in (("model.ep", b"EMBEREP\0" + bytes(56)), ("model.pt2", b"PK\x03\x04")):
+            path = os.path.join(self.dir, name)
+            with open(path, "wb") as f:
+                f.write(head)
+            r = ember("inspect", path)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("is an exported program, not a .pte", r.stderr)
+            self.assertIn("--backend NAME", r.stderr)
+
     def test_nested_output_dir_is_created(self):
         out = os.path.join(self.dir, "a", "b", "c")
         r = ember("run", fixture("add.pte"), "--output-dir", out)

@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "runtime/executor/module.h"
+#include "runtime/platform/loaders.h"
 #include "tools/compile.h"
 #include "tools/inspect.h"
 #include "tools/run.h"
@@ -49,6 +51,18 @@ int usage_error(const char* message) {
 
 bool is_help(const char* arg) {
   return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0;
+}
+
+// Whether `path` is an exported program (Ember's .ep, magic "EMBEREP\0", or a .pt2 ZIP archive)
+// rather than a .pte: read only when it is a regular file.
+bool is_exported_program(const std::string& path) {
+  if (!ember::regular_file_size(path.c_str()).ok()) return false;
+  std::ifstream in(path, std::ios::binary);
+  char magic[8] = {};
+  in.read(magic, sizeof(magic));
+  const std::streamsize n = in.gcount();
+  return (n == 8 && std::memcmp(magic, "EMBEREP", 8) == 0) ||
+         (n >= 4 && std::memcmp(magic, "PK\x03\x04", 4) == 0);
 }
 
 // The most threads `ember run --threads` takes: more than any machine Ember targets has cores.
@@ -102,6 +116,13 @@ int inspect_main(int argc, char** argv) {
     // An exported program: what each backend would take, and why the rest stays portable.
     plan.model = model;
     return ember::tools::partition_report_command(plan);
+  }
+  if (is_exported_program(model)) {
+    std::fprintf(stderr,
+                 "error: %s is an exported program, not a .pte: see what a backend would take "
+                 "with `ember inspect %s --backend NAME`, or compile it with `ember compile`\n",
+                 model.c_str(), model.c_str());
+    return 1;
   }
   ember::ModuleOptions options;
   options.load_mode = ember::LoadMode::File;
