@@ -8,7 +8,6 @@ MODEL is a name from models.py, rebuilt here from its fixed seeds; calls run und
 torch.inference_mode() with torch.set_num_threads(threads).
 """
 
-import argparse
 import os
 import sys
 
@@ -21,13 +20,7 @@ import worker_loop  # noqa: E402
 
 
 def run():
-    p = argparse.ArgumentParser()
-    p.add_argument("model")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--input", action="append", default=[])
-    p.add_argument("--out-dir", default="")
-    p.add_argument("--warmup", type=int, default=3)
-    a = p.parse_args()
+    a = worker_loop.parse_args()
     torch.set_num_threads(a.threads)
     module = models.build([a.model])[a.model].module
     inputs = [torch.from_numpy(np.load(f)) for f in a.input]

@@ -12,7 +12,6 @@ program loads, so the delegate is built on the resized pool, and read back: a po
 size is an error, not a silently mislabelled column.
 """
 
-import argparse
 import os
 import sys
 
@@ -32,13 +31,7 @@ def run():
     import torch
     from executorch.runtime import Runtime
     from executorch.version import __version__ as et_version
-    p = argparse.ArgumentParser()
-    p.add_argument("model")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--input", action="append", default=[])
-    p.add_argument("--out-dir", default="")
-    p.add_argument("--warmup", type=int, default=3)
-    a = p.parse_args()
+    a = worker_loop.parse_args()
     pool = set_threads(a.threads)
     if pool != a.threads:
         raise RuntimeError(f"ExecuTorch's threadpool has {pool} threads after a reset to "

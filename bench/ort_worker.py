@@ -8,7 +8,6 @@ The session is what a user tuning for latency would make: CPU execution provider
 threads = --threads, inter-op 1, sequential execution, all graph optimizations.
 """
 
-import argparse
 import os
 import sys
 
@@ -38,13 +37,7 @@ def parse_input(spec):
 def run():
     import numpy as np
     import onnxruntime as ort
-    p = argparse.ArgumentParser()
-    p.add_argument("model")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--input", action="append", default=[], type=parse_input)
-    p.add_argument("--out-dir", default="")
-    p.add_argument("--warmup", type=int, default=3)
-    a = p.parse_args()
+    a = worker_loop.parse_args(parse_input)
     session = ort.InferenceSession(a.model, session_options(a.threads),
                                    providers=["CPUExecutionProvider"])
     feeds = {name: np.load(path) for name, path in a.input}

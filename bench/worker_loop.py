@@ -9,9 +9,22 @@ The first call's outputs are written to out_dir/output_<i>.npy for the driver's 
 only `call()` itself is timed, never the conversion of its outputs.
 """
 
+import argparse
 import os
 import sys
 import time
+
+
+def parse_args(input_type=str):
+    """The workers' shared command line: MODEL --threads N --input X... --out-dir D --warmup W.
+    `input_type` converts each --input (a .npy path, or ORT's NAME=path)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--input", action="append", default=[], type=input_type)
+    p.add_argument("--out-dir", default="")
+    p.add_argument("--warmup", type=int, default=3)
+    return p.parse_args()
 
 
 def serve(call, to_arrays, info, out_dir="", warmup=3, stdin=None, stdout=None):
