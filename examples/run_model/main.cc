@@ -1,16 +1,41 @@
 // Runs the "forward" method of a .pte with all-ones inputs and prints the first output values,
-// using only the installed Ember package (find_package(ember)).
+// using only the installed Ember package (find_package(ember)). Programs compiled with
+// `ember compile --backend loopback` or `--backend cpu` (when the package has it) run too.
 //
 //   run_model model.pte [weights.ptd]
 #include <cstdio>
 #include <vector>
 
+#include "backends/loopback/loopback_runtime.h"
 #include "runtime/executor/module.h"
+#if RUN_MODEL_CPU_BACKEND
+#include "backends/cpu/cpu_runtime.h"
+#endif
+
+namespace {
+
+// Backends are registered explicitly, once, before a program that delegates to them loads: a
+// program whose delegate names an unregistered backend fails to load, naming it.
+ember::Error register_backends() {
+  if (ember::Error e = ember::loopback::register_loopback_backend(); e != ember::Error::Ok) {
+    return e;
+  }
+#if RUN_MODEL_CPU_BACKEND
+  if (ember::Error e = ember::cpu::register_runtime_backend(); e != ember::Error::Ok) return e;
+#endif
+  return ember::Error::Ok;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr, "usage: run_model MODEL.pte [WEIGHTS.ptd]\n");
     return 2;
+  }
+  if (register_backends() != ember::Error::Ok) {
+    std::fprintf(stderr, "error: %s\n", ember::last_error_message());
+    return 1;
   }
   ember::ModuleOptions options;
   if (argc > 2) options.data_path = argv[2];
