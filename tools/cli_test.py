@@ -36,6 +36,15 @@ def ember(*args):
     return subprocess.run([ARGS.ember, *args], capture_output=True, text=True)
 
 
+PYTHON_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
+
+
+def seed_program(name):
+    """An exported program of the importer's fuzz seeds (in the repository)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compiler", "import",
+                        "testdata", "fuzz_seeds", name)
+
+
 def fixture(name):
     return os.path.join(ARGS.shared, "fixtures", "executorch", name)
 
@@ -81,7 +90,12 @@ class RunTest(unittest.TestCase):
         for mode in ["file", "mmap", "mlock-ignore"]:
             r = ember("run", fixture("add.pte"), "--repeat", "5", "--load-mode", mode, "--threads", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertRegex(r.stdout, r"latency: median [0-9.]+ ms, min [0-9.]+ ms over 5 runs")
+            self.assertRegex(r.stdout, r"latency: median [0-9.]+ ms, min [0-9.]+ ms over 4 runs "
+                                       r"after the first \([0-9.]+ ms\)")
+        r = ember("run", fixture("add.pte"), "--repeat", "1")
+        self.assertRegex(r.stdout, r"latency: one run, [0-9.]+ ms")
+        r = ember("run", fixture("add.pte"), "--repeat", "0")
+        self.assertEqual(r.returncode, 2, r.stderr)
 
     @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
     def test_errors_are_one_line_and_nonzero(self):
@@ -144,15 +158,108 @@ class RunTest(unittest.TestCase):
         with open(model, "rb") as f:
             self.assertEqual(f.read(), data)
 
-    def test_inspect_of_an_exported_program_says_what_to_do(self):
+    def test_inspect_of_an_exported_program(self):
+        """`ember inspect MODEL.ep`: input names and dynamic ranges, outputs, weights, operators,
+        whether it compiles; with --backend the partition summary, with --verbose every node."""
+        r = ember("inspect", seed_program("dynamic_flatten.ep"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for line in ("  x: f32[batch<=8, 2, 3]", "  dynamic: batch in [1, 8]",
+                     "  0: f32[batch<=8, 4]", "weights: 2 parameters, 0 buffers, 0 constants, 56 bytes",
+                     "  aten::addmm.default x1"):
+            self.assertIn(line, r.stdout.splitlines())
+        self.assertRegex(r.stdout, r"operators: 9 nodes, 9 distinct ops\n")
+        self.assertRegex(r.stdout, r"compiles: \d+ instructions, planned \d+ bytes")
+        r = ember("inspect", seed_program("buffer_view.ep"), "--backend", "loopback")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("backend loopback: 1 partition, 0 portable nodes", r.stdout)
+        self.assertRegex(r.stdout, r"  partition 0 in top level: 5 nodes \(.*aten::select x1")
+        self.assertNotIn("  node %", r.stdout)
+        r = ember("inspect", seed_program("buffer_view.ep"), "--backend", "loopback", "--verbose")
+        self.assertIn("  node %select (aten::select.int)", r.stdout)
+        r = ember("inspect", seed_program("buffer_view.ep"), "--json")
+        self.assertEqual(r.returncode, 2, r.stderr)
         for name, head in (("model.ep", b"EMBEREP\0" + bytes(56)), ("model.pt2", b"PK\x03\x04")):
             path = os.path.join(self.dir, name)
             with open(path, "wb") as f:
                 f.write(head)
             r = ember("inspect", path)
             self.assertEqual(r.returncode, 1, r.stderr)
-            self.assertIn("is an exported program, not a .pte", r.stderr)
-            self.assertIn("--backend NAME", r.stderr)
+            self.assertTrue(r.stderr.startswith("error: "), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_compile_quiet_and_verbose(self):
+        """The default prints a partition summary and one line per note; --verbose every node
+        and every deduplicated weight; --quiet nothing on success."""
+        out = os.path.join(self.dir, "conv.pte")
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "loopback")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("backend loopback: 1 partition", r.stdout)
+        self.assertNotIn("  node %", r.stdout)
+        self.assertRegex(r.stdout, r"compiled .* instructions")
+        verbose = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "loopback",
+                        "--verbose")
+        self.assertEqual(verbose.returncode, 0, verbose.stderr)
+        self.assertIn("  node %", verbose.stdout)
+        self.assertGreater(len(verbose.stdout.splitlines()), len(r.stdout.splitlines()))
+        os.remove(out)
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--quiet")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, "", ""))
+        self.assertTrue(os.path.getsize(out) > 0)
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--quiet", "--verbose")
+        self.assertEqual(r.returncode, 2, r.stderr)
+
+    def test_dedupe_notes_are_summarized(self):
+        """A model whose weights repeat (fresh BatchNorms) gets one dedupe note, not one per
+        weight; --verbose lists each."""
+        import torch
+
+        sys.path.insert(0, PYTHON_DIR)
+        import ember as ember_py
+
+        model = torch.nn.Sequential(*[torch.nn.BatchNorm1d(4) for _ in range(5)]).eval()
+        ep, pte = os.path.join(self.dir, "bn.ep"), os.path.join(self.dir, "bn.pte")
+        ember_py.export(model, (torch.randn(2, 4),), ep)
+        r = ember("compile", ep, "-o", pte)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        notes = [line for line in r.stdout.splitlines() if line.startswith("note: dedupe")]
+        self.assertEqual(len(notes), 1, r.stdout)
+        self.assertRegex(notes[0], r"note: dedupe: \d+ weights have the bytes of another")
+        r = ember("compile", ep, "-o", pte, "--verbose")
+        detail = [line for line in r.stdout.splitlines() if " has the bytes of " in line]
+        self.assertGreater(len(detail), 1, r.stdout)
+
+    def test_repeat_leaves_state_as_after_n_calls(self):
+        """`run --repeat N` calls the method N times in all: a counter buffer's output is eager's
+        after N calls."""
+        import torch
+
+        sys.path.insert(0, PYTHON_DIR)
+        import ember as ember_py
+
+        class Counter(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("n", torch.zeros(1))
+
+            def forward(self, x):
+                self.n.add_(1)
+                return x * self.n
+
+        x = torch.ones(3)
+        ep, pte = os.path.join(self.dir, "counter.ep"), os.path.join(self.dir, "counter.pte")
+        ember_py.export(Counter(), (x,), ep)
+        self.assertEqual(ember("compile", ep, "-o", pte, "-q").returncode, 0)
+        np.save(os.path.join(self.dir, "x.npy"), x.numpy())
+        for n in (1, 3):
+            eager = Counter()
+            for _ in range(n):
+                want = eager(x)
+            out = os.path.join(self.dir, f"out{n}")
+            r = ember("run", pte, "--input", os.path.join(self.dir, "x.npy"), "--output-dir", out,
+                      *(["--repeat", str(n)] if n > 1 else []))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            np.testing.assert_array_equal(np.load(os.path.join(out, "output_0.npy")),
+                                          want.numpy())
 
     def test_nested_output_dir_is_created(self):
         out = os.path.join(self.dir, "a", "b", "c")
@@ -223,6 +330,7 @@ class BadInputTest(unittest.TestCase):
         table = []
         for what, path in self.corpus().items():
             for cmd in (["run", path], ["run", fixture("add.pte"), "--input", path, "--input", path],
+                        ["run", fixture("add.pte"), "--ptd", path],
                         ["inspect", path], ["inspect", path, "--backend", "loopback"],
                         ["compile", path, "-o", os.path.join(self.dir, "out.pte")]):
                 try:
@@ -241,6 +349,36 @@ class BadInputTest(unittest.TestCase):
         print("\nbad input x subcommand -> exit code")
         for what, label, rc in table:
             print(f"  {what:34s} {label:40s} {rc}")
+
+
+    def test_exporter_over_bad_arguments(self):
+        """`python -m ember export`: unwritable outputs are refused before tracing, bad model
+        specs and shapes get one line, exit 2, no traceback."""
+        paths = self.corpus()
+        ok_model = ["--model", "torchvision:resnet18", "--input-shape", "1,3,8,8"]
+        cases = {
+            "-o a directory": [*ok_model, "-o", paths["a directory"]],
+            "-o in a missing directory": [*ok_model, "-o", os.path.join(self.dir, "no", "m.ep")],
+            "-o /proc/m.ep (unwritable)": [*ok_model, "-o", "/proc/m.ep"],
+            "--model a directory": ["--model", paths["a directory"] + ":f", "--input-shape", "1",
+                                    "-o", os.path.join(self.dir, "m.ep")],
+            "--model a missing file": ["--model", paths["a missing file"] + ":f", "--input-shape",
+                                       "1", "-o", os.path.join(self.dir, "m.ep")],
+            "--model no factory": ["--model", "torchvision:no_such_model", "--input-shape", "1",
+                                   "-o", os.path.join(self.dir, "m.ep")],
+            "--input-shape not numbers": ["--model", "torchvision:resnet18", "--input-shape", "a,b",
+                                          "-o", os.path.join(self.dir, "m.ep")],
+        }
+        env = dict(os.environ, PYTHONPATH=PYTHON_DIR)
+        print("\nbad input x exporter -> exit code")
+        for what, argv in cases.items():
+            r = subprocess.run([sys.executable, "-m", "ember", "export", *argv], capture_output=True,
+                               text=True, timeout=300, env=env)
+            print(f"  {what:34s} {'export':40s} {r.returncode}")
+            with self.subTest(what=what):
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertTrue(r.stderr.startswith("ember export: error: "), r.stderr)
+                self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
 
 class InspectTest(unittest.TestCase):

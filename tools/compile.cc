@@ -1,7 +1,9 @@
 #include "tools/compile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include "backends/loopback/loopback_compiler.h"
 #if EMBER_HAVE_CPU_BACKEND
@@ -47,16 +49,91 @@ lower::CompileOptions options_of(const CompileCommand& command) {
 
 }  // namespace
 
-int partition_report_command(const CompileCommand& command) {
+namespace {
+
+void count_ops(const ir::Graph& g, std::map<std::string, size_t>& ops, size_t& nodes) {
+  for (const ir::Node* n : g.nodes()) {
+    ++nodes;
+    ++ops[n->qualified_op()];
+    for (size_t k = 0; k < n->num_subgraphs(); ++k) count_ops(*n->subgraph(k), ops, nodes);
+  }
+}
+
+// Inputs (names, types, dynamic ranges), outputs, weights and operators of an imported program.
+std::string describe_exported(const ir::Program& program, bool verbose) {
+  const ir::Graph& g = program.graph();
+  std::string s = "inputs:\n";
+  size_t weights[4] = {};
+  uint64_t weight_bytes = 0;
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    const ir::InputSpec& spec = program.input_spec(i);
+    if (spec.kind != ir::InputKind::UserInput) {
+      ++weights[static_cast<size_t>(spec.kind)];
+      if (const ir::Weight* w = program.find_weight(spec.target)) weight_bytes += w->nbytes;
+      continue;
+    }
+    s += "  " + g.inputs()[i]->name() + ": " + ir::to_string(g.inputs()[i]->type()) + "\n";
+  }
+  for (const ir::Symbol& sym : program.symbols) {
+    s += "  dynamic: " + sym.name + " in [" + std::to_string(sym.min) + ", " +
+         std::to_string(sym.max) + "]\n";
+  }
+  s += "outputs:\n";
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::OutputSpec& spec = program.output_spec(i);
+    s += "  " + std::to_string(i) + ": " + ir::to_string(g.outputs()[i]->type());
+    if (spec.kind != ir::OutputKind::UserOutput) {
+      s += " (" + std::string(ir::output_kind_name(spec.kind)) + " of " + spec.target + ")";
+    }
+    s += "\n";
+  }
+  s += "weights: " + std::to_string(weights[1]) + " parameters, " + std::to_string(weights[2]) +
+       " buffers, " + std::to_string(weights[3]) + " constants, " + std::to_string(weight_bytes) +
+       " bytes\n";
+  std::map<std::string, size_t> ops;
+  size_t nodes = 0;
+  count_ops(g, ops, nodes);
+  std::vector<std::pair<std::string, size_t>> sorted(ops.begin(), ops.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  constexpr size_t kOps = 12;  // the most frequent, unless --verbose
+  s += "operators: " + std::to_string(nodes) + " nodes, " + std::to_string(ops.size()) +
+       " distinct ops\n";
+  for (size_t k = 0; k < sorted.size() && (verbose || k < kOps); ++k) {
+    s += "  " + sorted[k].first + " x" + std::to_string(sorted[k].second) + "\n";
+  }
+  if (!verbose && sorted.size() > kOps) {
+    s += "  ... " + std::to_string(sorted.size() - kOps) + " more (--verbose lists them)\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+int inspect_exported_command(const CompileCommand& command) {
   if (register_compiler_backends() != 0) return 1;
-  ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options_of(command));
-  if (!r.ok()) {
-    std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
+  ir::StatusOr<std::unique_ptr<ir::Program>> program = lower::load_program_file(command.model);
+  if (!program.ok()) {
+    std::fprintf(stderr, "error: %s\n", program.status().message().c_str());
     return 1;
   }
-  std::fputs(r->partition_report.c_str(), stdout);
-  std::printf("delegates: %zu; backends' named data: %llu bytes\n", r->delegates,
-              static_cast<unsigned long long>(r->named_data_bytes));
+  const bool verbose = command.verbosity == Verbosity::Verbose;
+  std::printf("exported program %s\n%s", command.model.c_str(),
+              describe_exported(**program, verbose).c_str());
+  ir::StatusOr<lower::CompileResult> r = lower::compile_file(command.model, options_of(command));
+  if (!r.ok()) {
+    std::fprintf(stderr, "error: Ember cannot compile it: %s\n", r.status().message().c_str());
+    return 1;
+  }
+  std::fputs((verbose ? r->partition_report : r->partition_summary).c_str(), stdout);
+  std::printf("compiles: %zu instructions, planned %llu bytes, weights %llu bytes",
+              r->stats.instructions, static_cast<unsigned long long>(r->stats.planned_bytes),
+              static_cast<unsigned long long>(r->stats.constant_bytes));
+  if (!command.backends.empty()) {
+    std::printf(", %zu delegate(s) with %llu bytes of named data", r->delegates,
+                static_cast<unsigned long long>(r->named_data_bytes));
+  }
+  std::printf("\n");
   return 0;
 }
 
@@ -70,7 +147,9 @@ int compile_command(const CompileCommand& command) {
     std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
     return 1;
   }
-  if (!r->partition_report.empty()) std::fputs(r->partition_report.c_str(), stdout);
+  const bool quiet = command.verbosity == Verbosity::Quiet;
+  const bool verbose = command.verbosity == Verbosity::Verbose;
+  if (!quiet) std::fputs((verbose ? r->partition_report : r->partition_summary).c_str(), stdout);
   if (command.print_ir == "-") {
     std::fputs(r->ir.c_str(), stdout);
   } else if (!command.print_ir.empty()) {
@@ -86,29 +165,36 @@ int compile_command(const CompileCommand& command) {
     std::fprintf(stderr, "error: cannot write %s\n", command.ptd.c_str());
     return 1;
   }
-  const lower::PlanStats& s = r->stats;
-  const double ratio = s.lower_bound == 0 ? 1.0
-                                          : static_cast<double>(s.planned_bytes) /
-                                                static_cast<double>(s.lower_bound);
-  std::printf("compiled %s -> %s%s%s in %.3f s: %zu instructions\n", command.model.c_str(),
-              command.output.c_str(), command.ptd.empty() ? "" : " + ", command.ptd.c_str(),
-              r->seconds, s.instructions);
-  std::printf(
-      "memory: planned %llu bytes, activations %llu bytes, lower bound %llu bytes "
-      "(planned/lower bound %.3f), state %llu bytes\n",
-      static_cast<unsigned long long>(s.planned_bytes),
-      static_cast<unsigned long long>(s.activation_bytes),
-      static_cast<unsigned long long>(s.lower_bound), ratio,
-      static_cast<unsigned long long>(s.state_bytes));
-  std::printf("weights: %llu bytes in the .pte, %llu bytes in the .ptd\n",
-              static_cast<unsigned long long>(s.constant_bytes),
-              static_cast<unsigned long long>(s.external_bytes));
-  if (!command.backends.empty()) {
-    std::printf("delegates: %zu; backends' named data: %llu bytes, once per key, in the %s\n",
-                r->delegates, static_cast<unsigned long long>(r->named_data_bytes),
-                command.ptd.empty() ? ".pte" : ".ptd");
+  if (!quiet) {
+    const lower::PlanStats& s = r->stats;
+    const double ratio = s.lower_bound == 0 ? 1.0
+                                            : static_cast<double>(s.planned_bytes) /
+                                                  static_cast<double>(s.lower_bound);
+    std::printf("compiled %s -> %s%s%s in %.3f s: %zu instructions\n", command.model.c_str(),
+                command.output.c_str(), command.ptd.empty() ? "" : " + ", command.ptd.c_str(),
+                r->seconds, s.instructions);
+    std::printf(
+        "memory: planned %llu bytes, activations %llu bytes, lower bound %llu bytes "
+        "(planned/lower bound %.3f), state %llu bytes\n",
+        static_cast<unsigned long long>(s.planned_bytes),
+        static_cast<unsigned long long>(s.activation_bytes),
+        static_cast<unsigned long long>(s.lower_bound), ratio,
+        static_cast<unsigned long long>(s.state_bytes));
+    std::printf("weights: %llu bytes in the .pte, %llu bytes in the .ptd\n",
+                static_cast<unsigned long long>(s.constant_bytes),
+                static_cast<unsigned long long>(s.external_bytes));
+    if (!command.backends.empty()) {
+      std::printf("delegates: %zu; backends' named data: %llu bytes, once per key, in the %s\n",
+                  r->delegates, static_cast<unsigned long long>(r->named_data_bytes),
+                  command.ptd.empty() ? ".pte" : ".ptd");
+    }
+    for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());
+    if (verbose) {
+      for (const std::string& n : r->details) std::printf("note: %s\n", n.c_str());
+    } else if (!r->details.empty()) {
+      std::printf("note: --verbose lists the %zu items behind these notes\n", r->details.size());
+    }
   }
-  for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());
   // The written program, read back as a runtime would: whether ExecuTorch's runtime runs it too.
   BufferDataLoader loader(r->files.pte.data(), r->files.pte.size());
   Result<Program> program = Program::load(&loader);
@@ -118,7 +204,9 @@ int compile_command(const CompileCommand& command) {
     return 1;
   }
   Result<std::vector<std::string>> blockers = executorch_blockers(*program);
-  if (blockers.ok() && blockers->empty()) {
+  if (quiet) {
+    // Nothing to print: the program is written.
+  } else if (blockers.ok() && blockers->empty()) {
     std::printf("ExecuTorch %s's runtime runs this program too\n", executorch_version());
   } else if (blockers.ok()) {
     std::printf("note: ExecuTorch %s's runtime cannot run this program (Ember's can):",

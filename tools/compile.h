@@ -13,6 +13,11 @@
 
 namespace ember::tools {
 
+// How much `ember compile` and `ember inspect MODEL.ep` print: Quiet, nothing but errors;
+// Normal, a summary (a line per partition and per kind of portable node, notes summarized);
+// Verbose, every partition node, every portable node and every note item.
+enum class Verbosity { Quiet, Normal, Verbose };
+
 struct CompileCommand {
   std::string model;
   std::string output;
@@ -20,6 +25,7 @@ struct CompileCommand {
   std::string print_ir;  // "-": print the lowered IR to stdout; a path: write it there
   // --backend NAME, in priority order, each with its --backend-spec KEY=VALUE compile specs.
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> backends;
+  Verbosity verbosity = Verbosity::Normal;
 };
 
 // Registers the compiler backends `ember compile --backend` knows (loopback; cpu when built with
@@ -28,8 +34,10 @@ int register_compiler_backends();
 
 int compile_command(const CompileCommand& command);
 
-// `ember inspect MODEL.ep --backend NAME...`: compiles in memory and prints the partition report
-// (each delegate's nodes, every portable node with its reason); writes no file.
-int partition_report_command(const CompileCommand& command);
+// `ember inspect MODEL.ep|MODEL.pt2|MODEL.ir [--backend NAME...]`: the graph summary (inputs with
+// names and dynamic ranges, outputs, weights, operators), then compiles in memory and prints
+// whether Ember compiles it, with the partition report for each backend; writes no file. Returns
+// 1 when the program does not compile, with the reason.
+int inspect_exported_command(const CompileCommand& command);
 
 }  // namespace ember::tools

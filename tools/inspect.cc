@@ -464,6 +464,7 @@ Result<std::string> inspect_program(const Program& program, bool json) {
             out << ", ";
           }
           out << dynamism_name(io.tensor.dynamism)
+              << (io.tensor.dynamism == ShapeDynamism::Static ? "" : " (sizes are upper bounds)")
               << (io.tensor.memory_planned ? ", planned" : ", caller-provided");
         }
         out << "\n";

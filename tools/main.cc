@@ -18,29 +18,33 @@ constexpr const char* kUsage =
     "usage:\n"
     "  ember compile MODEL.ep|MODEL.pt2 -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
     "                [--backend NAME [--backend-spec KEY=VALUE]...]... [--precision fp32|bf16]\n"
+    "                [--quiet|--verbose]\n"
     "  ember inspect MODEL.pte [--json]\n"
-    "  ember inspect MODEL.ep|MODEL.pt2 --backend NAME [--backend-spec KEY=VALUE]...\n"
+    "  ember inspect MODEL.ep|MODEL.pt2 [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
+    "                [--verbose]\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
+    "  ember --version\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export, or the .pt2 archive\n"
-    "         of torch.export.save: no Python needed) to a .pte program,\n"
-    "         weights in the .ptd with --ptd; prints planned memory against its lower bound;\n"
-    "         --backend delegates what NAME supports (repeatable, priority order; `loopback` is\n"
-    "         the reference backend) and prints each delegate's nodes and every node left on the\n"
-    "         portable path with the reason; --backend-spec gives the last --backend a compile\n"
-    "         spec (exclude_ops=aten::cumsum,... keeps those ops portable for any backend);\n"
+    "         of torch.export.save: no Python needed) to a .pte program, weights in the .ptd\n"
+    "         with --ptd; prints planned memory against its lower bound; --backend delegates\n"
+    "         what NAME supports (repeatable, priority order; `loopback` is the reference\n"
+    "         backend) and prints a line per partition and per kind of node left portable, with\n"
+    "         the reason (--verbose: every node, and every item behind each note; --quiet:\n"
+    "         nothing but errors); --backend-spec gives the last --backend a compile spec\n"
+    "         (exclude_ops=aten::cumsum,... keeps those ops portable for any backend);\n"
     "         backends: loopback, and cpu (oneDNN) when built with it; --precision bf16 runs the\n"
     "         cpu backend's convolutions and matmuls in bfloat16 (fp32 inputs and outputs)\n"
-    "inspect  prints methods, inputs and outputs, operator calls, delegates, constants and "
-    "planned\n"
-    "         memory of a .pte program (each delegate with its nodes); of an exported program\n"
-    "         with --backend, what each backend would take and why every other node stays\n"
-    "         portable, without writing anything\n"
-    "run      runs a method with inputs from .npy files (random ones of the declared shape when "
-    "none\n"
-    "         are given), prints each output, writes DIR/output_N.npy, and with --repeat N prints\n"
-    "         the median latency\n";
+    "inspect  of a .pte: methods, inputs and outputs, operator calls, delegates (with their\n"
+    "         nodes), constants and planned memory; of an exported program: its inputs (names,\n"
+    "         dynamic ranges), outputs, weights and operators, whether Ember compiles it, and\n"
+    "         with --backend what each backend would take and why every other node stays\n"
+    "         portable; writes nothing\n"
+    "run      runs a method with inputs from .npy files (random ones of the declared shape when\n"
+    "         none are given), prints each output and writes DIR/output_N.npy; --repeat N runs\n"
+    "         the method N times in all (a stateful program's outputs and state are those after\n"
+    "         the N-th call) and prints the first call's latency and the median of the others\n";
 
 // A usage error: the problem and where the usage is, in two lines (exit 2).
 int usage_error(const char* message) {
@@ -87,7 +91,7 @@ bool parse_int(const char* s, int* out) {
 int inspect_main(int argc, char** argv) {
   std::string model;
   bool json = false;
-  ember::tools::CompileCommand plan;  // MODEL.ep --backend NAME...: the partition report only
+  ember::tools::CompileCommand plan;  // of an exported program
   for (int i = 0; i < argc; ++i) {
     if (is_help(argv[i])) {
       std::fputs(kUsage, stdout);
@@ -95,6 +99,8 @@ int inspect_main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--verbose") == 0 || std::strcmp(argv[i], "-v") == 0) {
+      plan.verbosity = ember::tools::Verbosity::Verbose;
     } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
       plan.backends.push_back({argv[++i], {}});
     } else if (std::strcmp(argv[i], "--backend-spec") == 0 && i + 1 < argc &&
@@ -112,17 +118,15 @@ int inspect_main(int argc, char** argv) {
     }
   }
   if (model.empty()) return usage_error("inspect needs a program file");
-  if (!plan.backends.empty()) {
-    // An exported program: what each backend would take, and why the rest stays portable.
+  const bool exported = is_exported_program(model) ||
+                        (model.size() > 3 && model.compare(model.size() - 3, 3, ".ir") == 0);
+  if (exported || !plan.backends.empty()) {
+    if (json) return usage_error("--json describes a .pte; an exported program has text only");
     plan.model = model;
-    return ember::tools::partition_report_command(plan);
+    return ember::tools::inspect_exported_command(plan);
   }
-  if (is_exported_program(model)) {
-    std::fprintf(stderr,
-                 "error: %s is an exported program, not a .pte: see what a backend would take "
-                 "with `ember inspect %s --backend NAME`, or compile it with `ember compile`\n",
-                 model.c_str(), model.c_str());
-    return 1;
+  if (plan.verbosity != ember::tools::Verbosity::Normal) {
+    return usage_error("--verbose applies to an exported program; a .pte report is complete");
   }
   ember::ModuleOptions options;
   options.load_mode = ember::LoadMode::File;
@@ -168,6 +172,7 @@ int run_main(int argc, char** argv) {
       if (arg == "--load-mode") o.load_mode = v;
       if (arg == "--repeat" || arg == "--threads" || arg == "--seed") {
         if (!parse_int(v, &n)) return usage_error((arg + " needs a non-negative integer").c_str());
+        if (arg == "--repeat" && n < 1) return usage_error("--repeat needs at least 1 run");
         if (arg == "--repeat") o.repeat = n;
         if (arg == "--threads" && n > kMaxThreads) {
           return usage_error(("--threads takes at most " + std::to_string(kMaxThreads) +
@@ -211,6 +216,13 @@ int compile_main(int argc, char** argv) {
       const size_t eq = spec.find('=');
       if (eq == std::string::npos || eq == 0) return usage_error("--backend-spec needs KEY=VALUE");
       c.backends.back().second.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    } else if (arg == "--quiet" || arg == "-q" || arg == "--verbose" || arg == "-v") {
+      const auto level = arg == "--quiet" || arg == "-q" ? ember::tools::Verbosity::Quiet
+                                                         : ember::tools::Verbosity::Verbose;
+      if (c.verbosity != ember::tools::Verbosity::Normal && c.verbosity != level) {
+        return usage_error("--quiet and --verbose contradict each other");
+      }
+      c.verbosity = level;
     } else if (arg == "--precision") {
       if (i + 1 >= argc) return usage_error("--precision needs fp32 or bf16");
       precision = argv[++i];

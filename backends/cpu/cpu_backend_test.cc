@@ -673,6 +673,99 @@ TEST(CpuBackend, CorruptedBlobRefused) {
       << last_error_message();
 }
 
+// A dynamic batch: delegated, built at init for the bound and again for each batch size a call
+// brings; each call matches ATen at its own size, outputs take that size, and a batch above the
+// bound is refused, and an empty batch gives empty outputs.
+TEST(CpuBackend, DynamicBatchBuiltPerCall) {
+  at::manual_seed(11);
+  at::Tensor w = at::randn({5, 4, 3, 3}), fc = at::randn({3, 5});
+  const std::string text = "sym b in [1, 8]\nweight \"w\": f32[5, 4, 3, 3] = hex\"" + hex(w) +
+                           "\"\nweight \"fc\": f32[3, 5] = hex\"" + hex(fc) +
+                           "\"\ngraph(\n    %x: f32[b<=8, 4, 6, 6],\n"
+                           "    %w: f32[5, 4, 3, 3] parameter \"w\",\n"
+                           "    %fc: f32[3, 5] parameter \"fc\"\n) {\n  %c: f32[b<=8, 5, 6, 6] = " +
+                           conv_call("%x", "%w", "none", 1, 1) +
+                           "\n  %r: f32[b<=8, 5, 6, 6] = aten::relu.default(self=%c)\n"
+                           "  %m: f32[b<=8, 5] = aten::mean.dim(self=%r, dim=[2, 3], "
+                           "keepdim=false, dtype=none)\n"
+                           "  %t: f32[5, 3] = aten::t.default(self=%fc)\n"
+                           "  %y: f32[b<=8, 3] = aten::mm.default(self=%m, mat2=%t)\n"
+                           "  return (%r, %y)\n}\n";
+  auto program = parse_text(text);
+  ASSERT_TRUE(program);
+  Compiled c = compile(*program);
+  ASSERT_EQ(c.graph.num_symbols, 1u);
+  const Backend* b = runtime_backend();
+  BlobMap map(&c.result.named_data);
+  BackendInitContext ctx{nullptr, "forward", &map};
+  std::vector<uint8_t> blob = c.result.processed;
+  FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+  Result<DelegateHandle*> h = b->init(ctx, &buf, {});
+  ASSERT_TRUE(h.ok()) << last_error_message();
+  // Output buffers at the bound, as the program plans them.
+  std::vector<float> r_buf(8 * 5 * 6 * 6), y_buf(8 * 3);
+  BackendExecuteContext ectx{nullptr};
+  for (int64_t n : {3, 8, 1, 3, 5, 2, 7, 3}) {  // more sizes than builds kept
+    SCOPED_TRACE("batch " + std::to_string(n));
+    at::Tensor x = at::randn({n, 4, 6, 6});
+    at::Tensor want_r = at::relu(conv2d(x, w, at::Tensor(), 1, 1));
+    at::Tensor want_y = at::mm(want_r.mean({2, 3}), fc.t());
+    const int32_t bound[4] = {8, 5, 6, 6}, ybound[2] = {8, 3};
+    const int32_t xs[4] = {static_cast<int32_t>(n), 4, 6, 6};
+    Tensor tx = *Tensor::make(ScalarType::Float, xs, {}, x.data_ptr());
+    Tensor tr =
+        *Tensor::make(ScalarType::Float, bound, {}, r_buf.data(), ShapeDynamism::DynamicBound);
+    Tensor ty =
+        *Tensor::make(ScalarType::Float, ybound, {}, y_buf.data(), ShapeDynamism::DynamicBound);
+    EValue vx = EValue::from_tensor(&tx), vr = EValue::from_tensor(&tr),
+           vy = EValue::from_tensor(&ty);
+    std::vector<EValue*> args = {&vx, &vr, &vy};
+    ASSERT_EQ(b->execute(ectx, *h, args), Error::Ok) << last_error_message();
+    ASSERT_EQ(tr.size(0), n);
+    ASSERT_EQ(ty.size(0), n);
+    expect_close(at::from_blob(r_buf.data(), {n, 5, 6, 6}), want_r);
+    expect_close(at::from_blob(y_buf.data(), {n, 3}), want_y);
+  }
+  for (int32_t n : {9, 0}) {
+    std::vector<float> data(9 * 4 * 6 * 6);
+    const int32_t xs[4] = {n, 4, 6, 6}, bound[4] = {8, 5, 6, 6}, ybound[2] = {8, 3};
+    Tensor tx = *Tensor::make(ScalarType::Float, xs, {}, data.data());
+    Tensor tr =
+        *Tensor::make(ScalarType::Float, bound, {}, r_buf.data(), ShapeDynamism::DynamicBound);
+    Tensor ty =
+        *Tensor::make(ScalarType::Float, ybound, {}, y_buf.data(), ShapeDynamism::DynamicBound);
+    EValue vx = EValue::from_tensor(&tx), vr = EValue::from_tensor(&tr),
+           vy = EValue::from_tensor(&ty);
+    std::vector<EValue*> args = {&vx, &vr, &vy};
+    if (n == 0) {
+      EXPECT_EQ(b->execute(ectx, *h, args), Error::Ok) << last_error_message();
+      EXPECT_EQ(tr.numel(), 0);
+      EXPECT_EQ(ty.numel(), 0);
+      continue;
+    }
+    EXPECT_EQ(b->execute(ectx, *h, args), Error::InvalidArgument);
+    EXPECT_NE(std::string(last_error_message()).find("the program takes 0 to 8"), std::string::npos)
+        << last_error_message();
+  }
+  b->destroy(*h);
+}
+
+// A dynamic size other than the batch stays portable, with the reason.
+TEST(CpuBackend, OtherDynamicSizesStayPortable) {
+  auto program = parse_text(
+      "sym n in [2, 16]\ngraph(\n    %x: f32[2, n<=16]\n) {\n"
+      "  %s: f32[2, n<=16] = aten::_softmax.default(self=%x, dim=1, half_to_float=false)\n"
+      "  return (%s)\n}\n");
+  ASSERT_TRUE(program);
+  for (const ir::Node* n : program->graph().nodes()) {
+    partition::Support s = compiler_backend()->support().check(*n);
+    EXPECT_FALSE(s.supported);
+    EXPECT_NE(s.reason.find("the cpu backend takes a dynamic batch (dim 0) only"),
+              std::string::npos)
+        << s.reason;
+  }
+}
+
 TEST(CpuBackend, Bf16Precision) {
   at::manual_seed(7);
   at::Tensor x = at::randn({1, 16, 10, 10}), w = at::randn({32, 16, 3, 3}) * 0.1;

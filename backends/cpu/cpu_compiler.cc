@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_compiler.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -71,13 +72,40 @@ int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_
 
 int64_t normalize_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
-// Every tensor the node reads or writes has static sizes: the runtime half builds its primitives
-// once, at init.
-Why all_static(const Node& n) {
+// A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
+bool is_dynamic_batch(const ir::TensorType& t) {
+  if (t.shape.empty() || t.shape[0].is_static()) return false;
+  const std::string& e = t.shape[0].expr;
+  if (std::isdigit(static_cast<unsigned char>(e[0]))) return false;
+  for (char c : e) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  for (size_t i = 1; i < t.shape.size(); ++i) {
+    if (!t.shape[i].is_static()) return false;
+  }
+  return true;
+}
+
+// Every tensor the node reads or writes has static sizes but for a dynamic batch (dim 0 a bare
+// symbol): the runtime half builds its primitives at init for the upper bounds, and again for
+// each batch size a call brings, so every op is exact at every size. Any other dynamic size
+// (a dynamic sequence length, a batch folded into another dim) stays portable.
+// `reshape`: the node is a view or reshape, whose symbolic size arguments (a view to [batch, -1]
+// reads sym_size) are taken where its output is a dynamic batch: the sizes of a build follow from
+// its batch, so the value is not read.
+Why all_static(const Node& n, bool reshape = false) {
   Why why;
+  const bool sizes_follow_batch = reshape && n.num_outputs() == 1 && n.output()->is_tensor() &&
+                                  is_dynamic_batch(n.output()->tensor_type());
   auto check = [&](const Value* v) {
-    if (!why && v->is_tensor() && !v->tensor_type().is_static()) {
-      why = "dynamic shape on %" + v->name() + " (the cpu backend plans static shapes only)";
+    if (!why && !v->is_tensor() && !sizes_follow_batch) {
+      why = "reads the symbolic size %" + v->name() +
+            " (the cpu backend takes one only as a view's batch size)";
+    }
+    if (!why && v->is_tensor() && !v->tensor_type().is_static() &&
+        !is_dynamic_batch(v->tensor_type())) {
+      why = "dynamic shape on %" + v->name() + " (" + ir::to_string(v->type()) +
+            "): the cpu backend takes a dynamic batch (dim 0) only";
     }
   };
   for (const Value* v : n.operands()) check(v);
@@ -218,7 +246,7 @@ Why check_layer_norm(const Node& n) {
 }
 
 Why check_reshape_like(const Node& n) {
-  if (auto w = all_static(n)) return w;
+  if (auto w = all_static(n, /*reshape=*/true)) return w;
   if (n.op() == "aten::_reshape_alias") {
     // A reshape only when the strides are the contiguous ones of the new sizes.
     auto size = int_list(n, "size", 0, {});
@@ -312,14 +340,19 @@ class Builder {
       Value* v = g.inputs()[i];
       const ir::InputSpec& spec = program_.input_spec(i);
       if (spec.kind == ir::InputKind::UserInput) {
+        if (v->type().kind == ir::ValueKind::Int) {
+          ++graph_.num_inputs;  // a symbolic size a view reads: the build knows it (all_static)
+          continue;
+        }
         if (!v->is_tensor() || v->tensor_type().dtype != DType::Float32 ||
-            !v->tensor_type().is_static()) {
+            (!v->tensor_type().is_static() && !is_dynamic_batch(v->tensor_type()))) {
           return ir::Status::error("cpu backend: input %" + v->name() +
-                                   " is not a static float32 tensor");
+                                   " is not a float32 tensor, static but for its batch");
         }
         // Contiguous, whatever the value's dim order: the program holds every activation in
         // row-major order (a transpose is materialized by a copy), and so passes it here.
         TensorDesc t{TensorKind::Input, graph_.num_inputs++, static_dims(*v), {}};
+        t.batch_symbol = batch_symbol(*v);
         tensor_of_[v] = add_tensor(std::move(t));
       } else {
         const ir::Weight* w = program_.find_weight(spec.target);
@@ -345,6 +378,17 @@ class Builder {
       graph_.output_dim_orders.push_back({});  // row-major, as the program holds it (above)
     }
     compact();
+    graph_.num_symbols = static_cast<uint32_t>(symbols_.size());
+    for (const auto& [name, id] : symbols_) {
+      bool bound = false;
+      for (const TensorDesc& t : graph_.tensors) {
+        bound = bound || (t.kind == TensorKind::Input && t.batch_symbol == id);
+      }
+      if (!bound) {
+        return ir::Status::error("cpu backend: the dynamic batch " + name +
+                                 " is the batch of no partition input");
+      }
+    }
     return {};
   }
 
@@ -370,7 +414,16 @@ class Builder {
   }
 
   int32_t new_intermediate(const Value& v) {
-    return add_tensor({TensorKind::Intermediate, 0, static_dims(v), {}});
+    TensorDesc t{TensorKind::Intermediate, 0, static_dims(v), {}};
+    t.batch_symbol = batch_symbol(v);
+    return add_tensor(std::move(t));
+  }
+
+  // The blob's symbol for `v`'s dynamic batch, or -1 when `v` is static.
+  int32_t batch_symbol(const Value& v) {
+    if (!is_dynamic_batch(v.tensor_type())) return -1;
+    return symbols_.emplace(v.tensor_type().shape[0].expr, static_cast<int32_t>(symbols_.size()))
+        .first->second;
   }
 
   // The named-data slot for `bytes` (stored once per key).
@@ -752,7 +805,9 @@ class Builder {
               0,
               1,
               1};
-    d.output = add_tensor({TensorKind::Intermediate, 0, {in_dims[0], in_dims[1], 1, 1}, {}});
+    TensorDesc pooled{TensorKind::Intermediate, 0, {in_dims[0], in_dims[1], 1, 1}, {}};
+    pooled.batch_symbol = batch_symbol(*in);
+    d.output = add_tensor(std::move(pooled));
     graph_.ops.push_back(std::move(d));
     OpDesc r;
     r.kind = OpKind::Reshape;
@@ -974,6 +1029,7 @@ class Builder {
   const ir::Program& program_;
   CpuGraph graph_;
   std::map<const Value*, int32_t> tensor_of_;
+  std::map<std::string, int32_t> symbols_;  // dynamic batch symbols, by name
   std::map<const Value*, const ir::Weight*> weight_of_;
   std::map<const Value*, size_t> producer_op_;
   std::map<std::string, uint32_t> weight_index_;

@@ -208,6 +208,8 @@ class CpuDelegate {
                   static_cast<size_t>(graph_.num_inputs + graph_.outputs.size()));
     }
     for (size_t a = 0; a < args.size(); ++a) {
+      // A position without a tensor is a symbolic size a view read; the build has its value.
+      if (a >= arg_md_.size() || !arg_is_tensor_[a]) continue;
       if (args[a] == nullptr || !args[a]->is_tensor()) {
         return fail(Error::InvalidArgument, "cpu delegate: argument %zu is not a tensor", a);
       }
@@ -267,8 +269,12 @@ class CpuDelegate {
 
   void bind(const memory& m, int arg) {
     bound_.emplace_back(m, arg);
-    if (static_cast<size_t>(arg) >= arg_md_.size()) arg_md_.resize(arg + 1);
+    if (static_cast<size_t>(arg) >= arg_md_.size()) {
+      arg_md_.resize(arg + 1);
+      arg_is_tensor_.resize(arg + 1, 0);
+    }
     arg_md_[arg] = m.get_desc();
+    arg_is_tensor_[arg] = 1;
   }
   // Whether `m` is a caller buffer (bound at execute), and which argument.
   int bound_arg(const memory& m) const {
@@ -1321,6 +1327,7 @@ class CpuDelegate {
   std::vector<bool> direct_out_;
   std::vector<std::pair<memory, int>> bound_;  // caller buffers: memory -> argument index
   std::vector<memory::desc> arg_md_;           // per argument: the layout it must have
+  std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
   std::vector<Step> steps_;
   memory scratch_;
   size_t scratch_bytes_ = 0;
@@ -1387,6 +1394,149 @@ const char* onednn_isa_name() {
   }
 }
 
+// Builds a delegate for `g` with the thread count it will run with; every exception of the
+// build becomes an Error.
+Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads, bool winograd,
+                                                   bool own_kernels, const NamedDataMap* named) {
+  const int previous = omp_get_max_threads();
+  // Primitives are created for the thread count they will run with.
+  omp_set_num_threads(threads);
+  std::unique_ptr<CpuDelegate> d;
+  Error error = Error::Ok;
+  try {
+    d = std::make_unique<CpuDelegate>(std::move(g), threads, winograd, own_kernels);
+    d->prepare_outputs();
+    d->build(named);
+  } catch (const InitError& e) {
+    error = fail(e.code, "cpu delegate: %s", e.message.c_str());
+  } catch (const dnnl::error& e) {
+    error = fail(Error::InvalidProgram, "cpu delegate: oneDNN: %s", e.what());
+  } catch (const std::bad_alloc&) {
+    error = fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
+  }
+  omp_set_num_threads(previous);
+  if (error != Error::Ok) return error;
+  return d;
+}
+
+// A delegate's graph and its builds. A static graph has one. With a dynamic batch, the first is
+// built at init for the upper bounds (which checks the whole graph), and each call runs a build
+// for its actual batch sizes: made on the first call with those sizes (oneDNN primitives are
+// shape-specific) and kept, the kMaxBuilds most recently used at most.
+class CpuHandle {
+ public:
+  static constexpr size_t kMaxBuilds = 4;
+
+  CpuHandle(CpuGraph g, int threads, bool winograd, bool own_kernels, const NamedDataMap* named)
+      : graph_(std::move(g)),
+        threads_(threads),
+        winograd_(winograd),
+        own_kernels_(own_kernels),
+        named_(named) {}
+
+  Error init() {
+    Result<std::unique_ptr<CpuDelegate>> d =
+        make_delegate(graph_, threads_, winograd_, own_kernels_, named_);
+    if (!d.ok()) return d.error();
+    builds_.push_back({bounds(), std::move(*d)});
+    return Error::Ok;
+  }
+
+  Error execute(std::span<EValue*> args) {
+    if (graph_.num_symbols == 0) return builds_.front().second->execute(args);
+    Result<std::vector<int64_t>> sizes = batch_sizes(args);
+    if (!sizes.ok()) return sizes.error();
+    // An empty batch: nothing to compute (oneDNN takes no empty tensors); every output is empty.
+    if (std::find(sizes->begin(), sizes->end(), 0) != sizes->end()) {
+      if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+      for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+        if (graph_.tensors[graph_.outputs[j]].batch_symbol < 0) {
+          return fail(Error::NotSupported,
+                      "cpu delegate: an empty batch, and output %zu does not follow the batch "
+                      "(its value would need computing over no rows); run batch 1 or more",
+                      j);
+        }
+      }
+      return Error::Ok;
+    }
+    auto it = std::find_if(builds_.begin(), builds_.end(),
+                           [&](const auto& b) { return b.first == *sizes; });
+    if (it == builds_.end()) {
+      Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
+          with_batch_sizes(graph_, *sizes), threads_, winograd_, own_kernels_, named_);
+      if (!d.ok()) return d.error();
+      if (builds_.size() == kMaxBuilds) builds_.pop_back();
+      builds_.insert(builds_.begin(), {*sizes, std::move(*d)});
+      it = builds_.begin();
+    } else if (it != builds_.begin()) {
+      std::rotate(builds_.begin(), it, it + 1);  // most recently used first
+      it = builds_.begin();
+    }
+    if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+    return it->second->execute(args);
+  }
+
+  DelegateSummary summary() const { return builds_.front().second->summary(); }
+
+ private:
+  std::vector<int64_t> bounds() const {
+    std::vector<int64_t> b(graph_.num_symbols, 0);
+    for (const TensorDesc& t : graph_.tensors) {
+      if (t.batch_symbol >= 0) b[static_cast<size_t>(t.batch_symbol)] = t.dims[0];
+    }
+    return b;
+  }
+
+  // The outputs were planned at the upper bounds: they take this call's sizes.
+  Error resize_outputs(std::span<EValue*> args, const std::vector<int64_t>& sizes) const {
+    if (args.size() != graph_.num_inputs + graph_.outputs.size()) {
+      return fail(Error::InvalidArgument, "cpu delegate: %zu arguments, expected %zu", args.size(),
+                  static_cast<size_t>(graph_.num_inputs + graph_.outputs.size()));
+    }
+    for (size_t j = 0; j < graph_.outputs.size(); ++j) {
+      const TensorDesc& t = graph_.tensors[graph_.outputs[j]];
+      EValue* out = args[graph_.num_inputs + j];
+      if (t.batch_symbol < 0 || out == nullptr || !out->is_tensor()) continue;
+      std::vector<int32_t> want(t.dims.begin(), t.dims.end());
+      want[0] = static_cast<int32_t>(sizes[static_cast<size_t>(t.batch_symbol)]);
+      if (Error e = out->to_tensor().resize(want); e != Error::Ok) return e;
+    }
+    return Error::Ok;
+  }
+
+  // Each symbol's value: dim 0 of the inputs that carry it, which must agree and lie in
+  // [0, upper bound].
+  Result<std::vector<int64_t>> batch_sizes(std::span<EValue*> args) const {
+    std::vector<int64_t> v(graph_.num_symbols, -1);
+    for (const TensorDesc& t : graph_.tensors) {
+      if (t.kind != TensorKind::Input || t.batch_symbol < 0) continue;
+      const EValue* a = t.index < args.size() ? args[t.index] : nullptr;
+      if (a == nullptr || !a->is_tensor() ||
+          a->to_tensor().dim() != static_cast<int>(t.dims.size())) {
+        return fail(Error::InvalidArgument, "cpu delegate: argument %u is not a tensor of rank %zu",
+                    t.index, t.dims.size());
+      }
+      const int64_t n = a->to_tensor().size(0);
+      int64_t& value = v[static_cast<size_t>(t.batch_symbol)];
+      if (n < 0 || n > t.dims[0] || (value >= 0 && value != n)) {
+        return fail(Error::InvalidArgument,
+                    "cpu delegate: argument %u has batch %lld; the program takes 0 to %lld%s",
+                    t.index, static_cast<long long>(n), static_cast<long long>(t.dims[0]),
+                    value >= 0 && value != n ? ", the same for every input sharing it" : "");
+      }
+      value = n;
+    }
+    return v;
+  }
+
+  CpuGraph graph_;
+  int threads_;
+  bool winograd_;
+  bool own_kernels_;
+  const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
+  std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<CpuDelegate>>> builds_;
+};
+
 class CpuBackend final : public Backend {
  public:
   bool is_available() const override { return true; }
@@ -1412,41 +1562,30 @@ class CpuBackend final : public Backend {
     }
     const int threads = threads_from(specs);
     if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
-    const int previous = omp_get_max_threads();
-    // Primitives are created for the thread count they will run with.
-    omp_set_num_threads(threads);
-    CpuDelegate* d = nullptr;
+    std::unique_ptr<CpuHandle> h;
     try {
-      d = new CpuDelegate(std::move(*g), threads, switch_from(specs, "fp32_winograd"),
-                          switch_from(specs, "ember_kernels"));
-      d->prepare_outputs();
-      d->build(context.named_data);
-    } catch (const InitError& e) {
-      delete d;
-      omp_set_num_threads(previous);
-      return fail(e.code, "cpu delegate: %s", e.message.c_str());
-    } catch (const dnnl::error& e) {
-      delete d;
-      omp_set_num_threads(previous);
-      return fail(Error::InvalidProgram, "cpu delegate: oneDNN: %s", e.what());
+      h = std::make_unique<CpuHandle>(std::move(*g), threads, switch_from(specs, "fp32_winograd"),
+                                      switch_from(specs, "ember_kernels"), context.named_data);
     } catch (const std::bad_alloc&) {
-      delete d;
-      omp_set_num_threads(previous);
       return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
     }
-    omp_set_num_threads(previous);
+    if (Error e = h->init(); e != Error::Ok) return e;
     // DelegateHandle is opaque: the runtime only hands the pointer back.
-    return reinterpret_cast<DelegateHandle*>(d);
+    return reinterpret_cast<DelegateHandle*>(h.release());
   }
 
   Error execute(BackendExecuteContext&, DelegateHandle* handle,
                 std::span<EValue*> args) const override {
     if (handle == nullptr) return fail(Error::DelegateInvalidHandle, "cpu delegate: no handle");
-    return reinterpret_cast<CpuDelegate*>(handle)->execute(args);
+    try {
+      return reinterpret_cast<CpuHandle*>(handle)->execute(args);
+    } catch (const std::bad_alloc&) {
+      return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
+    }
   }
 
   void destroy(DelegateHandle* handle) const override {
-    delete reinterpret_cast<CpuDelegate*>(handle);
+    delete reinterpret_cast<CpuHandle*>(handle);
   }
 };
 
@@ -1463,7 +1602,7 @@ bool bf16_supported() {
 
 DelegateSummary summarize(const DelegateHandle* handle) {
   if (handle == nullptr) return {};
-  return reinterpret_cast<const CpuDelegate*>(handle)->summary();
+  return reinterpret_cast<const CpuHandle*>(handle)->summary();
 }
 
 const Backend* runtime_backend() {

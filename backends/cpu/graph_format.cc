@@ -1,12 +1,13 @@
 #include "backends/cpu/graph_format.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ember::cpu {
 namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'R', 'C', 'P', 'U', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: dynamic batch symbols
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
 class Writer {
@@ -219,6 +220,7 @@ std::vector<uint8_t> serialize(const CpuGraph& g) {
   w.pod(kVersion);
   w.pod(static_cast<uint8_t>(g.precision));
   w.pod(g.num_inputs);
+  w.pod(g.num_symbols);
   w.pod(static_cast<uint32_t>(g.weights.size()));
   for (const WeightRef& r : g.weights) {
     std::vector<char> key(r.key.begin(), r.key.end());
@@ -231,6 +233,7 @@ std::vector<uint8_t> serialize(const CpuGraph& g) {
     w.pod(t.index);
     w.vec(t.dims);
     w.vec(t.dim_order);
+    w.pod(t.batch_symbol);
   }
   w.pod(static_cast<uint32_t>(g.ops.size()));
   for (const OpDesc& op : g.ops) {
@@ -264,8 +267,10 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
   const auto version = r.pod<uint32_t>();
   const auto precision = r.pod<uint8_t>();
   g.num_inputs = r.pod<uint32_t>();
-  if (!r.ok() || version != kVersion || precision > 1 || g.num_inputs > 65536) {
-    fail(error, "bad header (version, precision or input count)");
+  g.num_symbols = r.pod<uint32_t>();
+  if (!r.ok() || version != kVersion || precision > 1 || g.num_inputs > 65536 ||
+      g.num_symbols > g.num_inputs) {
+    fail(error, "bad header (version, precision, input or symbol count)");
     return std::nullopt;
   }
   g.precision = static_cast<Precision>(precision);
@@ -284,7 +289,7 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     if (!r.ok() || w.nbytes > static_cast<uint64_t>(kMaxNumel) * 4) return truncated("weight");
   }
   const auto num_tensors = r.pod<uint32_t>();
-  if (!r.ok() || num_tensors > r.left() / 13) return truncated("tensor table");
+  if (!r.ok() || num_tensors > r.left() / 17) return truncated("tensor table");
   g.tensors.resize(num_tensors);
   for (TensorDesc& t : g.tensors) {
     const auto kind = r.pod<uint8_t>();
@@ -292,6 +297,8 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     if (!r.vec(&t.dims, kMaxCpuRank) || !r.vec(&t.dim_order, kMaxCpuRank)) {
       return truncated("tensor");
     }
+    t.batch_symbol = r.pod<int32_t>();
+    if (!r.ok()) return truncated("tensor");
     if (kind > 2) {
       fail(error, "tensor kind out of range");
       return std::nullopt;
@@ -304,6 +311,12 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     }
     if (t.kind == TensorKind::Input && t.index >= g.num_inputs) {
       fail(error, "tensor names a missing input");
+      return std::nullopt;
+    }
+    if (t.batch_symbol < -1 || t.batch_symbol >= static_cast<int64_t>(g.num_symbols) ||
+        (t.batch_symbol >= 0 &&
+         (t.kind == TensorKind::Weight || t.dims.empty() || t.dims[0] < 1))) {
+      fail(error, "tensor with a bad batch symbol");
       return std::nullopt;
     }
     if (t.kind == TensorKind::Weight &&
@@ -387,6 +400,22 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
   if (r.left() != 0) {
     fail(error, "trailing bytes after the graph");
     return std::nullopt;
+  }
+  std::vector<uint8_t> bound(g.num_symbols, 0);
+  for (const TensorDesc& t : g.tensors) {
+    if (t.kind == TensorKind::Input && t.batch_symbol >= 0) bound[t.batch_symbol] = 1;
+  }
+  if (std::find(bound.begin(), bound.end(), 0) != bound.end()) {
+    fail(error, "a batch symbol is the batch of no input");
+    return std::nullopt;
+  }
+  return g;
+}
+
+CpuGraph with_batch_sizes(const CpuGraph& graph, std::span<const int64_t> values) {
+  CpuGraph g = graph;
+  for (TensorDesc& t : g.tensors) {
+    if (t.batch_symbol >= 0) t.dims[0] = values[static_cast<size_t>(t.batch_symbol)];
   }
   return g;
 }

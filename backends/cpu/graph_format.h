@@ -32,6 +32,9 @@ struct TensorDesc {
   uint32_t index = 0;
   std::vector<int64_t> dims;
   std::vector<uint8_t> dim_order;  // physical order, outermost first; empty: contiguous
+  // A dynamic batch: dims[0] is the value of this symbol (0 <= symbol < CpuGraph::num_symbols)
+  // at each call, at most dims[0]; -1: every dim is static. Never on a weight.
+  int32_t batch_symbol = -1;
 };
 
 // A weight stored in named data under `key` (exactly `nbytes` fp32 bytes, dense).
@@ -101,6 +104,9 @@ enum class Precision : uint8_t { Fp32 = 0, Bf16 = 1 };
 struct CpuGraph {
   Precision precision = Precision::Fp32;
   uint32_t num_inputs = 0;  // delegate inputs; the delegate outputs follow them in args
+  // Dynamic batch sizes (TensorDesc::batch_symbol); each is dim 0 of at least one input, which
+  // gives its value at each call.
+  uint32_t num_symbols = 0;
   std::vector<TensorDesc> tensors;
   std::vector<WeightRef> weights;
   std::vector<OpDesc> ops;
@@ -113,6 +119,9 @@ std::vector<uint8_t> serialize(const CpuGraph& graph);
 
 // The graph in `blob`, or nullopt with `*error` set to what is wrong.
 std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error);
+
+// `graph` with every dynamic batch set to `values[symbol]` (each between 1 and its bound).
+CpuGraph with_batch_sizes(const CpuGraph& graph, std::span<const int64_t> values);
 
 // The number of elements of `dims`, or -1 for a negative size or an overflow past 2^40.
 int64_t checked_numel(std::span<const int64_t> dims);

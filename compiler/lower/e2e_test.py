@@ -193,6 +193,11 @@ class SelectElement(torch.nn.Module):  # C9: x[1] * 2 keeps the selected element
         return x[1] * 2
 
 
+class SoftmaxLast(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x * 2, -1)
+
+
 class Fn(torch.nn.Module):  # a function of the inputs as a module (the core-op models)
     def __init__(self, fn):
         super().__init__()
@@ -350,6 +355,12 @@ def models():
         "buffer_view_autocast": (BufferViewAutocast, [(torch.zeros(2, 2),), (torch.zeros(2, 2),)],
                                  None, True),
         "dynamic_flatten": (DynamicFlatten, [(r(3, 2, 3),), (r(7, 2, 3),)], "batch", True),
+        # Batch 2 again after 5: a build the cpu backend kept.
+        "dynamic_convnet": (ConvNet, [(r(2, 3, 16, 16),), (r(5, 3, 16, 16),), (r(2, 3, 16, 16),),
+                                      (r(1, 3, 16, 16),), (r(8, 3, 16, 16),)], "batch", True),
+        # A dynamic last dim: symbolic strides must still give a contiguous dim order.
+        "dynamic_last_dim": (SoftmaxLast,
+                             [(r(2, 5),), (r(2, 16),), (r(2, 2),)], "last", True),
         "weight_select_mul": (WeightSelectMul, [(torch.zeros(4),), (torch.zeros(4),)], None, True),
         "buffer_column": (BufferColumn, [(r(2),), (r(2),), (r(2),)], None, True),
         "fold_control": (FoldControl, [(r(4),)], None, True),
@@ -459,6 +470,12 @@ CPU_EXPECT = {
     "c30_selu_celu": {"delegated_ops_absent": ["aten::elu"]},
     "resnet18": {"delegates": True},
     "mobilenet_v2": {"delegates": True},
+    # A dynamic batch is delegated (built again for each batch size a call brings); any other
+    # dynamic size stays portable.
+    "dynamic_mlp": {"delegates": True, "all_delegated": True},
+    "dynamic_convnet": {"delegates": True, "all_delegated": True},
+    "dynamic_flatten": {"delegates": True, "all_delegated": True},
+    "dynamic_last_dim": {"no_delegates": True},
 }
 
 
@@ -472,6 +489,11 @@ def check_cpu(args, name, pte):
     expect = CPU_EXPECT.get(name, {})
     if expect.get("delegates"):
         assert delegates, f"{name} (cpu): nothing was delegated"
+    if expect.get("all_delegated"):  # but for the size a view reads (a prim op, no compute)
+        compute = [o for o in ops if o != "aten::sym_size.int"]
+        assert len(delegates) == 1 and not compute, f"{name} (cpu): portable ops remain: {ops}"
+    if expect.get("no_delegates"):
+        assert not delegates, f"{name} (cpu): delegated {delegated}"
     for op in expect.get("portable_ops_absent", []):
         assert delegates and not any(o.startswith(op) for o in ops), (name, ops)
     for op in expect.get("delegated_ops_absent", []):
@@ -904,6 +926,8 @@ def check_model(args, name):
         dyn = [{0: ember.Dim("batch", 1, 8)}]
     elif dynamic == "batch2":
         dyn = [{0: ember.Dim("batch", 2, 8)}]
+    elif dynamic == "last":
+        dyn = [{1: ember.Dim("n", 2, 16)}]
     ember.export(copy.deepcopy(module), calls[0], ep, dynamic_shapes=dyn)
     for mode in ("pte", "ptd", "loopback", "loopback_ptd", "cpu"):
         pte = os.path.join(work, f"{name}_{mode}.pte")
@@ -937,6 +961,8 @@ def check_model(args, name):
                 return SKIP
             raise AssertionError(f"{name} ({mode}): run failed: {r.stderr}")
         compare(name, expected, os.path.join(work, "out_" + mode))
+        if mode == "pte":
+            check_contiguous_inputs(args, name, ep, pte, calls[0])
         if mode in ("pte", "ptd") and executorch_runs:
             check_executorch(args, name, pte, ptd, calls, os.path.join(work, "out_" + mode))
         elif mode in ("pte", "ptd"):
@@ -952,6 +978,22 @@ def check_model(args, name):
     else:
         print(f"ok {name} (ExecuTorch's exporter, run by Ember; ExecuTorch's runtime lacks a kernel)")
     return 0
+
+
+def check_contiguous_inputs(args, name, ep, pte, example):
+    """An input that is contiguous in the example is contiguous in the exported program and in
+    the .pte, dynamic sizes (symbolic strides) included."""
+    from ember import _format
+    document = _format.read_exported_program(ep)[1]
+    users = [s["value"] for s in document["signature"]["inputs"] if s["kind"] == "user_input"]
+    exported = [v for v in document["graph"]["inputs"] if v["name"] in users]
+    declared = inspect_json(args, pte)["methods"][0]["inputs"]
+    for where, decls in ((ep, exported), (pte, declared)):
+        for i, (x, decl) in enumerate(zip(example, decls)):
+            contiguous = list(range(x.dim())) if isinstance(x, torch.Tensor) else None
+            if contiguous and x.is_contiguous() and decl.get("dim_order", contiguous) != contiguous:
+                raise AssertionError(f"{name}: input {i} is contiguous, {where} declares dim "
+                                     f"order {decl['dim_order']}")
 
 
 def check_wrong_ptd(args):

@@ -14,10 +14,11 @@
 
 namespace ember::lower {
 
-ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
+ir::Status run_passes(ir::Program& program, passes::PassContext* context,
                       const std::vector<partition::BackendRequest>& backends,
                       partition::DelegationResult* delegation) {
-  passes::PassContext ctx;
+  passes::PassContext local;
+  passes::PassContext& ctx = context != nullptr ? *context : local;
   EMBER_IR_RETURN_IF_ERROR(passes::remove_aliases(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::drop_assertions(program, ctx));
   // A node nobody reads (and that writes nothing) cannot block the compile, supported or not.
@@ -39,7 +40,6 @@ ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
   EMBER_IR_RETURN_IF_ERROR(passes::dedupe_constants(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
   EMBER_IR_RETURN_IF_ERROR(passes::verify_support(program));
-  if (notes != nullptr) notes->insert(notes->end(), ctx.notes.begin(), ctx.notes.end());
   return {};
 }
 
@@ -68,7 +68,10 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
     if (!asked) return ir::Status::error("compile specs for backend '" + name + "', not requested");
   }
   partition::DelegationResult delegation;
-  EMBER_IR_RETURN_IF_ERROR(run_passes(program, &result.notes, requests, &delegation));
+  passes::PassContext ctx;
+  EMBER_IR_RETURN_IF_ERROR(run_passes(program, &ctx, requests, &delegation));
+  result.notes = std::move(ctx.notes);
+  result.details = std::move(ctx.details);
   if (options.keep_ir) result.ir = ir::print_program(program);
   std::map<std::string, std::string> keys;
   EmitOptions eo;
@@ -94,6 +97,7 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
     spec.named_data.push_back(std::move(nd));
   }
   result.partition_report = std::move(delegation.report);
+  result.partition_summary = std::move(delegation.summary);
   result.delegates = delegation.delegates.size();
   Result<emit::WrittenProgram> files = emit::write_program(spec);
   if (!files.ok()) {
@@ -119,12 +123,19 @@ ir::StatusOr<std::unique_ptr<ir::Program>> read_ir_text_file(const std::string& 
   return p;
 }
 
+bool is_ir_text(const std::string& path) {
+  return path.size() > 3 && path.compare(path.size() - 3, 3, ".ir") == 0;
+}
+
 }  // namespace
 
+ir::StatusOr<std::unique_ptr<ir::Program>> load_program_file(const std::string& path) {
+  return is_ir_text(path) ? read_ir_text_file(path) : importer::import_program_file(path);
+}
+
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options) {
-  const bool ir_text = path.size() > 3 && path.compare(path.size() - 3, 3, ".ir") == 0;
-  ir::StatusOr<std::unique_ptr<ir::Program>> p =
-      ir_text ? read_ir_text_file(path) : importer::import_program_file(path);
+  const bool ir_text = is_ir_text(path);
+  ir::StatusOr<std::unique_ptr<ir::Program>> p = load_program_file(path);
   if (!p.ok()) return p.status();
   ir::StatusOr<CompileResult> r = compile_program(**p, options);
   // torch.export's default (training) IR: the ops Ember lacks, or lowers in some forms only,

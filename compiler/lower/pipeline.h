@@ -17,6 +17,7 @@
 #include "compiler/ir/status.h"
 #include "compiler/lower/emit_program.h"
 #include "compiler/partition/to_backend.h"
+#include "compiler/passes/passes.h"
 
 namespace ember::lower {
 
@@ -32,11 +33,13 @@ struct CompileOptions {
 struct CompileResult {
   emit::WrittenProgram files;
   PlanStats stats;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;    // passes' notes (passes::PassContext), one line each
+  std::vector<std::string> details;  // item by item, where a note summarizes many (--verbose)
   std::string ir;
   double seconds = 0;  // compile time, import excluded
   // With backends: what each took and why the rest stays portable (describe_partitions).
   std::string partition_report;
+  std::string partition_summary;  // the same, a line per partition and per kind of portable node
   size_t delegates = 0;
   uint64_t named_data_bytes = 0;  // stored once per key, in the .pte or the .ptd
 };
@@ -47,11 +50,13 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
 // with the ZIP magic; compiler/import/pt2.h), or IR text when it ends in `.ir` (tests of programs
 // the exporter cannot capture on PyTorch 1.13: torch.cond, sym_ite).
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options);
+// The program `compile_file` compiles, imported and verified, before any pass.
+ir::StatusOr<std::unique_ptr<ir::Program>> load_program_file(const std::string& path);
 
-// The passes alone (import → lowered IR), for tests and `--print-ir`. With `backends`, their
-// partitions become delegate calls after functionalization (to_backend.h) and `delegation`
-// (required then) receives the blobs.
-ir::Status run_passes(ir::Program& program, std::vector<std::string>* notes,
+// The passes alone (import → lowered IR), for tests and `--print-ir`; `context`, when given,
+// receives the passes' notes. With `backends`, their partitions become delegate calls after
+// functionalization (to_backend.h) and `delegation` (required then) receives the blobs.
+ir::Status run_passes(ir::Program& program, passes::PassContext* context,
                       const std::vector<partition::BackendRequest>& backends = {},
                       partition::DelegationResult* delegation = nullptr);
 

@@ -79,5 +79,9 @@ ir::StatusOr<PartitionResult> partition_by_groups(
 // A text report of `result`, the form `ember inspect` shows: each partition with its graph,
 // inputs, nodes and outputs, then each portable node with its op and reason.
 std::string describe_partitions(const PartitionResult& result);
+// The same, a line per partition (node count and its most frequent ops) and a line per kind of
+// portable node (op and reason, with how many and the first names): what `ember compile` prints
+// unless asked for --verbose.
+std::string summarize_partitions(const PartitionResult& result);
 
 }  // namespace ember::partition

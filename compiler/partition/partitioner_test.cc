@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -623,6 +624,24 @@ TEST(Report, DescribesPartitionsAndReasons) {
                       "aten::cumsum.default not supported by backend test"),
             std::string::npos)
       << text;
+}
+
+TEST(Report, SummaryHasALinePerPartitionAndPerKindOfPortableNode) {
+  auto p = parse(kContractSnippet);
+  ASSERT_NE(p, nullptr);
+  OpSupportTable backend = test_backend();
+  auto r = partition_by_capability(*p, backend);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string text = summarize_partitions(*r);
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  // The headline, one line per partition, and the two cumsums (same op, same reason) as one.
+  EXPECT_EQ(lines, 1 + r->partitions.size() + 1) << text;
+  EXPECT_NE(text.find("  portable: aten::cumsum.default x2 (%u1, %u2): op aten::cumsum.default "
+                      "not supported by backend test\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  partition 0 in top level: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("  node %"), std::string::npos) << text;
 }
 
 }  // namespace

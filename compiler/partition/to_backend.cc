@@ -238,14 +238,17 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
                                "' failed: " + parts.status().message());
     }
     result.report += describe_partitions(*parts);
+    result.summary += summarize_partitions(*parts);
     // Values the delegates made so far stand for the partition outputs they replaced.
     std::unordered_map<const ir::Value*, ir::Value*> replaced;
     for (size_t pi = 0; pi < parts->partitions.size(); ++pi) {
       Partition p = parts->partitions[pi];
       if (p.graph != &g) {
-        result.report += "partition " + std::to_string(pi) + " (" + node_list(p) +
-                         ") stays portable: it is inside a control-flow subgraph, and control "
-                         "flow is not emitted yet\n";
+        const std::string line = "partition " + std::to_string(pi) +
+                                 " stays portable: it is inside a control-flow subgraph, and "
+                                 "control flow is not emitted yet";
+        result.report += line + " (" + node_list(p) + ")\n";
+        result.summary += "  " + line + "\n";
         continue;
       }
       for (ir::Value*& v : p.inputs) {

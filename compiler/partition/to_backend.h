@@ -60,7 +60,8 @@ struct DelegationResult {
   // The type of the weight a named-data key stores, when the key is a partition weight's
   // weight_key: a .ptd stores that layout with the bytes.
   std::map<std::string, ir::TensorType> weight_types;
-  std::string report;  // describe_partitions of each backend, in order
+  std::string report;   // describe_partitions of each backend, in order
+  std::string summary;  // summarize_partitions of each backend, in order
 };
 
 ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,

@@ -4,6 +4,7 @@
 // hold their bytes through shared_ptr), so every name still referenced has its data. Written
 // tensors are never merged: they are distinct state.
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -19,6 +20,8 @@ ir::Status dedupe_constants(ir::Program& program, PassContext& ctx) {
   ir::Graph& g = program.graph();
   // (type, hash of bytes) → inputs seen with it; bytes are compared in full on a hash match.
   std::map<std::pair<std::string, size_t>, std::vector<ir::Value*>> seen;
+  size_t merged = 0;
+  uint64_t saved = 0;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::InputSpec& spec = program.input_spec(i);
     ir::Value* v = g.inputs()[i];
@@ -40,8 +43,15 @@ ir::Status dedupe_constants(ir::Program& program, PassContext& ctx) {
       continue;
     }
     v->replace_all_uses_with(same);
-    ctx.notes.push_back("dedupe: " + spec.target + " has the bytes of " +
-                        program.input_spec(same->output_index()).target);
+    ctx.details.push_back("dedupe: " + spec.target + " has the bytes of " +
+                          program.input_spec(same->output_index()).target);
+    ++merged;
+    saved += b.size();
+  }
+  if (merged > 0) {
+    ctx.notes.push_back(
+        "dedupe: " + std::to_string(merged) + " weight" + (merged == 1 ? " has" : "s have") +
+        " the bytes of another and share its storage (" + std::to_string(saved) + " bytes saved)");
   }
   return {};
 }

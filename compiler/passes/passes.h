@@ -21,7 +21,8 @@
 namespace ember::passes {
 
 struct PassContext {
-  std::vector<std::string> notes;  // what passes decided that a user may want to know
+  std::vector<std::string> notes;    // what passes decided that a user may want to know
+  std::vector<std::string> details;  // the same, item by item, where a note summarizes many
   int folded_nodes = 0;
   int removed_nodes = 0;
 };

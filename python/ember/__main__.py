@@ -73,7 +73,19 @@ def _dynamic(texts, n_inputs):
     return shapes if texts else None
 
 
+def _check_output(path):
+    """Refuses an output path that cannot be written before tracing, which takes minutes."""
+    if os.path.isdir(path):
+        raise ExportError(f"-o {path!r} is a directory; give a file path such as model.ep")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ExportError(f"-o {path!r}: the directory {parent!r} does not exist")
+    if not os.access(parent, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ExportError(f"-o {path!r}: not writable")
+
+
 def _export(args):
+    _check_output(args.output)
     import torch
 
     from ._export import export
@@ -97,7 +109,11 @@ def _export(args):
         else:
             inputs.append(torch.randint(0, 10, s, dtype=dtype))
     dynamic_shapes = _dynamic(args.dynamic_dim, len(inputs))
-    export(model, tuple(inputs), args.output, dynamic_shapes=dynamic_shapes, strict=args.strict)
+    try:
+        export(model, tuple(inputs), args.output, dynamic_shapes=dynamic_shapes,
+               strict=args.strict)
+    except OSError as e:  # the disk filled, or the path changed while tracing
+        raise ExportError(f"cannot write {args.output!r}: {e.strerror or e}") from None
     print(f"wrote {args.output}")
 
 

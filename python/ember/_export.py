@@ -40,6 +40,15 @@ class Dim:
         return f"Dim({self.name!r}, min={self.min}, max={self.max})"
 
 
+
+def _hint(size):
+    """The example value of a size or stride: itself when static, else its symbol's hint."""
+    if isinstance(size, int):
+        return size
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    return optimization_hint(size, fallback=1 << 30)
+
 def _torch_version():
     match = re.match(r"(\d+)\.(\d+)", torch.__version__)
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
@@ -421,7 +430,9 @@ class _Writer:
             # Strides are written only where every size and stride is static; otherwise
             # dim_order alone gives the layout.
             static = all(isinstance(s, int) for s in strides + shape)
-            concrete = [s if isinstance(s, int) else 0 for s in strides]
+            # A symbolic stride sorts by its example value (a contiguous [2, s0] has strides
+            # (s0, 1): dim order 0, 1), as torch.Tensor.dim_order() orders static strides.
+            concrete = [_hint(s) for s in example.stride()]
             order = sorted(range(len(concrete)), key=lambda i: (-concrete[i], i))
             result = {"name": name, "type": "tensor", "dtype": dtype_name(example.dtype),
                       "shape": shape, "dim_order": order}

@@ -28,7 +28,9 @@ struct CompileSpec {
 struct BackendInitContext {
   MemoryAllocator* allocator;  // the method allocator: lives as long as the Method
   std::string_view method_name;
-  const NamedDataMap* named_data;  // the caller's .ptd map, or the program's; may be null
+  // The caller's .ptd map, or the program's; may be null. It outlives the method, so a delegate
+  // may keep it and read it again in execute (the cpu backend does, for a new batch size).
+  const NamedDataMap* named_data;
 };
 
 struct BackendExecuteContext {

@@ -1,5 +1,6 @@
 #include "runtime/executor/flat_tensor_data_map.h"
 
+#include <array>
 #include <cinttypes>
 #include <cstring>
 
@@ -12,6 +13,13 @@ namespace fb = flat_tensor_flatbuffer;
 
 namespace {
 constexpr size_t kHeaderMinLength = 40;
+// Four bytes of a file as text for a message: anything but printable ASCII becomes '?'.
+std::array<char, 5> printable4(const uint8_t* p) {
+  std::array<char, 5> s{};
+  for (int i = 0; i < 4; ++i) s[i] = p[i] >= 0x20 && p[i] < 0x7f ? static_cast<char>(p[i]) : '?';
+  return s;
+}
+
 }  // namespace
 
 Result<FlatTensorDataMap> FlatTensorDataMap::load(const DataLoader* loader) {
@@ -22,10 +30,9 @@ Result<FlatTensorDataMap> FlatTensorDataMap::load(const DataLoader* loader) {
   if (!head.ok()) return head.error();
   const uint8_t* h = head->bytes();
   EMBER_CHECK(std::memcmp(h + 4, "FT01", 4) == 0, Error::InvalidExternalData,
-              "not a .ptd file: identifier is '%.4s', expected 'FT01'",
-              reinterpret_cast<const char*>(h + 4));
+              "not a .ptd file: identifier is '%s', expected 'FT01'", printable4(h + 4).data());
   EMBER_CHECK(std::memcmp(h + 8, "FH01", 4) == 0, Error::InvalidExternalData,
-              ".ptd header magic is '%.4s', expected 'FH01'", reinterpret_cast<const char*>(h + 8));
+              ".ptd header magic is '%s', expected 'FH01'", printable4(h + 8).data());
   const uint32_t length = read_le<uint32_t>(h + 12);
   EMBER_CHECK(length >= kHeaderMinLength, Error::InvalidExternalData,
               ".ptd header length %u is below %zu", length, kHeaderMinLength);
