@@ -10,36 +10,51 @@
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/kernel_eval.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::lower {
+
+std::span<const std::string_view> pipeline() {
+  // The order `ember compile` runs the passes in; each one's needs come before it (pipeline_test).
+  static constexpr std::string_view kPipeline[] = {
+      "remove_aliases",    // writes are seen through views from here on
+      "drop_assertions",   // assertions never reach the runtime (C12)
+      "dead_code",         // an unused node cannot block the compile, supported or not
+      "verify_lowerable",  // every unsupported op, listed at once, before any rewrite
+      "fold_constants",    // constant subgraphs become weights
+      "functionalize",     // in-place writes become functional ops and mutation outputs
+      "dead_code",         // what folding and functionalization left unused
+      kDelegationStep,     // with --backend: partitions become delegate calls
+      "lower_to_out",      // out-variant kernel calls and prim ops
+      "fold_constants",    // lowering exposes more constant calls
+      "dedupe_constants",  // weights with equal bytes stored once
+      "dead_code",         // weights and nodes deduplication and folding left unused
+      "verify_support",    // the runtime has every kernel the program calls (C12)
+  };
+  return kPipeline;
+}
 
 ir::Status run_passes(ir::Program& program, passes::PassContext* context,
                       const std::vector<partition::BackendRequest>& backends,
                       partition::DelegationResult* delegation) {
   passes::PassContext local;
   passes::PassContext& ctx = context != nullptr ? *context : local;
-  EMBER_IR_RETURN_IF_ERROR(passes::remove_aliases(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::drop_assertions(program, ctx));
-  // A node nobody reads (and that writes nothing) cannot block the compile, supported or not.
-  EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
-  // Everything unsupported, at once, before any rewrite can fail on the first of them.
-  EMBER_IR_RETURN_IF_ERROR(passes::verify_lowerable(program));
-  EMBER_IR_RETURN_IF_ERROR(passes::fold_constants(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::functionalize(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
-  if (!backends.empty()) {
-    if (delegation == nullptr) return ir::Status::error("run_passes: backends need a result");
-    ir::StatusOr<partition::DelegationResult> d =
-        partition::delegate_to_backends(program, backends);
-    if (!d.ok()) return d.status();
-    *delegation = std::move(*d);
+  for (std::string_view step : pipeline()) {
+    if (step == kDelegationStep) {
+      if (backends.empty()) continue;
+      if (delegation == nullptr) return ir::Status::error("run_passes: backends need a result");
+      ir::StatusOr<partition::DelegationResult> d =
+          partition::delegate_to_backends(program, backends);
+      if (!d.ok()) return d.status();
+      *delegation = std::move(*d);
+      continue;
+    }
+    const passes::PassInfo* pass = passes::find_pass(step);
+    if (pass == nullptr)
+      return ir::Status::error("the pipeline names an unknown pass " + std::string(step));
+    EMBER_IR_RETURN_IF_ERROR(pass->run(program, ctx));
   }
-  EMBER_IR_RETURN_IF_ERROR(passes::lower_to_out_variants(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::fold_constants(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::dedupe_constants(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::eliminate_dead_code(program, ctx));
-  EMBER_IR_RETURN_IF_ERROR(passes::verify_support(program));
   return {};
 }
 

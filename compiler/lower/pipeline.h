@@ -9,7 +9,9 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/emit/pte_writer.h"
@@ -52,6 +54,13 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
 ir::StatusOr<CompileResult> compile_file(const std::string& path, const CompileOptions& options);
 // The program `compile_file` compiles, imported and verified, before any pass.
 ir::StatusOr<std::unique_ptr<ir::Program>> load_program_file(const std::string& path);
+
+// The step of the pipeline where --backend partitions become delegate calls
+// (compiler/partition/to_backend.h); every other step is a registered pass
+// (compiler/passes/pass_registry.h).
+inline constexpr std::string_view kDelegationStep = "delegate_to_backends";
+// The steps `ember compile` runs, in order: pass names and kDelegationStep.
+std::span<const std::string_view> pipeline();
 
 // The passes alone (import → lowered IR), for tests and `--print-ir`; `context`, when given,
 // receives the passes' notes. With `backends`, their partitions become delegate calls after

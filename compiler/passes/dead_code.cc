@@ -2,6 +2,7 @@
 // graph (C4), then weight inputs nobody reads. Runs to a fixed point in one backward sweep.
 #include <vector>
 
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -29,5 +30,9 @@ ir::Status eliminate_dead_code(ir::Program& program, PassContext& ctx) {
   }
   return {};
 }
+
+EMBER_PASS(dead_code, eliminate_dead_code, "",
+           "no node whose outputs are unused and that writes nothing remains; no unused weight "
+           "input remains");
 
 }  // namespace ember::passes

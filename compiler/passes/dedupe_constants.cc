@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -55,5 +56,9 @@ ir::Status dedupe_constants(ir::Program& program, PassContext& ctx) {
   }
   return {};
 }
+
+EMBER_PASS(
+    dedupe_constants, dedupe_constants, "",
+    "weights with identical type and bytes share one graph input; every FQN keeps its data (C3)");
 
 }  // namespace ember::passes

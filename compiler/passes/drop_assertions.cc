@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -40,5 +41,10 @@ ir::Status drop_assertions(ir::Program& program, PassContext& ctx) {
   });
   return {};
 }
+
+EMBER_PASS(drop_assertions, drop_assertions, "",
+           "tensor assertions (aten::_assert_async, aten::_check_tensor_all, aten::_assert_scalar, "
+           "aten::sym_constrain_range*) are removed from every graph: Ember drops assertions at "
+           "compile time (C12)");
 
 }  // namespace ember::passes

@@ -11,6 +11,7 @@
 
 #include "compiler/passes/kernel_eval.h"
 #include "compiler/passes/op_table.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -119,5 +120,11 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
   }
   return {};
 }
+
+EMBER_PASS(
+    fold_constants, fold_constants, "",
+    "a node whose tensor inputs are all unwritten weights is replaced by a constant weight "
+    "computed with the portable kernels; nothing written in place, no view of it, and no clone "
+    "that is then written is folded (C1, C20); folded constants have static shapes (C2)");
 
 }  // namespace ember::passes

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -305,5 +306,10 @@ ir::Status functionalize(ir::Program& program, PassContext& ctx) {
   }
   return {};
 }
+
+EMBER_PASS(functionalize, functionalize, "remove_aliases",
+           "no in-place op and no view of a written tensor remains; each write becomes a "
+           "functional op plus scatters back through the view chain; the final value of a written "
+           "buffer or user input becomes a buffer_mutation / user_input_mutation output");
 
 }  // namespace ember::passes

@@ -1,5 +1,6 @@
 #include "compiler/passes/kernel_eval.h"
 
+#include <cstring>
 #include <deque>
 #include <memory>
 
@@ -78,8 +79,11 @@ struct Frame {
   }
 };
 
+// `optional_list`: a list of tensors is a Tensor?[] (signature letter 'o', index.Tensor's
+// indices) even when no item is None.
 ir::StatusOr<EValue*> convert(Frame& f, const ir::Arg& a,
-                              const std::function<const Bytes*(ir::Value*)>& data) {
+                              const std::function<const Bytes*(ir::Value*)>& data,
+                              bool optional_list = false) {
   switch (a.kind()) {
     case ir::ArgKind::None:
       return f.add(EValue());
@@ -131,7 +135,7 @@ ir::StatusOr<EValue*> convert(Frame& f, const ir::Arg& a,
         for (size_t i = 0; i < items.size(); ++i) f.bool_lists.back()[i] = items[i].as_bool();
         return f.add(EValue::from_bool_list({f.bool_lists.back().get(), items.size()}));
       }
-      bool optional = false;
+      bool optional = optional_list;
       std::vector<EValue*> ptrs;
       for (const ir::Arg& i : items) {
         if (i.is_none()) {
@@ -168,8 +172,10 @@ ir::StatusOr<std::vector<Bytes>> eval_kernel(const std::string& name,
   if (kernel == nullptr) return ir::Status::error("no kernel " + name);
   Frame f;
   std::vector<EValue*> stack;
+  const size_t letters = kernel->signature != nullptr ? std::strlen(kernel->signature) : 0;
   for (const ir::NamedArg& a : args) {
-    ir::StatusOr<EValue*> e = convert(f, a.value, data);
+    const size_t i = stack.size();
+    ir::StatusOr<EValue*> e = convert(f, a.value, data, i < letters && kernel->signature[i] == 'o');
     if (!e.ok()) return e.status();
     stack.push_back(*e);
   }

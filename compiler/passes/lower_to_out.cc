@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "compiler/passes/op_table.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -23,5 +24,9 @@ ir::Status lower_to_out_variants(ir::Program& program, PassContext&) {
   for (const std::string& e : errors) message += "\n  " + e;
   return ir::Status::error(message);
 }
+
+EMBER_PASS(lower_to_out, lower_to_out_variants, "functionalize",
+           "every node is an out-variant kernel call (aten::relu.out), a runtime prim op, or "
+           "control flow, driven by the one table in op_table.h");
 
 }  // namespace ember::passes

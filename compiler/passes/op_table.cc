@@ -44,6 +44,10 @@ constexpr LoweringRule kRules[] = {
     {"aten::arange.default", "aten::arange.out", "end", nullptr, nullptr},
     {"aten::arange.start", "aten::arange.start_out", "start,end,step=1", nullptr, nullptr},
     {"aten::arange.start_step", "aten::arange.start_out", "start,end,step", nullptr, nullptr},
+    // A gather from the input's storage; lowering_gap accepts only inputs whose storage Ember
+    // reproduces. One to the input's own strides is removed as an alias (remove_aliases.cc).
+    {"aten::as_strided.default", "aten::as_strided_copy.out", "self,size,stride,storage_offset",
+     nullptr, nullptr},
     // torch.export's default (training) IR: batch_norm, conv2d, flatten, max_pool2d.
     {"aten::batch_norm.default", nullptr, nullptr, lower_batch_norm_inference, nullptr},
     {"aten::celu.default", nullptr, nullptr, lower_celu, nullptr},
@@ -572,6 +576,74 @@ std::string gap_for(std::string op, const std::string& overload, bool in_place) 
   return "no kernel (" + k + ") and no decomposition";
 }
 
+// as_strided reads its input's storage: PyTorch's storage of that tensor, Ember's the dense
+// row-major copy every kernel writes. The two agree when the input fills its storage (pass_util.h)
+// row-major; otherwise the result would silently differ, so the op is refused with what to do.
+// Everything is static, so reads out of bounds are refused here rather than at run time.
+std::string as_strided_gap(const ir::Node& node) {
+  const ir::Value* self = input_value(node, "self");
+  if (self == nullptr || node.num_outputs() != 1) return "as_strided needs a tensor";
+  std::vector<int64_t> sizes, layout, row_major, size, stride;
+  const ir::Arg* offset_arg = node.arg("storage_offset");
+  const bool static_offset =
+      offset_arg == nullptr || offset_arg->is_none() || offset_arg->kind() == ir::ArgKind::Int;
+  if (!static_sizes(self->tensor_type(), &sizes) || !static_int_list(node, "size", &size) ||
+      !static_int_list(node, "stride", &stride) || !static_offset) {
+    return "as_strided with a symbolic input shape, size, stride or storage offset: Ember checks "
+           "the elements it reads at compile time; export with static shapes";
+  }
+  const int64_t offset =
+      offset_arg != nullptr && offset_arg->kind() == ir::ArgKind::Int ? offset_arg->as_int() : 0;
+  if (size.size() != stride.size()) {
+    return "as_strided's size and stride differ in length (" + std::to_string(size.size()) +
+           " and " + std::to_string(stride.size()) + ")";
+  }
+  if (!fills_storage(self)) {
+    const ir::Node* p = self->producer();
+    return "as_strided reads its input's storage, and its input (" +
+           (p != nullptr ? "%" + self->name() + ", from " + p->qualified_op()
+                         : "a subgraph input") +
+           ") may not start at or fill that storage in PyTorch, while Ember's tensors are dense "
+           "copies; the result would differ. Clone the input (x.clone()) before as_strided, or "
+           "write the view with view/permute/slice";
+  }
+  ir::TensorType contiguous = self->tensor_type();
+  contiguous.dim_order.clear();
+  if (!dense_strides(self->tensor_type(), &layout) || !dense_strides(contiguous, &row_major)) {
+    return "as_strided of a tensor with a malformed dim order";
+  }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && layout[d] != row_major[d]) {
+      std::string order;
+      for (int32_t o : self->tensor_type().dim_order) {
+        order += (order.empty() ? "" : ", ") + std::to_string(o);
+      }
+      return "as_strided reads its input's storage, which PyTorch lays out in dim order [" + order +
+             "] and Ember row-major; the result would differ. Make the input contiguous "
+             "(x.contiguous()) before as_strided";
+    }
+  }
+  const int64_t numel = self->tensor_type().numel_upper_bound().value_or(INT64_MAX);
+  int64_t last = offset;
+  bool overflow = false, empty = false;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] < 0) return "as_strided with a negative size (PyTorch refuses it too)";
+    if (stride[d] < 0) return "as_strided with a negative stride (PyTorch refuses it too)";
+    empty = empty || size[d] == 0;
+    int64_t reach = 0;
+    overflow = overflow || __builtin_mul_overflow(size[d] - 1, stride[d], &reach) ||
+               __builtin_add_overflow(last, reach, &last);
+  }
+  if (offset < 0) return "as_strided with a negative storage offset (PyTorch refuses it too)";
+  if (!empty && (overflow || last >= numel)) {
+    return "as_strided reads " +
+           (overflow ? std::string("past int64") : "element " + std::to_string(last)) +
+           " of an input of " + std::to_string(numel) +
+           " elements: out of bounds (PyTorch refuses it too)";
+  }
+  return "";
+}
+
 }  // namespace
 
 bool is_list_out_kernel(std::string_view name) {
@@ -648,6 +720,11 @@ std::optional<KernelForm> direct_kernel_form(const ir::Node& node) {
 
 std::string lowering_gap(const ir::Node& node) {
   if (is_lowered(node) || node.op() == "higher_order::cond") return "";
+  const std::string op = node.qualified_op();
+  if (op == "aten::as_strided.default" || op == "aten::as_strided_copy.default") {
+    std::string gap = as_strided_gap(node);
+    if (!gap.empty()) return gap;
+  }
   return gap_for(node.op(), effective_overload(node), !mutated_arguments(node).empty());
 }
 

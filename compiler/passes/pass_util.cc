@@ -1,6 +1,8 @@
 #include "compiler/passes/pass_util.h"
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 namespace ember::passes {
 
@@ -120,6 +122,71 @@ bool static_sizes(const ir::TensorType& type, std::vector<int64_t>* sizes) {
     sizes->push_back(d.value);
   }
   return true;
+}
+
+bool static_int_list(const ir::Node& node, const char* name, std::vector<int64_t>* items) {
+  items->clear();
+  const ir::Arg* a = node.arg(name);
+  if (a == nullptr || a->kind() != ir::ArgKind::List) return false;
+  for (const ir::Arg& item : a->as_list()) {
+    if (item.kind() != ir::ArgKind::Int) return false;
+    items->push_back(item.as_int());
+  }
+  return true;
+}
+
+bool dense_strides(const ir::TensorType& type, std::vector<int64_t>* strides) {
+  std::vector<int64_t> sizes;
+  if (!static_sizes(type, &sizes)) return false;
+  const size_t rank = sizes.size();
+  std::vector<int32_t> order = type.dim_order;
+  if (order.empty()) {
+    for (size_t d = 0; d < rank; ++d) order.push_back(static_cast<int32_t>(d));
+  }
+  if (order.size() != rank) return false;
+  strides->assign(rank, 0);
+  std::vector<bool> seen(rank, false);
+  int64_t stride = 1;
+  for (size_t i = rank; i-- > 0;) {
+    const int32_t d = order[i];
+    if (d < 0 || static_cast<size_t>(d) >= rank || seen[static_cast<size_t>(d)]) return false;
+    seen[static_cast<size_t>(d)] = true;
+    (*strides)[static_cast<size_t>(d)] = stride;
+    if (__builtin_mul_overflow(stride, std::max<int64_t>(sizes[static_cast<size_t>(d)], 1),
+                               &stride)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool fills_storage(const ir::Value* v) {
+  // Views that renumber the elements of their input one to one: the same storage, still filled.
+  static constexpr std::string_view kFillingViews[] = {
+      "aten::view.default",      "aten::_unsafe_view.default", "aten::reshape.default",
+      "aten::permute.default",   "aten::transpose.int",        "aten::t.default",
+      "aten::unsqueeze.default", "aten::squeeze.default",      "aten::squeeze.dim",
+      "aten::squeeze.dims",      "aten::alias.default",        "aten::detach.default",
+      "aten::lift_fresh.default"};
+  for (int guard = 0; guard < 100000; ++guard) {
+    const ir::Node* p = v->producer();
+    if (p == nullptr) return v->owner() != nullptr && v->owner()->parent_node() == nullptr;
+    const std::string op = p->qualified_op();
+    // Ops that set strides or storage themselves (empty_strided, as_strided_, set_, resize_).
+    if (op.find("strided") != std::string::npos || op.starts_with("aten::set_") ||
+        op.starts_with("aten::resize")) {
+      return false;
+    }
+    const ir::Value* parent = alias_parent(v);
+    if (parent == nullptr) return true;  // a computed tensor
+    const bool in_place = !ir::mutated_arguments(*p).empty();
+    if (!in_place && std::find(std::begin(kFillingViews), std::end(kFillingViews), op) ==
+                         std::end(kFillingViews)) {
+      return false;  // a view that may skip, repeat or offset elements (slice, expand, split...)
+    }
+    v = parent;  // a filling view, or an in-place op's result: its input's storage
+  }
+  return false;
 }
 
 }  // namespace ember::passes

@@ -36,4 +36,20 @@ std::string node_error(const ir::Node& node, const std::string& reason);
 // The static sizes of a tensor type, or false when a dim is symbolic.
 bool static_sizes(const ir::TensorType& type, std::vector<int64_t>* sizes);
 
+// The integers of `node`'s list argument `name`; false when it is absent or an item is not a
+// constant integer (a symbolic size).
+bool static_int_list(const ir::Node& node, const char* name, std::vector<int64_t>* items);
+
+// The element strides of a dense tensor of `type` laid out in its dim order (row-major when the
+// dim order is empty); false when a size is symbolic or the dim order is malformed.
+bool dense_strides(const ir::TensorType& type, std::vector<int64_t>* strides);
+
+// True when, in PyTorch, `v`'s elements fill its storage exactly: storage offset 0, no gaps and no
+// overlaps, laid out in `v`'s dim order. So is the result of an op that computes a new tensor, an
+// input of the top-level graph (Ember's inputs are dense), an in-place op's result on such a
+// tensor, and a permuting or reshaping view (view, permute, transpose, squeeze...) of one; a
+// slice, select, expand or as_strided view, or a subgraph input, is not known to be. Ops that read
+// storage (as_strided) can be computed exactly only on such tensors.
+bool fills_storage(const ir::Value* v);
+
 }  // namespace ember::passes

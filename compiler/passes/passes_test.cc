@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
-#include <map>
+#include <set>
 #include <sstream>
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -22,50 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr char kExpected[] = "# ---- expected\n";
 constexpr char kError[] = "# ---- error\n";
-
-using PassFn = std::function<ir::Status(ir::Program&)>;
-
-const std::map<std::string, PassFn>& pass_table() {
-  static const std::map<std::string, PassFn> table = {
-      {"remove_aliases",
-       [](ir::Program& p) {
-         PassContext c;
-         return remove_aliases(p, c);
-       }},
-      {"drop_assertions",
-       [](ir::Program& p) {
-         PassContext c;
-         return drop_assertions(p, c);
-       }},
-      {"fold_constants",
-       [](ir::Program& p) {
-         PassContext c;
-         return fold_constants(p, c);
-       }},
-      {"functionalize",
-       [](ir::Program& p) {
-         PassContext c;
-         return functionalize(p, c);
-       }},
-      {"lower_to_out",
-       [](ir::Program& p) {
-         PassContext c;
-         return lower_to_out_variants(p, c);
-       }},
-      {"dedupe_constants",
-       [](ir::Program& p) {
-         PassContext c;
-         return dedupe_constants(p, c);
-       }},
-      {"dead_code",
-       [](ir::Program& p) {
-         PassContext c;
-         return eliminate_dead_code(p, c);
-       }},
-      {"verify_support", [](ir::Program& p) { return verify_lowerable(p); }},
-  };
-  return table;
-}
 
 std::string read(const fs::path& p) {
   std::ifstream f(p);
@@ -110,9 +66,10 @@ TEST_P(Golden, Matches) {
           : text.substr(split + (wants_error ? sizeof(kError) : sizeof(kExpected)) - 1);
   auto program = ir::parse_program(input);
   ASSERT_TRUE(program.ok()) << program.status().message();
-  auto pass = pass_table().find(c.pass);
-  ASSERT_NE(pass, pass_table().end()) << "unknown pass directory " << c.pass;
-  ir::Status s = pass->second(**program);
+  const PassInfo* pass = find_pass(c.pass);
+  ASSERT_NE(pass, nullptr) << "testdata/" << c.pass << " names no registered pass";
+  PassContext ctx;
+  ir::Status s = pass->run(**program, ctx);
   // Folding tests show weight bytes: the folded values are part of what they check.
   ir::PrintOptions options;
   options.weight_data = c.pass == "fold_constants" || c.pass == "dedupe_constants";
@@ -148,6 +105,25 @@ INSTANTIATE_TEST_SUITE_P(Passes, Golden, testing::ValuesIn(cases()),
                            }
                            return n;
                          });
+
+// Every registered pass has golden tests, says what it guarantees, and needs only registered
+// passes; no two share a name.
+TEST(Registry, EveryPassHasGoldenTestsAndKnownNeeds) {
+  std::set<std::string> names;
+  for (const PassInfo* p : registered_passes()) {
+    SCOPED_TRACE(p->name);
+    EXPECT_TRUE(names.insert(p->name).second) << "registered twice";
+    EXPECT_NE(p->run, nullptr);
+    EXPECT_GT(std::string(p->guarantees).size(), 10u);
+    for (const std::string& need : pass_needs(*p)) {
+      EXPECT_NE(find_pass(need), nullptr) << "needs an unknown pass " << need;
+    }
+    bool has_case = false;
+    for (const Case& c : cases()) has_case = has_case || c.pass == p->name;
+    EXPECT_TRUE(has_case) << "no golden test in testdata/" << p->name;
+  }
+  EXPECT_GE(names.size(), 9u);  // a file whose EMBER_PASS line the table missed shows here
+}
 
 }  // namespace
 }  // namespace ember::passes

@@ -1,8 +1,10 @@
-// remove_aliases: alias-only ops (detach, alias, views to the same shape) disappear in every graph
-// (contract C4). Their result shares storage with their input, so reading the input instead is
-// exact, in-place writes included.
+// remove_aliases: alias-only ops (detach, alias, views to the same shape, as_strided to the input's
+// own strides) disappear in every graph (contract C4). Their result shares storage with their
+// input, so reading the input instead is exact, in-place writes included.
+#include <algorithm>
 #include <vector>
 
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -10,8 +12,36 @@ namespace ember::passes {
 
 namespace {
 
+// as_strided to its input's own sizes and strides reads every element where it is: the input
+// itself. Size-1 dims are skipped: their stride is never used. (torch's decomposition of
+// adaptive_avg_pool2d to 1x1 restrides a mean this way to keep its memory format.) The input must
+// fill its storage (pass_util.h), or its strides are not the ones its dim order implies.
+bool is_identity_as_strided(const ir::Node& n) {
+  if (n.num_outputs() != 1 || n.args().empty() || n.args()[0].value.kind() != ir::ArgKind::Value) {
+    return false;
+  }
+  const ir::Value* self = n.args()[0].value.as_value();
+  std::vector<int64_t> sizes, dense, size, stride;
+  if (!static_sizes(self->tensor_type(), &sizes) || !dense_strides(self->tensor_type(), &dense) ||
+      !static_int_list(n, "size", &size) || !static_int_list(n, "stride", &stride) ||
+      size != sizes || stride.size() != sizes.size() || !fills_storage(self)) {
+    return false;
+  }
+  const ir::Arg* offset = n.arg("storage_offset");
+  if (offset != nullptr && !offset->is_none() &&
+      !(offset->kind() == ir::ArgKind::Int && offset->as_int() == 0)) {
+    return false;
+  }
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return true;  // no elements
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && stride[d] != dense[d]) return false;
+  }
+  return true;
+}
+
 bool is_alias_only(const ir::Node& n) {
   const std::string op = n.qualified_op();
+  if (op == "aten::as_strided.default") return is_identity_as_strided(n);
   if (op == "aten::detach.default" || op == "aten::alias.default" ||
       op == "aten::lift_fresh.default") {
     return true;
@@ -67,5 +97,9 @@ ir::Status remove_aliases(ir::Program& program, PassContext& ctx) {
   });
   return {};
 }
+
+EMBER_PASS(remove_aliases, remove_aliases, "",
+           "no aten::detach / aten::alias / no-op view remains in any graph; their users read the "
+           "aliased value itself (C4)");
 
 }  // namespace ember::passes

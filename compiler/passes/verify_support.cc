@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/passes/op_table.h"
+#include "compiler/passes/pass_registry.h"
 #include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
@@ -55,7 +56,9 @@ ir::Status verify_support(const ir::Program& program) {
       } else if (n->num_subgraphs() > 0) {
         reason = "control flow other than cond is not emitted yet; its subgraphs are checked below";
       } else if (!is_lowered(*n)) {
-        reason = "not lowered to an out variant: " + lowering_gap(*n);
+        const std::string gap = lowering_gap(*n);
+        reason = "not lowered to an out variant" +
+                 (gap.empty() ? std::string(" (lower_to_out did not run on it)") : ": " + gap);
       } else if (is_prim_op(op)) {
         // C12: the compiler emits only prim ops the runtime registers, with their arguments
         // and then the result once (no repeated out).
@@ -88,5 +91,24 @@ ir::Status verify_support(const ir::Program& program) {
   });
   return report(lines, ops);
 }
+
+namespace {
+
+ir::Status run_verify_lowerable(ir::Program& program, PassContext&) {
+  return verify_lowerable(program);
+}
+ir::Status run_verify_support(ir::Program& program, PassContext&) {
+  return verify_support(program);
+}
+
+}  // namespace
+
+EMBER_PASS(verify_lowerable, run_verify_lowerable, "",
+           "changes nothing; fails, listing every node at once, when an op has no lowering "
+           "(no kernel, decomposition or prim implementation), so a user sees all of them right "
+           "after import");
+EMBER_PASS(verify_support, run_verify_support, "lower_to_out",
+           "changes nothing; fails, listing every node, when a lowered call names a kernel or "
+           "prim op the runtime lacks or passes it the wrong number of arguments (C12)");
 
 }  // namespace ember::passes

@@ -198,6 +198,77 @@ TEST(Shape, ExpandSliceSelectSqueezeUnsqueeze) {
             Error::InvalidArgument);
 }
 
+// as_strided_copy gathers from the input's storage: windows that overlap, a stride-0 repeat, an
+// offset, size-1 dims with any stride, the physical order of a channels-last input, and no
+// elements (no bounds to check, as in ATen). Reads out of bounds are an error, never a crash.
+TEST(Shape, AsStridedCopy) {
+  at::manual_seed(27);
+  struct Case {
+    std::vector<int64_t> size, stride;
+    c10::optional<int64_t> offset;  // libtorch 1.13: not std::optional
+  };
+  const std::vector<Case> cases = {{{4, 5}, {5, 1}, 7},   {{3, 4}, {2, 1}, c10::nullopt},
+                                   {{2, 3}, {0, 1}, 11},  {{1, 60, 1}, {999, 1, 12345}, 0},
+                                   {{3, 3}, {1, 20}, 17}, {{0, 3}, {1, 1}, 1000},
+                                   {{}, {}, 59},          {{2, 2, 3}, {30, 1, 7}, 1}};
+  for (at::ScalarType dtype : all_dtypes()) {
+    const at::Tensor x = random_tensor(dtype, {3, 4, 5});
+    for (const Case& k : cases) {
+      check(
+          "aten::as_strided_copy.out",
+          [&](KernelCall& c) {
+            c.tensor(x).int_list(k.size).int_list(k.stride);
+            if (k.offset)
+              c.scalar(*k.offset);
+            else
+              c.none();
+          },
+          x.as_strided(k.size, k.stride, k.offset).contiguous());
+    }
+  }
+  const at::Tensor cl = at::randn({1, 2, 3, 3}).contiguous(at::MemoryFormat::ChannelsLast);
+  check(
+      "aten::as_strided_copy.out",
+      [&](KernelCall& c) {
+        c.tensor(cl).int_list({3, 6}).int_list({6, 1}).none();
+      },
+      cl.as_strided({3, 6}, {6, 1}).contiguous());
+  // Errors: ATen refuses each of these too.
+  const at::Tensor x = at::randn({3, 4, 5});
+  const std::vector<Case> bad = {{{5, 5}, {5, 1}, 36},          // reads element 60 of 60
+                                 {{2, 2}, {-1, 1}, 4},          // negative stride
+                                 {{2, 2}, {1, 1}, -1},          // negative offset
+                                 {{1}, {int64_t{1} << 62}, 0},  // size 1: its stride is unused
+                                 {{3, 3}, {int64_t{1} << 62, 1}, 0}};  // overflows int64
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const Case& k = bad[i];
+    const Error e = run_with_out(
+        "aten::as_strided_copy.out",
+        [&](KernelCall& c) { c.tensor(x).int_list(k.size).int_list(k.stride).scalar(*k.offset); },
+        at::kFloat, std::vector<int64_t>(k.size.size(), 9));
+    if (i == 3) {
+      EXPECT_EQ(e, Error::Ok) << last_error_message();
+      EXPECT_NO_THROW(x.as_strided(k.size, k.stride, k.offset));
+    } else {
+      EXPECT_EQ(e, Error::InvalidArgument) << i;
+      EXPECT_ANY_THROW(x.as_strided(k.size, k.stride, k.offset)) << i;
+    }
+  }
+  EXPECT_EQ(run_with_out("aten::as_strided_copy.out",
+                         [&](KernelCall& c) {
+                           c.tensor(x).int_list({2, 2}).int_list({1}).none();
+                         },
+                         at::kFloat, {9, 9}),
+            Error::InvalidArgument);
+  // An empty input has no element to read.
+  EXPECT_EQ(run_with_out("aten::as_strided_copy.out",
+                         [&](KernelCall& c) {
+                           c.tensor(at::randn({0, 3})).int_list({1}).int_list({1}).none();
+                         },
+                         at::kFloat, {9}),
+            Error::InvalidArgument);
+}
+
 TEST(Shape, SplitWithSizesSplitUnbind) {
   at::manual_seed(22);
   for (at::ScalarType dtype : {at::kFloat, at::kLong, at::kBool, at::kHalf}) {

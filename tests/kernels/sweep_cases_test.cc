@@ -573,6 +573,14 @@ const bool kShapeCases = [] {
         c.int_list({0, -1});
       });
   add_shape_case(
+      "aten::as_strided_copy.out", {2, 3, 4},
+      [](auto& x) {
+        return x.as_strided({3, 3}, {7, 2}, 5);
+      },
+      [](KernelCall& c) {
+        c.int_list({3, 3}).int_list({7, 2}).scalar(int64_t{5});
+      });
+  add_shape_case(
       "aten::roll.out", {2, 3, 4},
       [](auto& x) {
         return x.roll({1, -5}, {0, 2});

@@ -82,6 +82,7 @@ const bool kUnaryCases = [] {
   add_unary_case(
       "aten::clone.out", [](const at::Tensor& x) { return x.clone(); },
       [](KernelCall& c) { c.none(); });
+  add_unary_case("aten::alias_copy.out", [](const at::Tensor& x) { return at::alias_copy(x); });
   // _to_copy: every source dtype into float32 and into int32 (finite values: float -> int of NaN is
   // undefined in ATen).
   for (at::ScalarType to : {at::kFloat, at::kInt, at::kBool, at::kHalf}) {
