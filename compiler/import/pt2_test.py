@@ -22,8 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 import torch  # the venv's (scripts/setup): a missing torch fails the test, it never skips
 
-sys.path.insert(0, os.path.join(HERE, "..", "lower"))
-from e2e_test import compare, execute, run  # noqa: E402  (the runner's protocol)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+from checks import compare, execute, run  # noqa: E402  (the runner's protocol)
 
 
 class MLP(torch.nn.Module):

@@ -15,8 +15,11 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -108,6 +111,18 @@ inline at::Tensor aten_view(const Tensor& t) {
   std::vector<int64_t> strides(t.strides().begin(), t.strides().end());
   return at::from_blob(t.mutable_data(), sizes, strides,
                        at::TensorOptions().dtype(to_aten(t.dtype())));
+}
+
+class KernelCall;
+
+// How KernelCall::run() runs a call. Empty (the default): the registered portable kernel, called
+// directly. The backend conformance suite (tests/conformance) sets a flow that compiles the call
+// into a one-node program and runs it through a backend, so that every sweep case checks each
+// backend against ATen with the same comparison. Set it only around a run, on one thread.
+using KernelCallFlow = std::function<Error(KernelCall&)>;
+inline KernelCallFlow& kernel_call_flow() {
+  static KernelCallFlow flow;
+  return flow;
 }
 
 // Builds the argument list of one kernel call.
@@ -224,12 +239,31 @@ class KernelCall {
             << name_ << ": argument " << i << " is a " << to_string(args_[i]->tag());
       }
     }
+    if (kernel_call_flow()) return kernel_call_flow()(*this);
+    return run_direct();
+  }
+
+  // Calls the registered portable kernel, whatever the flow.
+  Error run_direct() {
+    const Kernel* k = find_kernel(name_);
+    if (k == nullptr) return Error::OperatorMissing;
     KernelContext ctx{nullptr, &ThreadPool::global()};
     return k->fn(ctx, {args_.data(), args_.size()});
   }
 
+  // The kernel's name ("aten::add.out").
+  const std::string& name() const { return name_; }
+  // Every argument in kernel order: the inputs, the outs, then the repeated out(s).
+  std::span<EValue* const> args() const { return args_; }
+  size_t num_outs() const { return out_tensors_.size(); }
+  // True when `t` is one of the out tensors.
+  bool is_out(const Tensor* t) const {
+    return std::find(out_tensors_.begin(), out_tensors_.end(), t) != out_tensors_.end();
+  }
+
   // The i-th out tensor, at the sizes the kernel gave it.
   const Tensor& out(size_t i = 0) const { return *out_tensors_.at(i); }
+  Tensor& mutable_out(size_t i) { return *out_tensors_.at(i); }
 
  private:
   KernelCall& push(EValue v) {

@@ -107,14 +107,28 @@ inline bool values_match(const Tensor& actual, const at::Tensor& expected, Toler
     msg << "shape differs";
   } else {
     const at::Tensor a = aten_view(actual);
+    at::Tensor differ;  // true where the values differ
     if (at::isFloatingType(expected.scalar_type())) {
       const at::Tensor ad = a.to(at::kDouble), ed = expected.to(at::kDouble);
       if (at::allclose(ad, ed, tol.rtol, tol.atol, /*equal_nan=*/true)) return true;
+      differ = at::isclose(ad, ed, tol.rtol, tol.atol, /*equal_nan=*/true).logical_not();
       msg << "values differ; max abs diff "
           << (ad - ed).abs().nan_to_num(0, 0, 0).max().item<double>();
     } else {
       if (at::equal(a, expected)) return true;
+      differ = a.ne(expected);
       msg << "values differ";
+    }
+    // Where: the count, and the first element that differs with both values.
+    const at::Tensor where = differ.nonzero();
+    msg << "; " << where.size(0) << " of " << expected.numel() << " elements";
+    if (where.size(0) > 0) {
+      const std::vector<int64_t> index(where[0].data_ptr<int64_t>(),
+                                       where[0].data_ptr<int64_t>() + where.size(1));
+      std::vector<at::indexing::TensorIndex> at_index(index.begin(), index.end());
+      msg << ", first at " << at::IntArrayRef(index) << ": got "
+          << a.index(at_index).to(at::kDouble).item<double>() << ", expected "
+          << expected.index(at_index).to(at::kDouble).item<double>();
     }
   }
   if (why != nullptr) *why = msg.str();

@@ -1,0 +1,246 @@
+"""Capture with torch.export: the module's state, the ATen graph and its signature.
+
+torch.export.export (strict or not), then ExportedProgram.run_decompositions() to the core ATen
+opset, gives a functional graph; _capture_torch_export hands it to the writer as a _Captured, with
+its symbols renamed after the declared dims. Failures inside torch.export come back as ExportError
+worded for what to change (_torch_export_error).
+"""
+
+import inspect
+import re
+
+import torch
+
+from ._errors import ExportError
+from ._inputs import Dim
+
+
+# ---------------------------------------------------------------------------------------------
+# Module state: parameters, buffers and plain tensor attributes, by fully qualified name.
+
+
+class _State:
+    def __init__(self):
+        self.entries = []  # [kind, [fqns], tensor, persistent] with one entry per tensor object
+        self.by_id = {}
+
+    def add(self, kind, fqn, tensor, persistent=True):
+        entry = self.by_id.get(id(tensor))
+        if entry is not None:
+            entry[1].append(fqn)
+            return
+        entry = [kind, [fqn], tensor, persistent]
+        self.entries.append(entry)
+        self.by_id[id(tensor)] = entry
+
+
+def _collect_state(module):
+    state = _State()
+    modules = list(module.named_modules(remove_duplicate=False))
+    for kind in ("parameter", "buffer", "constant"):
+        for prefix, mod in modules:
+            base = prefix + "." if prefix else ""
+            if kind == "parameter":
+                for name, p in mod._parameters.items():
+                    if p is not None:
+                        state.add(kind, base + name, p)
+            elif kind == "buffer":
+                for name, b in mod._buffers.items():
+                    if b is not None:
+                        state.add(kind, base + name, b,
+                                  name not in mod._non_persistent_buffers_set)
+            else:
+                for name, value in vars(mod).items():
+                    if isinstance(value, torch.Tensor) and not isinstance(value,
+                                                                          torch.nn.Parameter):
+                        state.add(kind, base + name, value)
+    return state
+
+
+# ---------------------------------------------------------------------------------------------
+# Capture with torch.export
+
+
+class _Captured:
+    """What the capture hands to the writer."""
+
+    def __init__(self):
+        self.graph = None  # fx.Graph
+        self.root = None  # the GraphModule, for get_attr (control-flow branches)
+        self.placeholders = []  # [(fx.Node, kind, fqns or None, persistent)]
+        self.symbols = []  # [Dim] the program's symbols, with their ranges
+        self.sym = None  # callable: SymInt-like -> int or (expr str, min, max)
+        self.module_stack = None  # callable: fx.Node -> [{"path", "type"}]
+        self.output_specs = []  # [(kind, target)] per flat output
+        self.user_names = None  # forward's parameter names, for the user inputs
+        self.extra_tensors = []  # [(fqn, tensor)] stored tensors that are not module state
+        self.capture = ""
+
+
+def _sym_expr(s):
+    """The sympy expression behind a SymInt, SymFloat or SymBool; None for anything else."""
+    if isinstance(s, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return s.node.expr
+    return None
+
+
+def _capture_torch_export(module, inputs, dims, state, strict):
+    from torch.export import Dim as TorchDim
+    from torch.export import export as torch_export
+
+    dynamic_shapes = None
+    examples = list(inputs)
+    if dims:
+        dynamic_shapes = [None] * len(inputs)
+        for index, d, dim in dims:
+            spec = dynamic_shapes[index] or {}
+            spec[d] = TorchDim(dim.name, min=dim.min, max=dim.max)
+            dynamic_shapes[index] = spec
+            # torch.export specializes example sizes 0 and 1: trace such a dim at a size of the
+            # range that it does not (the values do not matter to the shapes traced).
+            if examples[index].shape[d] < 2 <= dim.max:
+                shape = list(examples[index].shape)
+                shape[d] = max(dim.min, 2)
+                examples[index] = torch.zeros(shape, dtype=examples[index].dtype)
+        dynamic_shapes = tuple(dynamic_shapes)
+    try:
+        with torch.no_grad():
+            ep = torch_export(module, tuple(examples), dynamic_shapes=dynamic_shapes,
+                              strict=strict)
+            # torch.export's graph is pre-dispatch (aten::linear, aten::conv2d, in-place ops);
+            # the default table gives the core ATen opset, functional: the form ExecuTorch's
+            # exporter starts from too.
+            ep = ep.run_decompositions()
+    except Exception as e:
+        raise _torch_export_error(e) from e
+    gm = ep.graph_module
+    sig = ep.graph_signature
+    captured = _Captured()
+    captured.capture = f"torch.export/{torch.__version__}"
+    captured.graph = gm.graph
+    captured.root = gm
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    state_fqns = {f for e in state.entries for f in e[1]}
+    kinds = {"PARAMETER": "parameter", "BUFFER": "buffer", "CONSTANT_TENSOR": "constant",
+             "USER_INPUT": "user_input"}
+    for node, spec in zip(phs, sig.input_specs):
+        kind = kinds.get(spec.kind.name)
+        if kind is None:
+            raise ExportError(f"input {node.name}: unsupported input kind {spec.kind.name}")
+        fqns = None if kind == "user_input" else [spec.target]
+        if fqns:
+            entry = state.by_id.get(id(_lookup_tensor(ep, spec.target)))
+            if entry is not None:
+                fqns = [spec.target] + [f for f in entry[1] if f != spec.target]
+        captured.placeholders.append((node, kind, fqns, getattr(spec, "persistent", None) is not
+                                      False))
+        if fqns and fqns[0] not in state_fqns:
+            # Tensors torch.export lifted from forward's body (lifted_tensor_0...): store them too.
+            tensor = _lookup_tensor(ep, spec.target)
+            if tensor is None:
+                raise ExportError(f"input {node.name}: no tensor for {spec.target!r}")
+            captured.extra_tensors.append((spec.target, tensor))
+    out_kinds = {"USER_OUTPUT": "user_output", "BUFFER_MUTATION": "buffer_mutation",
+                 "USER_INPUT_MUTATION": "user_input_mutation"}
+    for spec in sig.output_specs:
+        kind = out_kinds.get(spec.kind.name)
+        if kind is None and spec.kind.name == "PARAMETER_MUTATION":
+            raise ExportError(f"the program writes to the parameter {spec.target!r}; exported "
+                              "programs cannot update parameters (register it as a buffer)")
+        if kind is None:
+            raise ExportError(f"unsupported output kind {spec.kind.name}")
+        captured.output_specs.append((kind, spec.target))
+    # torch.export names its symbols itself (s0, s77...): give each declared dim its own name.
+    user_phs = [n for n, spec in zip(phs, sig.input_specs) if spec.kind.name == "USER_INPUT"]
+    renames = {}
+    for index, d, dim in dims:
+        size = user_phs[index].meta["val"].shape[d] if index < len(user_phs) else None
+        expr = _sym_expr(size) if isinstance(size, torch.SymInt) else None
+        if expr is not None and expr.is_Symbol:
+            renames[expr] = expr.func(dim.name, **expr.assumptions0)
+    ranges = {}
+    for s, r in ep.range_constraints.items():
+        s = renames.get(s, s)
+        try:
+            ranges[str(s)] = (int(r.lower), int(r.upper))
+        except (TypeError, ValueError, OverflowError):
+            raise ExportError(f"symbolic size {s} has no finite bounds ({r}); give every dynamic "
+                              "dim a max") from None
+
+    def sym(s):
+        if isinstance(s, int):
+            return s
+        expr = _sym_expr(s)
+        if expr is None:
+            raise ExportError(f"cannot interpret symbolic value {s!r}")
+        expr = expr.xreplace(renames)
+        if expr.is_Integer:
+            return int(expr)
+        lows = {x: ranges[str(x)][0] for x in expr.free_symbols}
+        highs = {x: ranges[str(x)][1] for x in expr.free_symbols}
+        return (str(expr).replace(" ", ""), int(expr.xreplace(lows)), int(expr.xreplace(highs)))
+
+    captured.sym = sym
+    # Declared dims under their own names; any other symbol under torch.export's.
+    captured.symbols = [Dim(str(s), lo, hi) for s, (lo, hi) in sorted(ranges.items())]
+
+    def module_stack(n):
+        frames = []
+        for path, cls in (n.meta.get("nn_module_stack") or {}).values():
+            path = re.sub(r"^L\['self'\]\.?", "", str(path))
+            if path:
+                frames.append({"path": path, "type": getattr(cls, "__name__", str(cls).split(".")[
+                    -1])})
+        return frames
+
+    captured.module_stack = module_stack
+    return captured
+
+
+# Lines of torch.export's messages that point at its logs or at draft_export, not at the problem.
+_TORCH_BOILERPLATE = (
+    re.compile(r"\s*For more information, run with TORCH_LOGS=.*$"),
+    re.compile(r"^The error above occurred when calling torch\.export\.export\b.*$"),
+)
+
+
+def _torch_export_error(e):
+    """An ExportError for a failure inside torch.export, worded for what to change."""
+    text = str(e)
+    mutated = re.search(r"Constant (\S+) is mutated in the forward method", text)
+    if mutated:
+        # torch.export rejects it while lifting constants; say it as Ember always has.
+        return ExportError(f"the program writes in place to the tensor attribute "
+                           f"{mutated.group(1)!r}; register it as a buffer "
+                           "(module.register_buffer) to export it")
+    lines = []
+    for line in text.splitlines():
+        for pattern in _TORCH_BOILERPLATE:
+            line = pattern.sub("", line)
+        if line.strip():
+            lines.append(line.rstrip())
+    error_type = getattr(getattr(e, "error_type", None), "name", "")
+    if error_type == "CONSTRAINT_VIOLATION" or text.startswith("Constraints violated"):
+        # torch's lines say which values of which dim break a guard the program needs (a branch
+        # on a size, a size that must be a constant) and the Dim ranges that would hold.
+        return ExportError("a declared dynamic dim range does not hold for the program; narrow "
+                           "it as suggested (ember.Dim takes the same name, min and max):\n"
+                           + "\n".join(lines))
+    return ExportError(f"torch.export failed: {type(e).__name__}: " + "\n".join(lines))
+
+
+def _lookup_tensor(ep, target):
+    if target in ep.state_dict:
+        return ep.state_dict[target]
+    return getattr(ep, "constants", {}).get(target)
+
+
+def forward_argument_names(module, count):
+    """The names of forward's first `count` positional parameters, if it has that many."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return names[:count] if len(names) >= count else None
+
