@@ -697,6 +697,22 @@ TEST(CpuBackend, DynamicBatchBuiltPerCall) {
   b->destroy(*h);
 }
 
+// An empty tensor stays portable (issue 20: a zero-size batched matmul crashed inside oneDNN with
+// SIGFPE); the portable kernels give ATen's empty result.
+TEST(CpuBackend, EmptyTensorsStayPortable) {
+  auto program = parse_text(
+      "graph(\n    %x: f32[6, 0, 4],\n    %y: f32[6, 4, 0]\n) {\n"
+      "  %m: f32[6, 0, 0] = aten::bmm.default(self=%x, mat2=%y)\n"
+      "  %r: f32[6, 0, 4] = aten::relu.default(self=%x)\n"
+      "  return (%m, %r)\n}\n");
+  ASSERT_TRUE(program);
+  for (const ir::Node* n : program->graph().nodes()) {
+    partition::Support s = compiler_backend()->support().check(*n);
+    EXPECT_FALSE(s.supported) << n->describe();
+    EXPECT_NE(s.reason.find("empty tensor"), std::string::npos) << s.reason;
+  }
+}
+
 // A dynamic size other than the batch stays portable, with the reason.
 TEST(CpuBackend, OtherDynamicSizesStayPortable) {
   auto program = parse_text(

@@ -107,6 +107,17 @@ Why all_static(const Node& n, bool reshape = false) {
       why = "dynamic shape on %" + v->name() + " (" + ir::to_string(v->type()) +
             "): the cpu backend takes a dynamic batch (dim 0) only";
     }
+    // oneDNN takes no empty tensor (a zero-size batched matmul divides by zero inside it); the
+    // portable kernels handle them. An empty dynamic batch is the runtime half's (cpu_runtime.cc).
+    if (!why && v->is_tensor()) {
+      for (const ir::Dim& d : v->tensor_type().shape) {
+        if (d.is_static() && d.value == 0) {
+          why = "empty tensor %" + v->name() + " (" + ir::to_string(v->type()) +
+                "): oneDNN takes none";
+          break;
+        }
+      }
+    }
   };
   for (const Value* v : n.operands()) check(v);
   for (size_t i = 0; i < n.num_outputs(); ++i) check(n.output(i));

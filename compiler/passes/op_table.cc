@@ -39,7 +39,9 @@ constexpr LoweringRule kRules[] = {
     {"aten::_to_copy.default", "aten::_to_copy.out", "self,non_blocking,memory_format", nullptr,
      nullptr},
     {"aten::_unsafe_view.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
+    {"aten::all.default", "aten::all.all_out", nullptr, nullptr, nullptr},
     {"aten::all.dim", "aten::all.out", nullptr, nullptr, nullptr},
+    {"aten::any.default", "aten::any.all_out", nullptr, nullptr, nullptr},
     {"aten::any.dim", "aten::any.out", nullptr, nullptr, nullptr},
     {"aten::arange.default", "aten::arange.out", "end", nullptr, nullptr},
     {"aten::arange.start", "aten::arange.start_out", "start,end,step=1", nullptr, nullptr},
@@ -80,6 +82,7 @@ constexpr LoweringRule kRules[] = {
     {"aten::ones_like.default", "aten::full_like.out", "self,fill_value=1,memory_format", nullptr,
      nullptr},
     {"aten::permute.default", "aten::permute_copy.out", "self,dims", nullptr, nullptr},
+    {"aten::prod.dim_int", "aten::prod.int_out", nullptr, nullptr, nullptr},
     {"aten::scalar_tensor.default", "aten::scalar_tensor.out", "s", nullptr, nullptr},
     {"aten::select.int", "aten::select_copy.int_out", "self,dim,index", nullptr, nullptr},
     {"aten::select_scatter.default", nullptr, nullptr, lower_select_scatter, nullptr},
@@ -94,6 +97,7 @@ constexpr LoweringRule kRules[] = {
     {"aten::squeeze.default", nullptr, nullptr, lower_squeeze, nullptr},
     {"aten::squeeze.dim", "aten::squeeze_copy.dim_out", "self,dim", nullptr, nullptr},
     {"aten::squeeze.dims", "aten::squeeze_copy.dims_out", "self,dim", nullptr, nullptr},
+    {"aten::std.dim", "aten::std.out", nullptr, nullptr, nullptr},
     // sum over every dim: ExecuTorch registers only the dim-list overload, whose dim=None
     // means every dim (the same kernel family in Ember).
     {"aten::sum.default", "aten::sum.IntList_out", "self,dim=none,keepdim=false,dtype", nullptr,
@@ -104,6 +108,7 @@ constexpr LoweringRule kRules[] = {
     {"aten::transpose.int", "aten::transpose_copy.int_out", "self,dim0,dim1", nullptr, nullptr},
     {"aten::unbind.int", "aten::unbind_copy.int_out", "self,dim", nullptr, nullptr},
     {"aten::unsqueeze.default", "aten::unsqueeze_copy.out", "self,dim", nullptr, nullptr},
+    {"aten::var.dim", "aten::var.out", nullptr, nullptr, nullptr},
     {"aten::view.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
     {"aten::zeros.default", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::zeros_like.default", "aten::full_like.out", "self,fill_value=0,memory_format", nullptr,
