@@ -109,7 +109,9 @@ Why all_static(const Node& n, bool reshape = false) {
     }
     // oneDNN takes no empty tensor (a zero-size batched matmul divides by zero inside it); the
     // portable kernels handle them. An empty dynamic batch is the runtime half's (cpu_runtime.cc).
-    if (!why && v->is_tensor()) {
+    // Unused results are never computed (batch norm's empty statistics).
+    const bool computed = v->producer() != &n || v->has_uses() || v == n.output(0);
+    if (!why && v->is_tensor() && computed) {
       for (const ir::Dim& d : v->tensor_type().shape) {
         if (d.is_static() && d.value == 0) {
           why = "empty tensor %" + v->name() + " (" + ir::to_string(v->type()) +

@@ -38,8 +38,9 @@ def inspect_json(args, pte):
 CPU_EXPECT = {
     "c30_elu": {"portable_ops_absent": ["aten::elu"]},
     "c30_selu_celu": {"delegated_ops_absent": ["aten::elu"]},
-    "resnet18": {"delegates": True},
-    "mobilenet_v2": {"delegates": True},
+    "convnet": {"delegates": True, "all_delegated": True},
+    "resnet18": {"delegates": True, "all_delegated": True},
+    "mobilenet_v2": {"delegates": True, "all_delegated": True},
     "convnext": {"delegates": True},
     "swin": {"delegates": True},
     # A dynamic batch is delegated (built again for each batch size a call brings); any other
