@@ -1,0 +1,62 @@
+// Internal to the Method implementation, shared by method.cc (load and memory), method_values.cc
+// (the values table), method_instructions.cc (delegates and instructions) and method_execute.cc
+// (inputs, outputs and execute). Not a public header; see method.h for the API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ember/schema/program_generated.h"
+#include "runtime/executor/method.h"
+
+namespace ember {
+namespace fb = executorch_flatbuffer;
+
+namespace method_internal {
+
+// Per-value facts established at load.
+enum ValueFlag : uint8_t {
+  kConstant = 1,  // data in the program or a .ptd: read-only, never an out argument
+  kPlanned = 2,   // memory-planned or constant: set_input copies into it
+  kView = 4,      // the result of an et_view (or moved from one): storage set when that runs
+};
+
+// The alignment a tensor's data must have: its element size, 1 to 8 bytes.
+inline size_t alignment_for(ScalarType dtype) {
+  const size_t e = element_size(dtype);
+  return e == 0 ? 1 : (e > 8 ? 8 : e);
+}
+
+}  // namespace method_internal
+
+struct Method::Instruction {
+  enum class Kind : uint8_t { Kernel, Delegate, Move, JumpFalse, Free };
+  Kind kind;
+  uint32_t num_args;
+  EValue** args;
+  const Kernel* kernel;
+  uint32_t delegate;
+  int32_t a;         // move_from, cond_value_index, value_index
+  int32_t b;         // move_to, destination_instruction
+  bool reads_views;  // an argument is an et_view result, checked to be set before the call
+  bool et_view;      // the call is an et_view (its last argument is the result it sets)
+};
+
+struct Method::Delegate {
+  const Backend* backend = nullptr;
+  DelegateHandle* handle = nullptr;
+  FreeableBuffer blob;
+  MergedNamedDataMap* named_data = nullptr;
+};
+
+template <typename T>
+Result<T*> Method::allocate(size_t count, const char* what) {
+  // The block was sized by required_memory(), so running out here means the estimate is wrong.
+  T* p = block_.allocate_array<T>(count);
+  EMBER_CHECK(p != nullptr, Error::Internal,
+              "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
+              what, block_.used(), block_.capacity());
+  return p;
+}
+
+}  // namespace ember
