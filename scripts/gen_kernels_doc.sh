@@ -67,6 +67,11 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "To add rows, register a case with \`EMBER_SWEEP_CASE\` (see \`tests/kernels/dtype_sweep.h\`)"
   echo "in any test file of the conformance suite, then rerun this script."
   echo
+  echo "To add an op: its implementation (\`runtime/kernels/portable/op_<name>.cc\`), its line in"
+  echo "\`runtime/kernels/portable/ops.inc\`, its tests (a kernel test and an \`EMBER_SWEEP_CASE\`),"
+  echo "then \`.venv/bin/python tools/gen_op_manifest.py\` to regenerate the op manifest"
+  echo "(\`ops/manifest.json\`, which the compiler reads; see \`ops/README.md\`)."
+  echo
   echo "The last columns come from the backend conformance suite (\`ember_backend_conformance\`,"
   echo "\`tests/conformance\`), which runs every case as a one-node program of the kernel's functional"
   echo "op: compiled without a backend (compiled), and delegated to each backend. Per flow, the"

@@ -56,9 +56,10 @@ bool is_list_out_kernel(std::string_view name);
 // DelegateCall.
 inline constexpr std::string_view kDelegateCallOp = "executorch::call_delegate";
 bool is_delegate_call(const ir::Node& node);
-// True when the portable kernel registry holds `name` ("aten::relu.out").
+// True when the runtime implements `name` ("aten::relu.out", or a prim op under its runtime name),
+// as the op manifest (ops/manifest.json, compiled in as op_manifest.inc) lists it.
 bool kernel_exists(std::string_view name);
-// The kernel's signature letters, or null when unknown.
+// The kernel's signature letters (the manifest's), or null when unknown.
 const char* kernel_signature(std::string_view name);
 
 // The explicit entry for `node`'s op, or null.
