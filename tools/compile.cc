@@ -11,6 +11,7 @@
 #endif
 #include "compiler/emit/pte_writer.h"
 #include "compiler/lower/pipeline.h"
+#include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/loaders.h"
 #include "tools/executorch_ops.h"
 #include "tools/inspect.h"
@@ -19,6 +20,11 @@ namespace ember::tools {
 
 int register_compiler_backends() {
   static const ir::Status status = [] {
+    // Constant folding runs the registered kernels (compiler/passes/kernel_eval.h).
+    if (register_portable_kernels() != Error::Ok) {
+      return ir::Status::error(std::string("cannot register the portable kernels: ") +
+                               last_error_message());
+    }
     ir::Status s = loopback::register_loopback_compiler_backend();
 #if EMBER_HAVE_CPU_BACKEND
     if (s.ok()) s = cpu::register_compiler_backend();

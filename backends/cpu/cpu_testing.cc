@@ -6,6 +6,7 @@
 #include "backends/cpu/cpu_runtime.h"
 #include "compiler/import/exported_program.h"
 #include "compiler/passes/passes.h"
+#include "runtime/kernels/portable/portable.h"
 
 namespace ember::cpu::testing {
 
@@ -46,6 +47,8 @@ Result<std::string_view> BlobMap::key(size_t index) const {
 
 ir::StatusOr<partition::PreprocessResult> preprocess_exported_file(
     const std::string& path, const std::vector<partition::CompileSpecEntry>& specs) {
+  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  if (register_portable_kernels() != Error::Ok) return ir::Status::error(last_error_message());
   auto p = importer::import_exported_program_file(path);
   if (!p.ok()) return p.status();
   ir::Program& prog = **p;

@@ -57,6 +57,8 @@ TEST(ControlFlow, C4_EveryPassReachesBothBranches) {
   auto parsed = ir::parse_program(kProgram);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   ir::Program& program = **parsed;
+  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_TRUE(run_passes(program, nullptr).ok()) << ir::print_program(program);
   const std::string text = ir::print_program(program);
   int graphs = 0;
@@ -133,6 +135,7 @@ TEST(ControlFlow, PassThroughBranchIsCopied) {
 )";
   auto parsed = ir::parse_program(text);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_TRUE(run_passes(**parsed, nullptr).ok());
   std::map<std::string, std::string> keys;
   ir::StatusOr<EmittedMethod> m = emit_method(**parsed, EmitOptions{}, &keys);

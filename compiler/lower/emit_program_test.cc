@@ -10,6 +10,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/lower/pipeline.h"
 #include "compiler/partition/backend.h"
+#include "runtime/kernels/portable/portable.h"
 
 namespace ember::lower {
 namespace {
@@ -20,6 +21,8 @@ std::unique_ptr<ir::Program> lowered(const std::string& text) {
   EXPECT_TRUE(p.ok()) << p.status().message();
   if (!p.ok()) return nullptr;
   auto program = std::move(*p);
+  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  EXPECT_EQ(register_portable_kernels(), Error::Ok);
   EXPECT_TRUE(run_passes(*program, nullptr).ok());
   return program;
 }

@@ -11,6 +11,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/passes/op_table.h"
 #include "compiler/passes/passes.h"
+#include "runtime/kernels/portable/portable.h"
 
 namespace ember::partition {
 namespace {
@@ -207,6 +208,8 @@ graph(%c_c: f32[4, 3] constant "c", %x: f32[2, 3]) {
   const std::vector<uint8_t> before(p->find_weight("c")->bytes().begin(),
                                     p->find_weight("c")->bytes().end());
   passes::PassContext ctx;
+  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_TRUE(passes::remove_aliases(*p, ctx).ok());
   ASSERT_TRUE(passes::fold_constants(*p, ctx).ok());
   ASSERT_TRUE(passes::functionalize(*p, ctx).ok());

@@ -8,7 +8,6 @@
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor.h"
 #include "runtime/executor/kernel_registry.h"
-#include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember::passes {
@@ -167,9 +166,13 @@ ir::StatusOr<std::vector<Bytes>> eval_kernel(const std::string& name,
                                              const std::vector<ir::NamedArg>& args,
                                              const std::vector<ir::TensorType>& out_types,
                                              const std::function<const Bytes*(ir::Value*)>& data) {
-  (void)register_portable_kernels();
+  // The kernels of this process's registry (whoever embeds the compiler registers a library:
+  // the ember tool registers the portable kernels); the compiler links none of its own.
   const Kernel* kernel = find_kernel(name);
-  if (kernel == nullptr) return ir::Status::error("no kernel " + name);
+  if (kernel == nullptr) {
+    return ir::Status::error("kernel " + name +
+                             " is not registered in this process (register_portable_kernels())");
+  }
   Frame f;
   std::vector<EValue*> stack;
   const size_t letters = kernel->signature != nullptr ? std::strlen(kernel->signature) : 0;

@@ -25,6 +25,11 @@ ScalarType to_scalar_type(ir::DType dtype);
 // The runtime's code of a memory format name ("contiguous_format" → 0, "preserve_format" → 1).
 int64_t memory_format_code(const std::string& name);
 
+// Kernels come from the runtime's kernel registry of this process (runtime/executor/
+// kernel_registry.h): the compiler links no kernel library, so whoever embeds it registers one
+// (the `ember` tool registers the portable kernels); an unregistered kernel is an error, which
+// constant folding reports as a note and leaves the node to run at run time.
+//
 // Calls kernel `name` with `args` then the outputs (of `out_types`, static, contiguous) and the
 // repeated out. `data` gives the bytes of each tensor Value argument (null: not constant, an
 // error). Returns the outputs' bytes.

@@ -15,6 +15,7 @@
 #include "compiler/ir/verifier.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/passes.h"
+#include "runtime/kernels/portable/portable.h"
 
 namespace ember::passes {
 namespace {
@@ -52,6 +53,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
 class Golden : public testing::TestWithParam<Case> {};
 
 TEST_P(Golden, Matches) {
+  // Constant folding runs registered kernels (kernel_eval.h): the portable ones, as in `ember`.
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
   const Case& c = GetParam();
   const std::string text = read(c.file);
   const bool wants_error = text.find(kError) != std::string::npos;
