@@ -1,0 +1,38 @@
+// The cpu backend's compile half, shared between its files: the argument helpers and the support
+// table (cpu_support.cc), read by preprocess (cpu_compiler.cc).
+//
+//   const partition::OpSupportTable& t = internal::support_table();
+//   if (internal::is_dynamic_batch(v.tensor_type())) { ... }
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/graph.h"
+#include "compiler/partition/backend_support.h"
+
+namespace ember::cpu::internal {
+
+using Why = std::optional<std::string>;
+
+// An int list argument of `n` (of `count` items when count > 0, a single int broadcast to it),
+// `fallback` when absent; nullopt when not a static list.
+std::optional<std::vector<int64_t>> int_list(const ir::Node& n, const char* name, size_t count,
+                                             std::vector<int64_t> fallback);
+// A number argument of `n`, `fallback` when absent; nullopt when not a static number.
+std::optional<double> number(const ir::Node& n, const char* name, double fallback);
+// The Value argument `name` of `n`, or null.
+ir::Value* value_arg(const ir::Node& n, const char* name);
+// The sizes of `v`, dynamic ones at their upper bound.
+std::vector<int64_t> static_dims(const ir::Value& v);
+// The right padding that gives `out` positions with oneDNN's floor division.
+int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad);
+int64_t normalize_dim(int64_t d, int64_t rank);
+// A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
+bool is_dynamic_batch(const ir::TensorType& t);
+// What the cpu backend claims, op by op, with the reason for every refusal.
+const partition::OpSupportTable& support_table();
+
+}  // namespace ember::cpu::internal

@@ -1,0 +1,345 @@
+// The cpu backend's support table: what it claims, op by op, and the reason for every node it
+// leaves portable (exact or refused: contract C30).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_compiler_internal.h"
+#include "backends/cpu/graph_format.h"
+
+namespace ember::cpu::internal {
+
+using ir::Arg;
+using ir::ArgKind;
+using ir::DType;
+using ir::Node;
+using ir::Value;
+using partition::OpRule;
+using partition::OpSupportTable;
+
+// ---------------------------------------------------------------------------------------------
+// Argument helpers. Absent arguments take the schema default the caller passes.
+
+std::optional<std::vector<int64_t>> int_list(const Node& n, const char* name, size_t count,
+                                             std::vector<int64_t> fallback) {
+  const Arg* a = n.arg(name);
+  if (a == nullptr || a->is_none()) return fallback;
+  if (a->kind() == ArgKind::Int) return std::vector<int64_t>(count, a->as_int());
+  if (a->kind() != ArgKind::List) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Arg& item : a->as_list()) {
+    if (item.kind() != ArgKind::Int) return std::nullopt;  // symbolic sizes are not static
+    out.push_back(item.as_int());
+  }
+  if (out.empty()) return fallback;
+  if (out.size() == 1 && count > 1) out.assign(count, out[0]);
+  return out;
+}
+
+std::optional<double> number(const Node& n, const char* name, double fallback) {
+  const Arg* a = n.arg(name);
+  if (a == nullptr || a->is_none()) return fallback;
+  if (a->kind() == ArgKind::Int || a->kind() == ArgKind::Bool) return double(a->as_int());
+  if (a->kind() == ArgKind::Float) return a->as_float();
+  return std::nullopt;
+}
+
+Value* value_arg(const Node& n, const char* name) {
+  const Arg* a = n.arg(name);
+  return a != nullptr && a->kind() == ArgKind::Value ? a->as_value() : nullptr;
+}
+
+std::vector<int64_t> static_dims(const Value& v) {
+  std::vector<int64_t> d;
+  for (const ir::Dim& dim : v.tensor_type().shape) d.push_back(dim.value);
+  return d;
+}
+
+// The right padding that gives `out` positions with oneDNN's floor division: the left padding
+// when that works (PyTorch pads symmetrically), else the exact value (ceil mode; a trailing
+// remainder PyTorch drops).
+int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  auto size = [&](int64_t pr) { return (in + pad + pr - k) / stride + 1; };
+  if (in + 2 * pad - k >= 0 && size(pad) == out) return pad;
+  return std::max<int64_t>(0, (out - 1) * stride + k - in - pad);
+}
+
+int64_t normalize_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+// A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
+bool is_dynamic_batch(const ir::TensorType& t) {
+  if (t.shape.empty() || t.shape[0].is_static()) return false;
+  const std::string& e = t.shape[0].expr;
+  if (std::isdigit(static_cast<unsigned char>(e[0]))) return false;
+  for (char c : e) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  for (size_t i = 1; i < t.shape.size(); ++i) {
+    if (!t.shape[i].is_static()) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Every tensor the node reads or writes has static sizes but for a dynamic batch (dim 0 a bare
+// symbol): the runtime half builds its primitives at init for the upper bounds, and again for
+// each batch size a call brings, so every op is exact at every size. Any other dynamic size
+// (a dynamic sequence length, a batch folded into another dim) stays portable.
+// `reshape`: the node is a view or reshape, whose symbolic size arguments (a view to [batch, -1]
+// reads sym_size) are taken where its output is a dynamic batch: the sizes of a build follow from
+// its batch, so the value is not read.
+Why all_static(const Node& n, bool reshape = false) {
+  Why why;
+  const bool sizes_follow_batch = reshape && n.num_outputs() == 1 && n.output()->is_tensor() &&
+                                  is_dynamic_batch(n.output()->tensor_type());
+  auto check = [&](const Value* v) {
+    if (!why && !v->is_tensor() && !sizes_follow_batch) {
+      why = "reads the symbolic size %" + v->name() +
+            " (the cpu backend takes one only as a view's batch size)";
+    }
+    if (!why && v->is_tensor() && !v->tensor_type().is_static() &&
+        !is_dynamic_batch(v->tensor_type())) {
+      why = "dynamic shape on %" + v->name() + " (" + ir::to_string(v->type()) +
+            "): the cpu backend takes a dynamic batch (dim 0) only";
+    }
+    // oneDNN takes no empty tensor (a zero-size batched matmul divides by zero inside it); the
+    // portable kernels handle them. An empty dynamic batch is the runtime half's (cpu_runtime.cc).
+    // Unused results are never computed (batch norm's empty statistics).
+    const bool computed = v->producer() != &n || v->has_uses() || v == n.output(0);
+    if (!why && v->is_tensor() && computed) {
+      for (const ir::Dim& d : v->tensor_type().shape) {
+        if (d.is_static() && d.value == 0) {
+          why = "empty tensor %" + v->name() + " (" + ir::to_string(v->type()) +
+                "): oneDNN takes none";
+          break;
+        }
+      }
+    }
+  };
+  for (const Value* v : n.operands()) check(v);
+  for (size_t i = 0; i < n.num_outputs(); ++i) check(n.output(i));
+  return why;
+}
+
+Why outputs_unused_from(const Node& n, size_t first, const char* what) {
+  for (size_t i = first; i < n.num_outputs(); ++i) {
+    if (n.output(i)->has_uses()) return std::string(what) + " output is used";
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-op checks beyond dtype and rank (the table's `extra`).
+
+Why check_conv(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  Value* in = value_arg(n, "input");
+  Value* w = value_arg(n, "weight");
+  if (in == nullptr || w == nullptr) return "input and weight must be tensors";
+  const size_t rank = in->tensor_type().rank();
+  if (rank < 3 || rank > 5) return "convolution of rank " + std::to_string(rank) + " input";
+  const size_t r = rank - 2;
+  for (const char* name : {"stride", "padding", "dilation", "output_padding"}) {
+    if (!int_list(n, name, r, std::vector<int64_t>(r, 0)) ||
+        int_list(n, name, r, std::vector<int64_t>(r, 0))->size() != r) {
+      return std::string(name) + " is not a static list of " + std::to_string(r);
+    }
+  }
+  if (!number(n, "groups", 1) || !number(n, "transposed", 0)) return "groups/transposed unknown";
+  return std::nullopt;
+}
+
+Why check_batch_norm(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  if (n.op() == "aten::native_batch_norm") {
+    auto training = number(n, "training", 1);
+    if (!training || *training != 0) return "batch norm in training mode";
+  }
+  if (value_arg(n, "running_mean") == nullptr || value_arg(n, "running_var") == nullptr) {
+    return "batch norm without running statistics";
+  }
+  if (value_arg(n, "input")->tensor_type().rank() < 2) return "batch norm of rank < 2";
+  return outputs_unused_from(n, 1, "batch norm statistics");
+}
+
+Why check_pool_common(const Node& n, size_t* r) {
+  if (auto w = all_static(n)) return w;
+  const size_t rank = value_arg(n, "self")->tensor_type().rank();
+  if (rank != 4) return "pooling of a rank " + std::to_string(rank) + " input";
+  *r = 2;
+  for (const char* name : {"kernel_size", "stride", "padding", "dilation"}) {
+    auto l = int_list(n, name, 2, {1, 1});
+    if (!l || l->size() != 2) return std::string(name) + " is not a static list of 2";
+  }
+  return std::nullopt;
+}
+
+Why check_max_pool(const Node& n) {
+  size_t r = 0;
+  if (auto w = check_pool_common(n, &r)) return w;
+  return outputs_unused_from(n, 1, "max pooling indices");
+}
+
+Why check_avg_pool(const Node& n) {
+  size_t r = 0;
+  if (auto w = check_pool_common(n, &r)) return w;
+  auto ceil_mode = number(n, "ceil_mode", 0);
+  if (!ceil_mode || *ceil_mode != 0) {
+    return "avg_pool2d with ceil_mode (its divisor for clipped windows differs from oneDNN's)";
+  }
+  const Arg* div = n.arg("divisor_override");
+  if (div != nullptr && !div->is_none()) return "avg_pool2d with divisor_override";
+  return std::nullopt;
+}
+
+Why check_adaptive_avg_pool(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const auto in = static_dims(*value_arg(n, "self"));
+  if (in.size() != 4) return "adaptive pooling of a rank " + std::to_string(in.size()) + " input";
+  auto out = int_list(n, "output_size", 2, {});
+  if (!out || out->size() != 2) return "output_size is not a static list of 2";
+  for (size_t i = 0; i < 2; ++i) {
+    if ((*out)[i] <= 0 || in[2 + i] % (*out)[i] != 0) {
+      return "adaptive pooling whose windows differ in size (input not a multiple of output)";
+    }
+  }
+  return std::nullopt;
+}
+
+Why check_mean(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const int64_t rank = static_cast<int64_t>(value_arg(n, "self")->tensor_type().rank());
+  auto dims = int_list(n, "dim", 0, {});
+  if (rank != 4 || !dims || dims->size() != 2) return "mean other than over H and W of NCHW";
+  std::vector<int64_t> d = {normalize_dim((*dims)[0], rank), normalize_dim((*dims)[1], rank)};
+  std::sort(d.begin(), d.end());
+  if (d != std::vector<int64_t>{2, 3}) return "mean other than over H and W of NCHW";
+  const Arg* dtype = n.arg("dtype");
+  if (dtype != nullptr && !dtype->is_none()) return "mean with a dtype";
+  return std::nullopt;
+}
+
+Why check_binary(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  Value* a = value_arg(n, "self");
+  Value* b = value_arg(n, "other");
+  if (a == nullptr || b == nullptr) return "scalar operand";
+  const auto out = static_dims(*n.output());
+  // One operand has the result's shape; the other broadcasts to it.
+  const auto& full = static_dims(*a) == out ? *b : *a;
+  if (static_dims(*a) != out && static_dims(*b) != out) return "both operands broadcast";
+  const auto small = static_dims(full);
+  if (small.size() > out.size()) return "operand of higher rank than the result";
+  for (size_t i = 0; i < small.size(); ++i) {
+    const int64_t o = out[out.size() - small.size() + i];
+    if (small[i] != 1 && small[i] != o) return "operand does not broadcast";
+  }
+  return std::nullopt;
+}
+
+Why check_static(const Node& n) { return all_static(n); }
+
+Why check_softmax(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto h = number(n, "half_to_float", 0);
+  if (!h || *h != 0) return "softmax with half_to_float";
+  return std::nullopt;
+}
+
+Why check_layer_norm(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto shape = int_list(n, "normalized_shape", 0, {});
+  if (!shape || shape->size() != 1) return "layer norm over more than the last dim";
+  return outputs_unused_from(n, 1, "layer norm statistics");
+}
+
+Why check_reshape_like(const Node& n) {
+  if (auto w = all_static(n, /*reshape=*/true)) return w;
+  if (n.op() == "aten::_reshape_alias") {
+    // A reshape only when the strides are the contiguous ones of the new sizes.
+    auto size = int_list(n, "size", 0, {});
+    auto stride = int_list(n, "stride", 0, {});
+    if (!size || !stride || size->size() != stride->size()) return "non-static reshape";
+    int64_t expect = 1;
+    for (size_t i = size->size(); i-- > 0;) {
+      if ((*size)[i] != 1 && (*stride)[i] != expect) return "_reshape_alias with strides";
+      expect *= (*size)[i];
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const OpSupportTable& support_table() {
+  static const OpSupportTable* table = [] {
+    auto* t = new OpSupportTable("cpu", {DType::Float32}, kMaxCpuRank);
+    const std::vector<DType> f32_i64 = {DType::Float32, DType::Int64};
+    t->add({.op = "aten::convolution", .extra = check_conv});
+    t->add({.op = "aten::native_batch_norm", .extra = check_batch_norm});
+    t->add({.op = "aten::_native_batch_norm_legit_no_training", .extra = check_batch_norm});
+    t->add({.op = "aten::addmm",
+            .attrs = {{"beta", {1.0}}, {"alpha", {1.0}}},
+            .extra = [](const Node& n) -> Why {
+              if (auto w = all_static(n)) return w;
+              Value* bias = value_arg(n, "self");
+              if (bias == nullptr || bias->tensor_type().rank() > 2) return "addmm bias rank";
+              const auto out = static_dims(*n.output());
+              const auto b = static_dims(*bias);
+              for (size_t i = 0; i < b.size(); ++i) {
+                const int64_t o = out[out.size() - b.size() + i];
+                if (b[i] != 1 && b[i] != o) return "addmm bias does not broadcast";
+              }
+              return std::nullopt;
+            }});
+    t->add({.op = "aten::mm", .extra = check_static});
+    t->add({.op = "aten::bmm", .extra = check_static});
+    t->add(
+        {.op = "aten::max_pool2d_with_indices", .output_dtypes = f32_i64, .extra = check_max_pool});
+    t->add({.op = "aten::avg_pool2d", .extra = check_avg_pool});
+    t->add({.op = "aten::adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
+    t->add({.op = "aten::_adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
+    t->add({.op = "aten::mean", .overload = "dim", .extra = check_mean});
+    for (const char* op : {"aten::relu", "aten::sigmoid", "aten::silu", "aten::hardswish",
+                           "aten::tanh", "aten::hardtanh"}) {
+      t->add({.op = op, .overload = "default", .extra = check_static});
+    }
+    t->add({.op = "aten::gelu", .overload = "default", .extra = [](const Node& n) -> Why {
+              if (auto w = all_static(n)) return w;
+              const Arg* a = n.arg("approximate");
+              if (a != nullptr && a->kind() == ArgKind::String && a->as_text() != "none" &&
+                  a->as_text() != "tanh") {
+                return "gelu approximate=" + a->as_text();
+              }
+              return std::nullopt;
+            }});
+    // C30: oneDNN's ELU has no scale or input_scale; only plain ELU (any alpha) is exact.
+    t->add({.op = "aten::elu",
+            .overload = "default",
+            .attrs = {{"scale", {1.0}}, {"input_scale", {1.0}}},
+            .extra = check_static});
+    t->add({.op = "aten::add",
+            .overload = "Tensor",
+            .attrs = {{"alpha", {1.0}}},
+            .extra = check_binary});
+    t->add({.op = "aten::mul", .overload = "Tensor", .extra = check_binary});
+    t->add({.op = "aten::_softmax", .extra = check_softmax});
+    t->add({.op = "aten::native_layer_norm", .extra = check_layer_norm});
+    t->add({.op = "aten::cat", .extra = check_static});
+    for (const char* op :
+         {"aten::view", "aten::view_copy", "aten::_unsafe_view", "aten::_reshape_alias",
+          "aten::reshape", "aten::squeeze", "aten::unsqueeze", "aten::flatten", "aten::t",
+          "aten::t_copy", "aten::permute", "aten::permute_copy", "aten::transpose"}) {
+      t->add({.op = op, .extra = check_reshape_like});
+    }
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace ember::cpu::internal
