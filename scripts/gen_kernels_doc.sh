@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates docs/kernels.md, the portable kernels' op x dtype table, from a real run of the
-# dtype sweep in the kernel conformance suite (tests/kernels/dtype_sweep_test.cc), with a column
+# Regenerates docs/kernels.md, the list of ops of the op manifest (ops/manifest.json: name, schema,
+# whether ExecuTorch registers it, libraries) with each kernel's dtype cells from a real run of the
+# dtype sweep in the kernel conformance suite (tests/kernels/dtype_sweep_test.cc) and a column
 # per flow of the backend conformance suite (tests/conformance), and docs/backends/conformance.md,
 # that suite's op x dtype table per flow. Never edit the tables by hand: add an EMBER_SWEEP_CASE
 # (tests/kernels/dtype_sweep.h) and run this script.
@@ -37,9 +38,15 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "(\`DtypeSweep.EveryCaseAgreesWithATen\` in \`ember_kernel_conformance\`) against libtorch"
   echo "$torch_version. Do not edit by hand."
   echo
-  echo "Each row is a kernel (an operator name a program refers to); each column an input dtype."
-  echo "The sweep runs the kernel on random inputs of that dtype (with NaN and ±inf planted in"
-  echo "floating inputs) and compares with ATen's own result at the dtype's tolerance."
+  echo "The rows are the ops of the op manifest (\`ops/manifest.json\`, see \`ops/README.md\`):"
+  echo "each kernel (an operator name a program refers to), then the prim ops. The last three"
+  echo "columns come from it: ExecuTorch (yes when ExecuTorch's runtime registers the same name,"
+  echo "so a program calling it runs there too), the Ember libraries that implement it, and"
+  echo "PyTorch's schema (— where torch has none)."
+  echo
+  echo "Each dtype column is an input dtype. The sweep runs the kernel on random inputs of that"
+  echo "dtype (with NaN and ±inf planted in floating inputs) and compares with ATen's own result at"
+  echo "the dtype's tolerance."
   echo
   echo "- ✓: Ember's result matches ATen's."
   echo "- ✓ʷ: the installed libtorch has no CPU kernel for this dtype; Ember runs it and matches"
@@ -61,8 +68,8 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "their float16 cells compare with ATen run on the float32 copy of the input (exact: the op"
   echo "only selects values)."
   echo
-  echo "Every kernel registered in \`runtime/kernels/portable/ops.inc\` has a row:"
-  echo "\`DtypeSweep.EveryKernelHasACase\` fails when one has no sweep case."
+  echo "Every kernel registered in \`runtime/kernels/portable/ops.inc\` has a sweep case:"
+  echo "\`DtypeSweep.EveryKernelHasACase\` fails when one has none."
   echo
   echo "To add rows, register a case with \`EMBER_SWEEP_CASE\` (see \`tests/kernels/dtype_sweep.h\`)"
   echo "in any test file of the conformance suite, then rerun this script."
@@ -70,7 +77,8 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "To add an op: its implementation (\`runtime/kernels/portable/op_<name>.cc\`), its line in"
   echo "\`runtime/kernels/portable/ops.inc\`, its tests (a kernel test and an \`EMBER_SWEEP_CASE\`),"
   echo "then \`.venv/bin/python tools/gen_op_manifest.py\` to regenerate the op manifest"
-  echo "(\`ops/manifest.json\`, which the compiler reads; see \`ops/README.md\`)."
+  echo "(\`ops/manifest.json\`, which the compiler reads) and this script for its row; the files,"
+  echo "exactly, are listed in \`ops/README.md\`."
   echo
   echo "The last columns come from the backend conformance suite (\`ember_backend_conformance\`,"
   echo "\`tests/conformance\`), which runs every case as a one-node program of the kernel's functional"
@@ -83,17 +91,77 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "(issue 20), included in the dtypes before it. The per-dtype tables are in"
   echo "[backends/conformance.md](backends/conformance.md)."
   echo
-  # The kernel table with a column per flow (the TSV's first line names them).
-  awk -F '\t' '
-    NR == FNR && FNR == 1 { for (i = 2; i <= NF; ++i) { head = head " " $i " |"; sep = sep "---|"
-                                                         none = none " |" }
-                            next }
-    NR == FNR { row = ""; for (i = 2; i <= NF; ++i) row = row " " $i " |"; cells[$1] = row; next }
-    /^\| operator \|/ { print $0 head; next }
-    /^\|---\|/ { print $0 sep; next }
-    /^\| `/ { label = $0; sub(/^\| `/, "", label); sub(/`.*/, "", label)
-              print $0 (label in cells ? cells[label] : none); next }
-    { print }' "$columns" "$table"
+  # The op list is the op manifest's (ops/manifest.json): each kernel with its dtype cells from the
+  # sweep (the table it wrote) and its flow cells from the backend suite (the TSV, whose first line
+  # names the flows), then the prim ops.
+  python3 - "$root/ops/manifest.json" "$table" "$columns" <<'PY' || status=$?
+import json
+import sys
+
+manifest_path, table_path, columns_path = sys.argv[1:]
+with open(manifest_path) as f:
+    manifest = json.load(f)
+with open(columns_path) as f:
+    tsv = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+flow_names, flows = tsv[0][1:], {row[0]: row[1:] for row in tsv[1:]}
+with open(table_path) as f:
+    lines = f.read().split("\n")
+
+
+def cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+dtypes = cells(lines[0])[1:]
+sweep, i = {}, 2
+while i < len(lines) and lines[i].startswith("| `"):
+    row = cells(lines[i])
+    sweep[row[0].strip("`")] = row[1:]
+    i += 1
+notes = "\n".join(lines[i:]).strip("\n")
+
+
+def row(*items):
+    return "| " + " | ".join(items) + " |"
+
+
+def schema(op):
+    return "—" if op["schema"] is None else "`" + op["schema"].replace("|", "\\|") + "`"
+
+
+def executorch(op):
+    return "yes" if op["executorch"] else "no"
+
+
+kernels = [op for op in manifest["ops"] if op["kind"] == "kernel"]
+prims = [op for op in manifest["ops"] if op["kind"] == "prim"]
+print(row("operator", *dtypes, *flow_names, "ExecuTorch", "libraries", "schema"))
+print("|" + "---|" * (len(dtypes) + len(flow_names) + 4))
+for op in kernels:
+    name = op["name"]
+    print(row(f"`{name}`", *sweep.get(name, [" "] * len(dtypes)),
+              *flows.get(name, [" "] * len(flow_names)), executorch(op),
+              ", ".join(op["libraries"]), schema(op)))
+if notes:
+    print()
+    print(notes)
+print()
+print("## Prim ops")
+print()
+print("Scalar arithmetic on symbolic sizes and views (`runtime/kernels/prim/prim_ops.cc`), checked")
+print("by `tests/runtime/prim_ops_test.cc` against Python's semantics rather than by the dtype")
+print("sweep.")
+print()
+print(row("operator", "ExecuTorch", "libraries", "schema"))
+print("|---|---|---|---|")
+for op in prims:
+    print(row(f"`{op['name']}`", executorch(op), ", ".join(op["libraries"]), schema(op)))
+stale = sorted(set(sweep) - {op["name"] for op in kernels})
+if stale:
+    print("sweep cases of kernels ops/manifest.json does not list (run tools/gen_op_manifest.py): " +
+          ", ".join(stale), file=sys.stderr)
+    sys.exit(1)
+PY
 } > "$root/docs/kernels.md"
 {
   echo "# Backend conformance: each flow, operator and dtype"

@@ -261,6 +261,43 @@ class RunTest(unittest.TestCase):
             np.testing.assert_array_equal(np.load(os.path.join(out, "output_0.npy")),
                                           want.numpy())
 
+    def test_profile_and_trace(self):
+        """`run --profile` names every operator the program calls (as `inspect` lists them) and
+        every instruction; `--trace` writes Chrome trace events, one per instruction per call."""
+        for backend in ([], ["--backend", "cpu"]):
+            pte = os.path.join(self.dir, "conv%s.pte" % len(backend))
+            r = ember("compile", seed_program("conv.ep"), "-o", pte, "-q", *backend)
+            if backend and r.returncode != 0 and "not registered" in r.stderr:
+                continue  # a build without oneDNN
+            self.assertEqual(r.returncode, 0, r.stderr)
+            method = json.loads(ember("inspect", pte, "--json").stdout)["methods"][0]
+            trace = os.path.join(self.dir, "trace.json")
+            r = ember("run", pte, "--repeat", "4", "--profile", "--trace", trace)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("profile: 3 calls", r.stdout)
+            kinds = [op["name"] for op in method["operators"]]
+            kinds += ["delegate " + d["backend"] for d in method["delegates"]]
+            for kind in kinds:
+                self.assertRegex(r.stdout, r"\n%s +1 +[0-9.]+ +[0-9.]+ +[0-9.]+%%" % re.escape(kind))
+            rows = re.findall(r"^ +(\d+)  (\S+(?: \S+)?) +1 ", r.stdout, re.M)
+            self.assertEqual(len(rows), method["instructions"], r.stdout)
+            with open(trace) as f:
+                events = json.load(f)["traceEvents"]
+            top = [e for e in events if e["tid"] == 1]
+            self.assertEqual(len(top), 3 * method["instructions"])
+            self.assertTrue(all(e["ph"] == "X" and e["dur"] >= 0 and e["ts"] >= 0 for e in events))
+            self.assertEqual({e["name"] for e in top},
+                             {op["name"] for op in method["operators"]} |
+                             {d["backend"] for d in method["delegates"]})
+            if backend:  # the cpu backend reports its primitives: the convolution among them
+                self.assertRegex(r.stdout, r"\ncpu: convolution +1 ")
+                steps = [e for e in events if e["tid"] == 2]
+                self.assertIn("convolution", {e["name"] for e in steps})
+                self.assertTrue(all(e["cat"] == "cpu" for e in steps))
+        r = ember("run", pte, "--trace", os.path.join(self.dir, "no", "such", "dir", "t.json"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cannot write the trace", r.stderr)
+
     def test_nested_output_dir_is_created(self):
         out = os.path.join(self.dir, "a", "b", "c")
         r = ember("run", fixture("add.pte"), "--output-dir", out)
@@ -382,6 +419,36 @@ class BadInputTest(unittest.TestCase):
 
 
 class InspectTest(unittest.TestCase):
+    def test_plan_picture(self):
+        """`inspect --plan` draws every planned tensor of the method; the lower bound it writes
+        is the one the JSON report computes."""
+        import xml.etree.ElementTree as ET
+
+        with tempfile.TemporaryDirectory() as d:
+            pte, svg = os.path.join(d, "conv.pte"), os.path.join(d, "plan.svg")
+            self.assertEqual(ember("compile", seed_program("conv.ep"), "-o", pte, "-q").returncode, 0)
+            r = ember("inspect", pte, "--plan", svg)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            method = json.loads(ember("inspect", pte, "--json").stdout)["methods"][0]
+            root = ET.parse(svg).getroot()
+            self.assertEqual(int(root.get("data-lower-bound-bytes")),
+                             method["memory"]["lower_bound_bytes"])
+            self.assertEqual(int(root.get("data-planned-bytes")), method["memory"]["planned_bytes"])
+            titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+            self.assertGreater(len(titles), 0)
+            ops = {op["name"] for op in method["operators"]} | {"input", "state"}
+            for t in titles:
+                m = re.match(r"value \d+: (\S+), .* instructions (\d+)\.\.(\d+)$", t)
+                self.assertIsNotNone(m, t)
+                self.assertIn(m.group(1), ops)
+                self.assertLessEqual(int(m.group(2)), int(m.group(3)))
+                self.assertLessEqual(int(m.group(3)), method["instructions"])
+            r = ember("inspect", pte, "--plan", svg, "--method", "backward")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("backward", r.stderr)
+            r = ember("inspect", seed_program("conv.ep"), "--plan", svg)
+            self.assertEqual(r.returncode, 2)
+
     @unittest.skipUnless(have_fixtures(), "../shared/fixtures absent")
     def test_json_describes_each_fixture(self):
         # (file, input shapes, operator calls, constants count/bytes/location, arena bytes)

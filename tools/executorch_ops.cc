@@ -6,31 +6,27 @@
 namespace ember::tools {
 namespace {
 
-#define EMBER_EXECUTORCH_VERSION(v)
-#define EMBER_EXECUTORCH_OP(name) std::string_view(name),
-#define EMBER_EXECUTORCH_BACKEND(name)
+// The op manifest's ExecuTorch sections (ops/manifest.json, compiled in as op_manifest.inc; its
+// kernel and prim lines are not read here).
+#define EMBER_MANIFEST_OP(name, signature)
+#define EMBER_MANIFEST_PRIM(name, signature)
+#define EMBER_MANIFEST_EXECUTORCH_OP(name) std::string_view(name),
 constexpr std::string_view kOperators[] = {
-#include "tools/executorch_ops.inc"
+#include "compiler/passes/op_manifest.inc"
 };
-#undef EMBER_EXECUTORCH_OP
-#undef EMBER_EXECUTORCH_BACKEND
-#define EMBER_EXECUTORCH_OP(name)
-#define EMBER_EXECUTORCH_BACKEND(name) std::string_view(name),
+#undef EMBER_MANIFEST_EXECUTORCH_OP
+#define EMBER_MANIFEST_EXECUTORCH_BACKEND(id) std::string_view(id),
 constexpr std::string_view kBackends[] = {
-#include "tools/executorch_ops.inc"
+#include "compiler/passes/op_manifest.inc"
 };
-#undef EMBER_EXECUTORCH_VERSION
-#undef EMBER_EXECUTORCH_OP
-#undef EMBER_EXECUTORCH_BACKEND
-#define EMBER_EXECUTORCH_VERSION(v) v
-#define EMBER_EXECUTORCH_OP(name)
-#define EMBER_EXECUTORCH_BACKEND(name)
+#undef EMBER_MANIFEST_EXECUTORCH_BACKEND
+#define EMBER_MANIFEST_EXECUTORCH_VERSION(v) v
 constexpr const char* kVersion =
-#include "tools/executorch_ops.inc"
+#include "compiler/passes/op_manifest.inc"
     ;
-#undef EMBER_EXECUTORCH_VERSION
-#undef EMBER_EXECUTORCH_OP
-#undef EMBER_EXECUTORCH_BACKEND
+#undef EMBER_MANIFEST_EXECUTORCH_VERSION
+#undef EMBER_MANIFEST_PRIM
+#undef EMBER_MANIFEST_OP
 
 // The generator writes the names sorted.
 static_assert(std::is_sorted(std::begin(kOperators), std::end(kOperators)));

@@ -1,6 +1,8 @@
 // What ExecuTorch's own runtime registers: its operators (portable kernels and prim ops) and
-// delegate backends, as the pip `executorch` that scripts/requirements.lock pins reports them
-// (tools/executorch_ops.inc, written by tools/gen_executorch_ops.py; CTest checks it is current).
+// delegate backends, as the pip `executorch` that scripts/requirements.lock pins reports them.
+// They come from the op manifest (ops/manifest.json: each op's `executorch` field, then
+// `executorch_only_ops` and `executorch_backends`), compiled in as compiler/passes/op_manifest.inc;
+// tools/gen_op_manifest.py writes both and CTest op_manifest_current checks they are current.
 //
 //   if (!executorch_registers_operator("aten::sum.out")) { ... }   // "ns::op.overload"
 //   std::printf("ExecuTorch %s\n", executorch_version());

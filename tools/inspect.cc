@@ -9,6 +9,7 @@
 #include "ember/schema/program_generated.h"
 #include "runtime/executor/method_meta.h"
 #include "tools/executorch_ops.h"
+#include "tools/plan_svg.h"
 
 namespace ember::tools {
 namespace fb = executorch_flatbuffer;
@@ -36,34 +37,32 @@ const char* dynamism_name(ShapeDynamism d) {
                                             : "dynamic_unbound";
 }
 
-// What the planned memory of a method costs, from the .pte alone: `planned` is the arenas' total,
-// `activations` every planned tensor side by side (no reuse), `lower_bound` the largest set of
-// planned tensors live at one instruction (no placement can use less). Sizes are rounded up to 16
-// bytes and lifetimes run from a tensor's first to its last reference, as in Ember's planner
-// (compiler/plan/memory_planner.h): method outputs live to the end, mutable state (planned with
-// initial data) for the whole execution, a Move target's later readers keep its sources alive, and
-// a Move target itself (a cond result) takes memory at its first reference only.
-struct MemoryStats {
-  int64_t planned = 0;
-  int64_t activations = 0;
-  int64_t lower_bound = 0;
-};
-
-MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t> arenas) {
-  MemoryStats stats;
-  for (int64_t a : arenas) stats.planned += a;
+// Every planned tensor of a method with its place and lifetime, from the .pte alone. Sizes are
+// rounded up to 16 bytes and lifetimes run from a tensor's first to its last reference, as in
+// Ember's planner (compiler/plan/memory_planner.h): method outputs live to the end, mutable state
+// (planned with initial data) for the whole execution, a Move target's later readers keep its
+// sources alive, and a Move target itself (a cond result) takes memory at its first reference
+// only. `op` is what first references the tensor: "input", "state", an operator, or a delegate.
+std::vector<PlannedBuffer> plan_lifetimes(const fb::ExecutionPlan* plan, int64_t* instructions) {
+  std::vector<PlannedBuffer> buffers;
+  *instructions = 0;
   const auto* values = plan->values();
-  if (values == nullptr) return stats;
+  if (values == nullptr) return buffers;
   const size_t n = values->size();
   constexpr int64_t kUnseen = -1;
   std::vector<int64_t> first(n, kUnseen), last(n, kUnseen);
+  std::vector<std::string> first_op(n);
   std::vector<std::vector<size_t>> moved_into(n);  // Move destination -> its sources
   int64_t pc = 0;
+  std::string op;  // what the current instruction runs
   // References value `v` at `pc`, with the list items it holds and what was moved into it.
   auto touch = [&](auto&& self, int64_t v, int depth) -> void {
     if (v < 0 || static_cast<size_t>(v) >= n || depth > 8) return;
     const size_t i = static_cast<size_t>(v);
-    if (first[i] == kUnseen) first[i] = pc;
+    if (first[i] == kUnseen) {
+      first[i] = pc;
+      first_op[i] = op;
+    }
     last[i] = pc;
     const fb::EValue* e = values->Get(static_cast<uint32_t>(i));
     const flatbuffers::Vector<int32_t>* items = nullptr;
@@ -78,12 +77,34 @@ MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t>
     if (args == nullptr) return;
     for (int32_t a : *args) touch(touch, a, 0);
   };
+  const auto* operators = plan->operators();
+  const auto* delegates = plan->delegates();
   if (plan->chains() != nullptr) {
     for (const fb::Chain* chain : *plan->chains()) {
       if (chain->instructions() == nullptr) continue;
       for (const fb::Instruction* ins : *chain->instructions()) {
-        if (const fb::KernelCall* c = ins->instr_args_as_KernelCall()) touch_args(c->args());
-        if (const fb::DelegateCall* c = ins->instr_args_as_DelegateCall()) touch_args(c->args());
+        op = "other";
+        if (const fb::KernelCall* c = ins->instr_args_as_KernelCall()) {
+          if (operators != nullptr && c->op_index() >= 0 &&
+              static_cast<uint32_t>(c->op_index()) < operators->size()) {
+            const fb::Operator* o = operators->Get(static_cast<uint32_t>(c->op_index()));
+            op = o->name() != nullptr ? o->name()->str() : "?";
+            if (o->overload() != nullptr && o->overload()->size() > 0) {
+              op += "." + o->overload()->str();
+            }
+          }
+          touch_args(c->args());
+        }
+        if (const fb::DelegateCall* c = ins->instr_args_as_DelegateCall()) {
+          op = "delegate";
+          if (delegates != nullptr && c->delegate_index() >= 0 &&
+              static_cast<uint32_t>(c->delegate_index()) < delegates->size()) {
+            const fb::BackendDelegate* d =
+                delegates->Get(static_cast<uint32_t>(c->delegate_index()));
+            if (d->id() != nullptr) op += " " + d->id()->str();
+          }
+          touch_args(c->args());
+        }
         if (const fb::JumpFalseCall* c = ins->instr_args_as_JumpFalseCall()) {
           touch(touch, c->cond_value_index(), 0);
         }
@@ -91,6 +112,7 @@ MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t>
           touch(touch, c->value_index(), 0);
         }
         if (const fb::MoveCall* c = ins->instr_args_as_MoveCall()) {
+          op = "move";
           touch(touch, c->move_from(), 0);
           touch(touch, c->move_to(), 0);
           const int32_t from = c->move_from(), to = c->move_to();
@@ -103,9 +125,10 @@ MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t>
       }
     }
   }
-  const int64_t end = pc + 1;  // "after the last instruction": outputs and state live to here
+  *instructions = pc;
+  const int64_t end = pc;  // "after the last instruction": outputs and state live to here
   // Outputs live to the end, and so do the tensors moved into them.
-  std::vector<bool> to_end(n, false), move_target(n, false);
+  std::vector<bool> to_end(n, false), move_target(n, false), is_input(n, false);
   for (size_t i = 0; i < n; ++i) {
     move_target[i] = !moved_into[i].empty();
   }
@@ -119,30 +142,53 @@ MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t>
       if (o >= 0 && static_cast<size_t>(o) < n) mark_end(mark_end, static_cast<size_t>(o), 0);
     }
   }
-  std::map<int64_t, int64_t> delta;
+  if (plan->inputs() != nullptr) {
+    for (int32_t v : *plan->inputs()) {
+      if (v >= 0 && static_cast<size_t>(v) < n) is_input[static_cast<size_t>(v)] = true;
+    }
+  }
   for (size_t i = 0; i < n; ++i) {
     const fb::Tensor* t = values->Get(static_cast<uint32_t>(i))->val_as_Tensor();
     if (t == nullptr || t->allocation_info() == nullptr || t->sizes() == nullptr) continue;
     Result<size_t> nbytes = checked_nbytes(static_cast<ScalarType>(t->scalar_type()),
                                            {t->sizes()->data(), t->sizes()->size()});
     if (!nbytes.ok()) continue;
-    const int64_t bytes = (static_cast<int64_t>(*nbytes) + 15) / 16 * 16;
-    stats.activations += bytes;
-    int64_t b = first[i] == kUnseen ? 0 : first[i];
-    int64_t e = last[i] == kUnseen ? b : last[i];
-    if (to_end[i]) e = end;
-    if (t->data_buffer_idx() > 0) b = 0, e = end;  // mutable state
+    PlannedBuffer b;
+    b.value = static_cast<int64_t>(i);
+    b.arena = static_cast<int32_t>(t->allocation_info()->memory_id());
+    b.offset = static_cast<int64_t>(
+        static_cast<uint64_t>(t->allocation_info()->memory_offset_low()) |
+        (static_cast<uint64_t>(t->allocation_info()->memory_offset_high()) << 32));
+    b.bytes = (static_cast<int64_t>(*nbytes) + 15) / 16 * 16;
+    b.begin = first[i] == kUnseen ? 0 : first[i];
+    b.end = last[i] == kUnseen ? b.begin : last[i];
+    b.op = is_input[i] ? "input" : first_op[i].empty() ? "unused" : first_op[i];
+    if (to_end[i]) b.end = end;
+    if (t->data_buffer_idx() > 0) b.begin = 0, b.end = end, b.op = "state";  // mutable state
     // A Move target never holds data of its own: moves replace it before any read (a cond
     // result); it takes memory at one instant only, its first reference.
-    if (move_target[i]) e = b;
-    delta[b] += bytes;
-    delta[e + 1] -= bytes;
+    if (move_target[i]) b.end = b.begin;
+    buffers.push_back(std::move(b));
   }
-  int64_t live = 0;
-  for (const auto& [at, d] : delta) {
-    live += d;
-    stats.lower_bound = std::max(stats.lower_bound, live);
-  }
+  return buffers;
+}
+
+// What the planned memory of a method costs: `planned` is the arenas' total, `activations` every
+// planned tensor side by side (no reuse), `lower_bound` the largest set of planned tensors live at
+// one instruction (no placement can use less).
+struct MemoryStats {
+  int64_t planned = 0;
+  int64_t activations = 0;
+  int64_t lower_bound = 0;
+};
+
+MemoryStats memory_stats(const fb::ExecutionPlan* plan, std::span<const int64_t> arenas) {
+  MemoryStats stats;
+  for (int64_t a : arenas) stats.planned += a;
+  int64_t instructions = 0;
+  const std::vector<PlannedBuffer> buffers = plan_lifetimes(plan, &instructions);
+  for (const PlannedBuffer& b : buffers) stats.activations += b.bytes;
+  stats.lower_bound = live_bytes_peak(buffers).bytes;
   return stats;
 }
 
@@ -322,6 +368,23 @@ Result<std::vector<MethodReport>> method_reports(const Program& program) {
 }
 
 }  // namespace
+
+Error write_plan_picture(const Program& program, const std::string& method,
+                         const std::string& path) {
+  Result<const fb::ExecutionPlan*> plan = program.plan(method);
+  if (!plan.ok()) return plan.error();
+  Result<MethodMeta> meta = program.method_meta(method);
+  if (!meta.ok()) return meta.error();
+  PlanPicture picture;
+  picture.method = method;
+  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
+    Result<int64_t> size = meta->memory_planned_buffer_size(i);
+    if (!size.ok()) return size.error();
+    picture.arena_bytes.push_back(*size);
+  }
+  picture.buffers = plan_lifetimes(*plan, &picture.instructions);
+  return write_plan_svg(picture, path);
+}
 
 Result<std::vector<std::string>> executorch_blockers(const Program& program) {
   Result<std::vector<MethodReport>> reports = method_reports(program);

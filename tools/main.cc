@@ -19,11 +19,12 @@ constexpr const char* kUsage =
     "  ember compile MODEL.ep|MODEL.pt2 -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
     "                [--backend NAME [--backend-spec KEY=VALUE]...]... [--precision fp32|bf16]\n"
     "                [--quiet|--verbose]\n"
-    "  ember inspect MODEL.pte [--json]\n"
+    "  ember inspect MODEL.pte [--json] [--plan FILE.svg [--method NAME]]\n"
     "  ember inspect MODEL.ep|MODEL.pt2 [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
     "                [--verbose]\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
+    "            [--profile] [--trace FILE.json]\n"
     "  ember --version\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export, or the .pt2 archive\n"
@@ -37,14 +38,18 @@ constexpr const char* kUsage =
     "         backends: loopback, and cpu (oneDNN) when built with it; --precision bf16 runs the\n"
     "         cpu backend's convolutions and matmuls in bfloat16 (fp32 inputs and outputs)\n"
     "inspect  of a .pte: methods, inputs and outputs, operator calls, delegates (with their\n"
-    "         nodes), constants and planned memory; of an exported program: its inputs (names,\n"
-    "         dynamic ranges), outputs, weights and operators, whether Ember compiles it, and\n"
-    "         with --backend what each backend would take and why every other node stays\n"
-    "         portable; writes nothing\n"
+    "         nodes), constants and planned memory; --plan draws a method's memory plan as SVG\n"
+    "         (tensors over instructions and arena offsets, with the lower bound); of an\n"
+    "         exported program: its inputs (names, dynamic ranges), outputs, weights and\n"
+    "         operators, whether Ember compiles it, and with --backend what each backend would\n"
+    "         take and why every other node stays portable; writes nothing but the --plan file\n"
     "run      runs a method with inputs from .npy files (random ones of the declared shape when\n"
     "         none are given), prints each output and writes DIR/output_N.npy; --repeat N runs\n"
     "         the method N times in all (a stateful program's outputs and state are those after\n"
-    "         the N-th call) and prints the first call's latency and the median of the others\n";
+    "         the N-th call) and prints the first call's latency and the median of the others;\n"
+    "         --profile prints time per op kind, per delegate step and per instruction, and\n"
+    "         --trace writes Chrome trace events (Perfetto, chrome://tracing), both over the\n"
+    "         calls the median covers\n";
 
 // A usage error: the problem and where the usage is, in two lines (exit 2).
 int usage_error(const char* message) {
@@ -91,7 +96,8 @@ bool parse_int(const char* s, int* out) {
 int inspect_main(int argc, char** argv) {
   std::string model;
   bool json = false;
-  ember::tools::CompileCommand plan;  // of an exported program
+  ember::tools::CompileCommand plan;        // of an exported program
+  std::string picture, method = "forward";  // --plan FILE.svg [--method NAME], of a .pte
   for (int i = 0; i < argc; ++i) {
     if (is_help(argv[i])) {
       std::fputs(kUsage, stdout);
@@ -99,6 +105,10 @@ int inspect_main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--plan") == 0 || std::strcmp(argv[i], "--method") == 0) {
+      if (i + 1 >= argc) return usage_error((std::string(argv[i]) + " needs a value").c_str());
+      (std::strcmp(argv[i], "--plan") == 0 ? picture : method) = argv[i + 1];
+      ++i;
     } else if (std::strcmp(argv[i], "--verbose") == 0 || std::strcmp(argv[i], "-v") == 0) {
       plan.verbosity = ember::tools::Verbosity::Verbose;
     } else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
@@ -122,6 +132,7 @@ int inspect_main(int argc, char** argv) {
                         (model.size() > 3 && model.compare(model.size() - 3, 3, ".ir") == 0);
   if (exported || !plan.backends.empty()) {
     if (json) return usage_error("--json describes a .pte; an exported program has text only");
+    if (!picture.empty()) return usage_error("--plan draws a .pte's memory plan; compile first");
     plan.model = model;
     return ember::tools::inspect_exported_command(plan);
   }
@@ -134,6 +145,14 @@ int inspect_main(int argc, char** argv) {
   if (ember::Error e = module.load(); e != ember::Error::Ok) {
     std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(), ember::to_string(e));
     return 1;
+  }
+  if (!picture.empty()) {
+    const ember::Error e = ember::tools::write_plan_picture(*module.program(), method, picture);
+    if (e != ember::Error::Ok) {
+      std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(), ember::to_string(e));
+      return 1;
+    }
+    std::fprintf(stderr, "plan of method '%s' drawn in %s\n", method.c_str(), picture.c_str());
   }
   ember::Result<std::string> report = ember::tools::inspect_program(*module.program(), json);
   if (!report.ok()) {
@@ -160,7 +179,7 @@ int run_main(int argc, char** argv) {
     };
     const bool takes_value = arg == "--method" || arg == "--ptd" || arg == "--input" ||
                              arg == "--output-dir" || arg == "--repeat" || arg == "--threads" ||
-                             arg == "--seed" || arg == "--load-mode";
+                             arg == "--seed" || arg == "--load-mode" || arg == "--trace";
     if (takes_value) {
       const char* v = value(arg.c_str());
       if (v == nullptr) return usage_error((arg + " needs a value").c_str());
@@ -170,6 +189,7 @@ int run_main(int argc, char** argv) {
       if (arg == "--input") o.inputs.emplace_back(v);
       if (arg == "--output-dir") o.output_dir = v;
       if (arg == "--load-mode") o.load_mode = v;
+      if (arg == "--trace") o.trace = v;
       if (arg == "--repeat" || arg == "--threads" || arg == "--seed") {
         if (!parse_int(v, &n)) return usage_error((arg + " needs a non-negative integer").c_str());
         if (arg == "--repeat" && n < 1) return usage_error("--repeat needs at least 1 run");
@@ -182,6 +202,8 @@ int run_main(int argc, char** argv) {
         if (arg == "--threads") o.threads = n;
         if (arg == "--seed") o.seed = static_cast<unsigned>(n);
       }
+    } else if (arg == "--profile") {
+      o.profile = true;
     } else if (arg[0] == '-') {
       return usage_error(("unknown option " + arg).c_str());
     } else if (o.model.empty()) {

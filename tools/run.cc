@@ -10,6 +10,7 @@
 #include "runtime/platform/clock.h"
 #include "tools/backends.h"
 #include "tools/npy.h"
+#include "tools/profile.h"
 
 namespace ember::tools {
 namespace {
@@ -122,13 +123,24 @@ int run_command(const RunOptions& o) {
 
   // Exactly max(repeat, 1) calls: a stateful program (a KV cache, a counter buffer) ends as after
   // that many, and the outputs printed are the last call's.
+  // The profile (--profile, --trace) covers the calls the latency median covers: all but the
+  // first when there are several.
+  Result<Method*> method = module.method(o.method);
+  if (!method.ok()) return report(method.error());
+  Profile profile;
+  const bool profiling = o.profile || !o.trace.empty();
+  const int calls = std::max(o.repeat, 1);
   Result<std::vector<EValue>> outputs(Error::Internal);  // replaced by the first call
   std::vector<double> times_ms;
-  for (int r = 0; r < std::max(o.repeat, 1); ++r) {
+  for (int r = 0; r < calls; ++r) {
+    const bool observed = profiling && (r > 0 || calls == 1);
+    (*method)->set_observer(observed ? &profile : nullptr);
     const uint64_t t0 = now_ns();
     outputs = module.execute(o.method, inputs);
     const uint64_t t1 = now_ns();
+    (*method)->set_observer(nullptr);
     if (!outputs.ok()) return report(outputs.error());
+    if (observed) profile.end_call();
     times_ms.push_back(static_cast<double>(t1 - t0) / 1e6);
   }
 
@@ -163,6 +175,14 @@ int run_command(const RunOptions& o) {
     const double median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     std::printf("latency: median %.4f ms, min %.4f ms over %zu runs after the first (%.4f ms)\n",
                 median, sorted[0], n, times_ms[0]);
+  }
+  if (o.profile) {
+    std::printf("\n");
+    profile.print_table(stdout);
+  }
+  if (!o.trace.empty()) {
+    if (Error e = profile.write_chrome_trace(o.trace); e != Error::Ok) return report(e);
+    std::printf("trace: %zu events written to %s\n", profile.events().size(), o.trace.c_str());
   }
   return 0;
 }

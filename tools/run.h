@@ -19,6 +19,8 @@ struct RunOptions {
   int threads = 0;
   unsigned seed = 0;
   std::string load_mode = "mmap";  // file | mmap | mlock | mlock-ignore
+  bool profile = false;            // print per-op-kind and per-instruction times
+  std::string trace;               // write Chrome trace events here (empty: none)
 };
 
 // Returns the process exit status; prints one line "error: ..." on failure.

@@ -46,6 +46,7 @@ struct DelegateSummary {
   int depthwise_steps = 0;           // 3x3 depthwise convolutions (depthwise.h)
   int pointwise_steps = 0;           // 1x1 convolutions of channels-last tensors (packed_gemm.h)
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
+  int exact_steps = 0;  // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);

@@ -17,7 +17,9 @@
 
 namespace ember::cpu {
 
-enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec };
+// Exact: the steps that keep ATen's NaN semantics where oneDNN's primitives lose them
+// (nan_exact.h: clamps, max pooling, softmax rows).
+enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec, Exact };
 
 struct OwnStep {
   OwnKind kind;

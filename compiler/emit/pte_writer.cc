@@ -367,7 +367,12 @@ Result<WrittenProgram> write_program(const ProgramSpec& spec) {
   fb::FinishProgramBuffer(fbb, root);
 
   WrittenProgram out;
-  if (segments.data.empty()) {
+  // The runtime loads every segment the program refers to through the extended header's segment
+  // base, even an empty one (the initial values of zero-sized mutable tensors, zero-sized
+  // constants): without the header such a program would be refused at load.
+  const bool uses_segments = !segments.data.empty() || constants.offsets.size() > 1 ||
+                             has_mutable || !delegate_blobs.empty() || !named_blobs.empty();
+  if (!uses_segments) {
     out.pte.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   } else {
     out.pte = insert_header(fbb.GetBufferPointer(), fbb.GetSize(), kProgramHeaderLength);

@@ -70,6 +70,22 @@ class Cond(torch.nn.Module):
         return torch.cond(x.sum() > 0, lambda t: self.lin(t).sin(), lambda t: t.cos() * 2, (x,))
 
 
+class TrainingIrOps(torch.nn.Module):
+    """Ops the training IR keeps that core ATen decomposes (issue 20): clamp_min/max, mv,
+    linalg_vector_norm, addcmul/addcdiv, eye, rsub, new_*, fill_ (Scalar and Tensor); and two
+    ops both IRs keep, bucketize and adaptive_max_pool2d."""
+
+    def forward(self, x, v, s, a):
+        return (torch.clamp_min(x, 0.1), torch.clamp_max(x, v), torch.mv(x, v),
+                torch.linalg.vector_norm(x, dim=1), torch.linalg.vector_norm(x, 1, dim=0),
+                torch.linalg.vector_norm(x, float("inf")), torch.addcmul(x, x, v, value=0.5),
+                torch.addcdiv(x, x, v.abs() + 1, value=2), x + torch.eye(3, 4), 1 - x,
+                x.new_zeros(2, 3), x.new_ones(3), x.new_full((2,), 4.0), x.new_empty(2).fill_(s),
+                x.clone().fill_(2.0), torch.bucketize(x, v.sort().values),
+                torch.bucketize(x, v.sort().values, right=True, out_int32=True),
+                *torch.nn.functional.adaptive_max_pool2d(a, (3, 2), return_indices=True))
+
+
 class Erfinv(torch.nn.Module):
     def forward(self, x):
         return torch.erfinv(x)
@@ -99,6 +115,9 @@ def models():
         "dynamic": (MLP, (rand(4, 4),), ({0: torch.export.Dim("batch", min=1, max=16)},),
                     [(rand(n, 4),) for n in (1, 7, 16)]),
         "cond": (Cond, (rand(3),), None, [(torch.ones(3),), (-torch.ones(3),)]),
+        "training_ir_ops": (TrainingIrOps, (rand(3, 4), rand(4), torch.tensor(1.5),
+                                            rand(1, 2, 7, 5)), None,
+                            [(rand(3, 4), rand(4), torch.tensor(-0.5), rand(1, 2, 7, 5))]),
     }
     import torchvision
     result["resnet18"] = (lambda: bn_stats(torchvision.models.resnet18()),

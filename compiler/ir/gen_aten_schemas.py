@@ -23,6 +23,8 @@ sym_stride t tan tanh topk transpose tril triu trunc unbind unsqueeze upsample_b
 upsample_nearest2d var var_mean view where zero_ zeros zeros_like _log_softmax _native_batch_norm_legit_no_training
 _reshape_alias _softmax _to_copy _unsafe_view bernoulli dropout native_dropout _assert_async
 reshape flatten expand_as mean addmm_ bmm index_copy index_add celu selu
+addcdiv addcmul adaptive_max_pool2d bucketize eye linalg_vector_norm mv new_empty new_full
+new_ones new_zeros norm sort
 """.split()
 
 

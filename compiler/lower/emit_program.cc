@@ -80,10 +80,26 @@ class Emitter {
       use(input, instruction_count());
       method_.call("aten::clone", "out", {it->second, none, dst, dst});
     }
+    std::unordered_map<const ir::Value*, int32_t> copies;
     for (const ir::Value* v : user_outputs) {
       auto it = index_.find(v);
       if (it == index_.end()) return ir::Status::error("output %" + v->name() + " is not computed");
-      method_.outputs.push_back(it->second);
+      int32_t out = it->second;
+      if (constant_inputs_.count(v) != 0) {
+        // A weight or folded constant returned as it is: outputs are planned tensors (a caller
+        // may hand each its own buffer, and an external weight's storage is the data file's), so
+        // the output is a copy of it.
+        auto [c, fresh] = copies.emplace(v, 0);
+        if (fresh) {
+          const int32_t none = method_.add(emit::NoneSpec{});
+          const int64_t at = instruction_count();
+          use(v, at);
+          c->second = add_result(v, at);  // may rehash index_: `out` holds the source
+          method_.call("aten::clone", "out", {out, none, c->second, c->second});
+        }
+        out = c->second;
+      }
+      method_.outputs.push_back(out);
       use(v, INT64_MAX);
     }
     plan();
@@ -203,6 +219,7 @@ class Emitter {
         result_.stats.constant_bytes += bytes.size();
       }
       index_[v] = method_.add(t);
+      constant_inputs_.insert(v);
     }
     return {};
   }
@@ -635,9 +652,10 @@ class Emitter {
   EmittedMethod result_;
   std::unordered_map<const ir::Value*, int32_t> index_;
   std::unordered_map<const ir::Value*, const ir::Value*> in_place_;  // new value -> its state
-  std::unordered_set<const ir::Value*> state_inputs_;   // inputs holding state (before writes)
-  std::unordered_set<const ir::Value*> no_view_alias_;  // values that need storage of their own
-  int branch_depth_ = 0;                                // > 0 while emitting a cond branch
+  std::unordered_set<const ir::Value*> state_inputs_;     // inputs holding state (before writes)
+  std::unordered_set<const ir::Value*> constant_inputs_;  // weights and constants (not planned)
+  std::unordered_set<const ir::Value*> no_view_alias_;    // values that need storage of their own
+  int branch_depth_ = 0;                                  // > 0 while emitting a cond branch
   std::unordered_map<const ir::Value*, int64_t> first_def_;
   std::unordered_map<const ir::Value*, int64_t> last_use_;
   std::vector<Planned> planned_;

@@ -10,7 +10,9 @@
 #include "compiler/ir/parser.h"
 #include "compiler/lower/pipeline.h"
 #include "compiler/partition/backend.h"
+#include "runtime/executor/program.h"
 #include "runtime/kernels/portable/portable.h"
+#include "runtime/platform/loaders.h"
 
 namespace ember::lower {
 namespace {
@@ -68,6 +70,35 @@ TEST(EmitProgram, SharedWeightIsStoredOnceAcrossMethods) {
   const std::string key = partition::weight_key("linear.weight", bytes);
   EXPECT_EQ(count(files->ptd, key), 1u);  // C22 test 1: one entry
   EXPECT_EQ(count(files->pte, key), 2u);  // each method's tensor names it (C21 key)
+}
+
+// Issue 20: a program whose only segment data is empty (a zero-sized written buffer, its weights
+// in a .ptd) still refers to its mutable data segment, so the file needs the extended header
+// that gives the segment base; without it the runtime refused the program at load.
+TEST(EmitProgram, ZeroSizedStateKeepsTheSegmentHeader) {
+  auto program = lowered(
+      "weight \"state\": f32[0] = hex\"\"\n"
+      "graph(\n"
+      "    %b_state: f32[0] buffer \"state\",\n"
+      "    %x: f32[3]\n"
+      ") {\n"
+      "  %add: f32[0] = aten::add.Scalar(self=%b_state, other=1, alpha=1)\n"
+      "  %mul: f32[3] = aten::mul.Scalar(self=%x, other=2)\n"
+      "  return (%mul, %add buffer_mutation \"state\")\n"
+      "}\n");
+  ASSERT_TRUE(program);
+  std::map<std::string, std::string> keys;
+  EmitOptions o;
+  o.external_weights = true;
+  auto m = emit_method(*program, o, &keys);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  emit::ProgramSpec spec;
+  spec.methods.push_back(m->method);
+  auto files = emit::write_program(spec);
+  ASSERT_TRUE(files.ok());
+  BufferDataLoader loader(files->pte.data(), files->pte.size());
+  Result<Program> loaded = Program::load(&loader);
+  EXPECT_TRUE(loaded.ok()) << last_error_message();
 }
 
 TEST(EmitProgram, ConflictingRedefinitionIsRefusedByName) {

@@ -1,5 +1,7 @@
 // eliminate_dead_code: removes nodes whose results nobody reads and that write nothing, in every
 // graph (C4), then weight inputs nobody reads. Runs to a fixed point in one backward sweep.
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/passes/pass_registry.h"
@@ -23,9 +25,16 @@ ir::Status eliminate_dead_code(ir::Program& program, PassContext& ctx) {
     }
   });
   ir::Graph& g = program.graph();
+  // A buffer the program writes keeps its input even when nothing reads its old value (fill_,
+  // copy_, zero_): its storage carries the new value to the next execution.
+  std::unordered_set<std::string> written;
+  for (size_t i = 0; i < g.outputs().size(); ++i) {
+    const ir::OutputSpec& spec = program.output_spec(i);
+    if (spec.kind == ir::OutputKind::BufferMutation) written.insert(spec.target);
+  }
   for (size_t i = g.inputs().size(); i-- > 0;) {
     if (program.input_spec(i).kind == ir::InputKind::UserInput) continue;
-    if (g.inputs()[i]->has_uses()) continue;
+    if (g.inputs()[i]->has_uses() || written.count(program.input_spec(i).target) != 0) continue;
     (void)program.erase_input(i);
   }
   return {};
@@ -33,6 +42,6 @@ ir::Status eliminate_dead_code(ir::Program& program, PassContext& ctx) {
 
 EMBER_PASS(dead_code, eliminate_dead_code, "",
            "no node whose outputs are unused and that writes nothing remains; no unused weight "
-           "input remains");
+           "input remains but for the buffers the program writes");
 
 }  // namespace ember::passes

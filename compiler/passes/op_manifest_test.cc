@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "compiler/passes/op_table.h"
@@ -83,6 +84,23 @@ TEST(OpManifest, CompilerLooksUpTheManifest) {
   }
   EXPECT_FALSE(passes::kernel_exists("aten::no_such_op.out"));
   EXPECT_EQ(passes::kernel_signature("aten::no_such_op.out"), nullptr);
+}
+
+// The compiler's prim ops are the manifest's (kind prim), which are the runtime's prim table: a
+// prim op added to prim_ops.cc reaches the compiler by regenerating the manifest, and nothing else.
+TEST(OpManifest, PrimOpsAreTheRuntimePrimTable) {
+  std::set<std::string> compiler;
+  for (std::string_view op : passes::prim_ops()) compiler.insert(std::string(op));
+  std::set<std::string> runtime;
+  for (const Kernel& k : prim_kernels()) runtime.insert(k.name);
+  EXPECT_EQ(compiler, runtime) << kRegenerate;
+  // The graph names the runtime name: a `default` overload is dropped (docs/pte-format.md §4.8).
+  EXPECT_TRUE(passes::is_prim_op("aten::sym_numel.default"));
+  EXPECT_TRUE(passes::is_prim_op("aten::sym_size.int"));
+  EXPECT_TRUE(passes::is_prim_op("executorch_prim::floordiv.int"));
+  EXPECT_FALSE(passes::is_prim_op("aten::sym_size.default"));
+  EXPECT_FALSE(passes::is_prim_op("aten::add.out"));
+  EXPECT_FALSE(passes::is_prim_op("sym::add.default"));  // lowered by a rule, not a prim itself
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <memory>
 
+#include "compiler/passes/op_decompositions.h"
 #include "compiler/passes/pass_util.h"
 
 namespace ember::passes {
@@ -39,6 +40,8 @@ constexpr LoweringRule kRules[] = {
     {"aten::_to_copy.default", "aten::_to_copy.out", "self,non_blocking,memory_format", nullptr,
      nullptr},
     {"aten::_unsafe_view.default", "aten::view_copy.out", "self,size", nullptr, nullptr},
+    {"aten::addcdiv.default", nullptr, nullptr, lower_addcdiv, nullptr},
+    {"aten::addcmul.default", nullptr, nullptr, lower_addcmul, nullptr},
     {"aten::all.default", "aten::all.all_out", nullptr, nullptr, nullptr},
     {"aten::all.dim", "aten::all.out", nullptr, nullptr, nullptr},
     {"aten::any.default", "aten::any.all_out", nullptr, nullptr, nullptr},
@@ -53,6 +56,10 @@ constexpr LoweringRule kRules[] = {
     // torch.export's default (training) IR: batch_norm, conv2d, flatten, max_pool2d.
     {"aten::batch_norm.default", nullptr, nullptr, lower_batch_norm_inference, nullptr},
     {"aten::celu.default", nullptr, nullptr, lower_celu, nullptr},
+    {"aten::clamp_max.Tensor", "aten::clamp.Tensor_out", "self,min=none,max", nullptr, nullptr},
+    {"aten::clamp_max.default", "aten::clamp.out", "self,min=none,max", nullptr, nullptr},
+    {"aten::clamp_min.Tensor", "aten::clamp.Tensor_out", "self,min,max=none", nullptr, nullptr},
+    {"aten::clamp_min.default", "aten::clamp.out", "self,min,max=none", nullptr, nullptr},
     {"aten::clone.default", "aten::clone.out", "self,memory_format", nullptr, nullptr},
     {"aten::conv2d.default", "aten::convolution.out",
      "input,weight,bias,stride,padding,dilation,transposed=false,output_padding=[0,0],groups",
@@ -62,8 +69,11 @@ constexpr LoweringRule kRules[] = {
     {"aten::div.Tensor_mode", "aten::div.out_mode", nullptr, nullptr, nullptr},
     {"aten::empty.memory_format", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::expand.default", "aten::expand_copy.out", "self,size,implicit", nullptr, nullptr},
+    {"aten::eye.default", nullptr, nullptr, lower_eye, nullptr},
+    {"aten::eye.m", nullptr, nullptr, lower_eye, nullptr},
     {"aten::fill.Scalar", "aten::full_like.out", "self,fill_value=value,memory_format=none",
      nullptr, nullptr},
+    {"aten::fill.Tensor", nullptr, nullptr, lower_fill_tensor, nullptr},
     {"aten::flatten.using_ints", nullptr, nullptr, lower_flatten, nullptr},
     {"aten::full.default", "aten::full.out", "size,fill_value", nullptr, nullptr},
     {"aten::full_like.default", "aten::full_like.out", "self,fill_value,memory_format", nullptr,
@@ -72,12 +82,19 @@ constexpr LoweringRule kRules[] = {
     {"aten::lift_fresh_copy.default", "aten::clone.out", "self,memory_format=none", nullptr,
      nullptr},
     {"aten::linear.default", nullptr, nullptr, lower_linear, nullptr},
+    {"aten::linalg_vector_norm.default", nullptr, nullptr, lower_vector_norm, nullptr},
     {"aten::max.dim", "aten::max.dim_max", nullptr, nullptr, nullptr},
     {"aten::max_pool2d.default", nullptr, nullptr, lower_max_pool2d, nullptr},
     {"aten::mean.dim", "aten::mean.out", nullptr, nullptr, nullptr},
     {"aten::mean.default", "aten::mean.out", "self,dim=none,keepdim=false,dtype", nullptr, nullptr},
     {"aten::min.dim", "aten::min.dim_min", nullptr, nullptr, nullptr},
+    {"aten::mv.default", nullptr, nullptr, lower_mv, nullptr},
     {"aten::native_batch_norm.default", nullptr, nullptr, lower_batch_norm, nullptr},
+    {"aten::new_empty.default", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
+    {"aten::new_full.default", "aten::full.out", "size,fill_value", nullptr, nullptr},
+    {"aten::new_ones.default", "aten::full.out", "size,fill_value=1", nullptr, nullptr},
+    {"aten::new_zeros.default", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
+    {"aten::norm.ScalarOpt_dim", nullptr, nullptr, lower_vector_norm, nullptr},
     {"aten::ones.default", "aten::full.out", "size,fill_value=1", nullptr, nullptr},
     {"aten::ones_like.default", "aten::full_like.out", "self,fill_value=1,memory_format", nullptr,
      nullptr},
@@ -136,29 +153,6 @@ constexpr LoweringRule kRules[] = {
     {"aten::sym_ite.default", "executorch_prim::sym_ite.Scalar", nullptr, nullptr, nullptr},
 };
 
-constexpr const char* kPrimOps[] = {"aten::sym_size.int",
-                                    "aten::sym_numel.default",
-                                    "aten::_local_scalar_dense.default",
-                                    "executorch_prim::add.Scalar",
-                                    "executorch_prim::sub.Scalar",
-                                    "executorch_prim::mul.Scalar",
-                                    "executorch_prim::floordiv.Scalar",
-                                    "executorch_prim::truediv.Scalar",
-                                    "executorch_prim::mod.Scalar",
-                                    "executorch_prim::eq.Scalar",
-                                    "executorch_prim::gt.Scalar",
-                                    "executorch_prim::lt.Scalar",
-                                    "executorch_prim::ge.Scalar",
-                                    "executorch_prim::le.Scalar",
-                                    "executorch_prim::neg.Scalar",
-                                    "executorch_prim::ceil.Scalar",
-                                    "executorch_prim::sym_max.Scalar",
-                                    "executorch_prim::sym_min.Scalar",
-                                    "executorch_prim::sym_not.Scalar",
-                                    "executorch_prim::sym_float.Scalar",
-                                    "executorch_prim::sym_int.Scalar",
-                                    "executorch_prim::sym_ite.Scalar"};
-
 // The kernels and prim ops the runtime implements, as ops/manifest.json lists them (generated by
 // tools/gen_op_manifest.py; op_manifest_test checks it against the runtime's registry). The
 // compiler learns what exists from this table, not by linking the runtime's kernels.
@@ -188,6 +182,15 @@ const ManifestOp* find_manifest_op(std::string_view name) {
                        [](const ManifestOp& op, std::string_view n) { return op.name < n; });
   return it != end && it->name == name ? it : nullptr;
 }
+
+// The manifest's prim ops by their runtime names ("aten::sym_numel"), sorted as the manifest is.
+constexpr std::string_view kPrimOps[] = {
+#define EMBER_MANIFEST_OP(name, signature)
+#define EMBER_MANIFEST_PRIM(name, signature) name,
+#include "compiler/passes/op_manifest.inc"
+#undef EMBER_MANIFEST_PRIM
+#undef EMBER_MANIFEST_OP
+};
 
 std::pair<std::string, std::string> split_name(std::string_view qualified) {
   const size_t colon = qualified.find("::");
@@ -681,7 +684,7 @@ bool is_list_out_kernel(std::string_view name) {
          name == "aten::unbind_copy.int_out";
 }
 
-std::span<const char* const> prim_ops() { return kPrimOps; }
+std::span<const std::string_view> prim_ops() { return kPrimOps; }
 
 std::string runtime_op_name(std::string_view qualified) {
   constexpr std::string_view kDefault = ".default";
@@ -693,10 +696,8 @@ std::string runtime_op_name(std::string_view qualified) {
 }
 
 bool is_prim_op(std::string_view qualified) {
-  for (const char* p : kPrimOps) {
-    if (qualified == p) return true;
-  }
-  return false;
+  const std::string name = runtime_op_name(qualified);
+  return std::binary_search(std::begin(kPrimOps), std::end(kPrimOps), std::string_view(name));
 }
 
 bool kernel_exists(std::string_view name) { return find_manifest_op(name) != nullptr; }

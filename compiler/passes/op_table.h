@@ -40,11 +40,12 @@ struct KernelForm {
 };
 
 // True for ops the runtime implements as prim ops (docs/pte-format.md §4.8): they take their
-// arguments and then their result once, with no repeated out.
+// arguments and then their result once, with no repeated out. `qualified` is the graph's name
+// ("aten::sym_numel.default"); it is a prim op when its runtime name is one of prim_ops().
 bool is_prim_op(std::string_view qualified);
-// Every prim op the lowering may produce ("aten::sym_numel.default"), for the check that the
-// runtime registers each (C12: the compiler and the runtime accept the same op set).
-std::span<const char* const> prim_ops();
+// The runtime's prim ops by their runtime names ("aten::sym_numel"), as the op manifest lists them
+// (kind prim; generated from runtime/kernels/prim/prim_ops.cc), sorted by name.
+std::span<const std::string_view> prim_ops();
 // The name the runtime registers a prim op under: a `default` overload is dropped (§4.8).
 std::string runtime_op_name(std::string_view qualified);
 // True for kernels whose out argument is one Tensor[] (split_copy, unbind_copy): the list is

@@ -17,6 +17,7 @@
 #include "runtime/core/evalue.h"
 #include "runtime/executor/memory.h"
 #include "runtime/executor/named_data_map.h"
+#include "runtime/executor/observer.h"
 
 namespace ember {
 
@@ -35,6 +36,9 @@ struct BackendInitContext {
 
 struct BackendExecuteContext {
   MemoryAllocator* temp;  // scratch, may be null
+  // A profiler watching this execution, or null (the usual case). A backend may report the steps
+  // it runs with on_delegate_step; it must cost nothing measurable when this is null.
+  ExecutionObserver* observer = nullptr;
 };
 
 // Opaque per-delegate state a backend returns from init.

@@ -96,6 +96,7 @@ Method::Method(Method&& o) noexcept
       views_(std::exchange(o.views_, nullptr)),
       num_views_(std::exchange(o.num_views_, 0)),
       max_instructions_(o.max_instructions_),
+      observer_(std::exchange(o.observer_, nullptr)),
       delegates_(std::exchange(o.delegates_, nullptr)),
       num_delegates_(std::exchange(o.num_delegates_, 0)),
       external_buffers_(std::exchange(o.external_buffers_, nullptr)),

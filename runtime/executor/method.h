@@ -72,6 +72,9 @@ class Method {
   // InvalidState. The default, 10,000,000, is ExecuTorch's; a host running untrusted programs
   // (the fuzz target) may lower it so a looping program fails fast.
   void set_max_instructions(size_t n) { max_instructions_ = n; }
+  // Reports each instruction execute runs to `observer` (observer.h); null (the default) turns
+  // reporting off. The observer must outlive its use here.
+  void set_observer(ExecutionObserver* observer) { observer_ = observer; }
 
  private:
   friend class Program;
@@ -112,6 +115,7 @@ class Method {
   Tensor** views_ = nullptr;  // the et_view results (kView tensors)
   size_t num_views_ = 0;
   size_t max_instructions_ = 10'000'000;
+  ExecutionObserver* observer_ = nullptr;
   Delegate* delegates_ = nullptr;
   size_t num_delegates_ = 0;
   FreeableBuffer* external_buffers_ = nullptr;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/executor/method_internal.h"
+#include "runtime/platform/clock.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember {
@@ -150,7 +151,7 @@ Error Method::execute() {
   // buffer the caller may have freed since).
   for (size_t k = 0; k < num_views_; ++k) views_[k]->set_data(nullptr);
   KernelContext kernel_context{memory_->temp_allocator, &ThreadPool::global()};
-  BackendExecuteContext backend_context{memory_->temp_allocator};
+  BackendExecuteContext backend_context{memory_->temp_allocator, observer_};
   size_t pc = 0;
   size_t executed = 0;
   while (pc < num_instructions_) {
@@ -161,7 +162,10 @@ Error Method::execute() {
     switch (ins.kind) {
       case Instruction::Kind::Kernel: {
         if (ins.reads_views) EMBER_TRY(check_view_args(ins, pc));
+        const uint64_t start = observer_ != nullptr ? now_ns() : 0;
         const Error e = ins.kernel->fn(kernel_context, {ins.args, ins.num_args});
+        if (observer_ != nullptr)
+          observer_->on_instruction(pc, ins.kernel->name, -1, start, now_ns());
         if (memory_->temp_allocator != nullptr) memory_->temp_allocator->reset();
         if (e != Error::Ok) {
           return add_error_context(e, "instruction %zu (%s)", pc, ins.kernel->name);
@@ -171,7 +175,12 @@ Error Method::execute() {
       case Instruction::Kind::Delegate: {
         if (ins.reads_views) EMBER_TRY(check_view_args(ins, pc));
         const Delegate& d = delegates_[ins.delegate];
+        const uint64_t start = observer_ != nullptr ? now_ns() : 0;
         const Error e = d.backend->execute(backend_context, d.handle, {ins.args, ins.num_args});
+        if (observer_ != nullptr) {
+          observer_->on_instruction(pc, d.backend_id, static_cast<int>(ins.delegate), start,
+                                    now_ns());
+        }
         if (memory_->temp_allocator != nullptr) memory_->temp_allocator->reset();
         if (e != Error::Ok)
           return add_error_context(e, "instruction %zu (delegate %u)", pc, ins.delegate);

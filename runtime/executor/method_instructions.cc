@@ -37,6 +37,7 @@ Error Method::init_delegates(const NamedDataMap* external_data) {
                 "delegate %u: backend '%s' is not available on this machine", i, d->id()->c_str());
     Delegate& slot = delegates_[i];
     slot.backend = backend;
+    slot.backend_id = d->id()->c_str();
     const fb::BackendDelegateDataReference* ref = d->processed();
     if (ref->location() == fb::DataLocation::INLINE) {
       const auto* inline_data = root->backend_delegate_data();

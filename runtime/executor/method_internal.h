@@ -44,6 +44,7 @@ struct Method::Instruction {
 
 struct Method::Delegate {
   const Backend* backend = nullptr;
+  const char* backend_id = "";  // the program's name for the backend (for observers)
   DelegateHandle* handle = nullptr;
   FreeableBuffer blob;
   MergedNamedDataMap* named_data = nullptr;

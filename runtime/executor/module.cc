@@ -78,8 +78,25 @@ struct Module::LoadedMethod {
   std::unique_ptr<Method> method;
 };
 
+void Module::FreeDeleter::operator()(void* p) const { std::free(p); }
+
 Module::Module(std::string path, ModuleOptions options)
     : path_(std::move(path)), options_(std::move(options)) {}
+
+Module::Module(std::span<const uint8_t> pte, ModuleOptions options, BufferMode mode)
+    : from_buffer_(true), options_(std::move(options)) {
+  if (mode == BufferMode::Borrow) {
+    buffer_ = pte;
+    return;
+  }
+  // Aligned as a mapped file is, so that the program's segments keep the alignment the writer
+  // gave them relative to the start. A failure is reported by load(): constructors cannot fail.
+  buffer_copy_.reset(static_cast<uint8_t*>(aligned_zeroed(pte.size())));
+  copy_failed_ = buffer_copy_ == nullptr;
+  if (copy_failed_) return;
+  if (!pte.empty()) std::memcpy(buffer_copy_.get(), pte.data(), pte.size());
+  buffer_ = {buffer_copy_.get(), pte.size()};
+}
 
 Module::~Module() {
   methods_.clear();  // methods before the program and loaders they point into
@@ -103,9 +120,19 @@ Error Module::load() {
     if (!l.ok()) return l.error();
     return std::unique_ptr<DataLoader>(new MmapDataLoader(std::move(*l)));
   };
-  EMBER_ASSIGN_OR_RETURN(loader_, open(path_));
+  if (from_buffer_) {
+    EMBER_CHECK(!copy_failed_, Error::MemoryAllocationFailed,
+                "cannot allocate %zu bytes for the copy of the program buffer", buffer_.size());
+    loader_ = std::make_unique<BufferDataLoader>(buffer_.data(), buffer_.size());
+  } else {
+    EMBER_ASSIGN_OR_RETURN(loader_, open(path_));
+  }
   Result<Program> program = Program::load(loader_.get());
-  if (!program.ok()) return add_error_context(program.error(), "%s", path_.c_str());
+  if (!program.ok()) {
+    return from_buffer_ ? add_error_context(program.error(), "the program buffer (%zu bytes)",
+                                            buffer_.size())
+                        : add_error_context(program.error(), "%s", path_.c_str());
+  }
   program_ = std::make_unique<Program>(std::move(*program));
   if (!options_.data_path.empty()) {
     EMBER_ASSIGN_OR_RETURN(data_loader_, open(options_.data_path));

@@ -2,6 +2,7 @@
 // buffer a method needs, allocated on the heap.
 //
 //   ember::Module module("model.pte");                      // mmap by default
+//   // or, from bytes in memory: ember::Module module(std::span<const uint8_t>(bytes));
 //   ember::OwnedTensor x = *ember::OwnedTensor::zeros(ScalarType::Float, {1, 3});
 //   Result<std::vector<EValue>> out = module.forward({EValue::from_tensor(&x.tensor())});
 //
@@ -11,8 +12,10 @@
 // thread, or share a Program and load one Method per thread.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,8 +34,19 @@ enum class LoadMode {
   MmapUseMlockIgnoreErrors,  // memory-map and try to lock
 };
 
+// How a Module made from a program in memory holds its bytes.
+enum class BufferMode {
+  // The Module copies the bytes (into 64-byte-aligned memory) when it is constructed and owns the
+  // copy: the caller's buffer may go away at once.
+  Copy,
+  // The Module reads the caller's bytes in place, never copying them: they must stay valid and
+  // unchanged until the Module is destroyed (methods and delegates point into them), and be
+  // aligned as ExecuTorch's writer aligns a file's start (16 bytes or more).
+  Borrow,
+};
+
 struct ModuleOptions {
-  LoadMode load_mode = LoadMode::Mmap;
+  LoadMode load_mode = LoadMode::Mmap;  // for the .pte path and the .ptd (data_path)
   std::string data_path;  // a .ptd with the program's external weights; empty for none
   int num_threads = 0;    // threads for kernels; 0 keeps the current setting
   // The most memory a method may plan (its arenas together); a method planning more is refused
@@ -59,7 +73,14 @@ class OwnedTensor {
 
 class Module {
  public:
+  // A program in the file `path`, loaded as options.load_mode says.
   explicit Module(std::string path, ModuleOptions options = {});
+  // A program already in memory (a .pte's bytes), held as `mode` says; options.data_path still
+  // names a .ptd file. Nothing is parsed here: a malformed program is reported by load() (and so
+  // by every call that loads), as InvalidProgram or another Error with a message that names the
+  // buffer. Copy mode's allocation failing is reported there too (MemoryAllocationFailed).
+  explicit Module(std::span<const uint8_t> pte, ModuleOptions options = {},
+                  BufferMode mode = BufferMode::Copy);
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -84,8 +105,15 @@ class Module {
 
  private:
   struct LoadedMethod;
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
 
-  std::string path_;
+  std::string path_;                                   // empty for a program in memory
+  std::span<const uint8_t> buffer_;                    // the program's bytes when made from memory
+  std::unique_ptr<uint8_t, FreeDeleter> buffer_copy_;  // BufferMode::Copy: the bytes buffer_ views
+  bool from_buffer_ = false;
+  bool copy_failed_ = false;
   ModuleOptions options_;
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<DataLoader> data_loader_;

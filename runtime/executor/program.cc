@@ -264,6 +264,10 @@ Result<const uint8_t*> Program::constant_data(uint32_t index, size_t nbytes) con
 }
 
 Result<const uint8_t*> Program::mutable_data(uint32_t index, size_t nbytes) const {
+  // A zero-sized tensor has no initial bytes to read: ExecuTorch's exporter still names an entry
+  // for it and may write no mutable data segment at all.
+  static constexpr uint8_t kNoBytes = 0;
+  if (nbytes == 0) return &kNoBytes;
   const auto* mds = flatbuffer()->mutable_data_segments();
   EMBER_CHECK(mds != nullptr && mds->size() > 0, Error::InvalidProgram,
               "mutable tensor names initial data %u but the program has no mutable data", index);

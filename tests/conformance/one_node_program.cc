@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 
 #include "compiler/ir/op_schema.h"
 #include "compiler/ir/verifier.h"
@@ -414,81 +415,27 @@ ir::StatusOr<OneNodeProgram> build_one_node_program(std::string_view kernel,
   return ir::Status::error("no overload lowers to this call (tried " + tried + ")");
 }
 
-void ProgramRunner::FreeDeleter::operator()(void* p) const { std::free(p); }
-
-namespace {
-
-constexpr size_t kAlign = 64;
-constexpr size_t kMethodPool = size_t{64} << 20;
-constexpr size_t kTempPool = size_t{64} << 20;
-
-void* aligned(size_t size) {
-  const size_t rounded = (size + kAlign - 1) / kAlign * kAlign;
-  return std::aligned_alloc(kAlign, rounded == 0 ? kAlign : rounded);
-}
-
-}  // namespace
-
-ProgramRunner::ProgramRunner()
-    : method_pool_(new uint8_t[kMethodPool]), temp_pool_(new uint8_t[kTempPool]) {}
-
-ProgramRunner::~ProgramRunner() { release(); }
-
-void ProgramRunner::release() {
-  method_.reset();  // the method before the program and loader it points into
-  program_.reset();
-  loader_.reset();
-  planned_.reset();
-  buffers_.clear();
-  arenas_.clear();
-}
-
 Error ProgramRunner::run(const std::vector<uint8_t>& pte, std::span<const Tensor* const> inputs) {
-  release();
-  pte_ = pte;  // owned: delegates keep pointers into it until the method is destroyed
-  loader_.emplace(pte_.data(), pte_.size());
-  Result<Program> program = Program::load(&*loader_);
-  if (!program.ok()) return program.error();
-  program_.emplace(std::move(*program));
-  Result<MethodMeta> meta = program_->method_meta("forward");
-  if (!meta.ok()) return meta.error();
-  for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-    Result<int64_t> size = meta->memory_planned_buffer_size(i);
-    if (!size.ok()) return size.error();
-    void* p = aligned(static_cast<size_t>(*size));
-    if (p == nullptr) return Error::MemoryAllocationFailed;
-    buffers_.emplace_back(p);
-    arenas_.emplace_back(static_cast<uint8_t*>(p), static_cast<size_t>(*size));
-  }
-  planned_.emplace(arenas_);
-  method_allocator_.emplace(method_pool_.get(), kMethodPool);
-  temp_allocator_.emplace(temp_pool_.get(), kTempPool);
-  memory_ = MemoryManager{&*method_allocator_, &*planned_, &*temp_allocator_};
-  Result<Method> method = program_->load_method("forward", &memory_);
+  module_.reset();  // the last run's method, arenas and program copy
+  // Copied: delegates keep pointers into the program until its method is destroyed.
+  module_ =
+      std::make_unique<Module>(std::span<const uint8_t>(pte), ModuleOptions{}, BufferMode::Copy);
+  Result<Method*> method = module_->method("forward");
   if (!method.ok()) return method.error();
-  method_.emplace(std::move(*method));
-  for (size_t i = 0; i < meta->num_outputs(); ++i) {
-    Result<Tag> tag = meta->output_tag(i);
-    if (!tag.ok() || *tag != Tag::Tensor) continue;
-    Result<TensorInfo> info = meta->output_tensor_info(i);
-    if (!info.ok()) return info.error();
-    if (info->memory_planned || info->nbytes == 0) continue;
-    void* p = aligned(info->nbytes);
-    if (p == nullptr) return Error::MemoryAllocationFailed;
-    buffers_.emplace_back(p);
-    EMBER_TRY(method_->set_output_data_ptr(p, info->nbytes, i));
-  }
-  if (inputs.size() != method_->num_inputs()) {
+  Method& m = **method;
+  if (inputs.size() != m.num_inputs()) {
     return fail(Error::InvalidProgram, "the program takes %zu inputs, the call has %zu tensors",
-                method_->num_inputs(), inputs.size());
+                m.num_inputs(), inputs.size());
   }
-  for (size_t i = 0; i < inputs.size(); ++i) EMBER_TRY(method_->set_input(*inputs[i], i));
-  return method_->execute();
+  for (size_t i = 0; i < inputs.size(); ++i) EMBER_TRY(m.set_input(*inputs[i], i));
+  return m.execute();
 }
 
 Result<EValue> ProgramRunner::output(size_t index) const {
-  if (!method_) return Error::InvalidState;
-  return method_->get_output(index);
+  if (module_ == nullptr) return Error::InvalidState;
+  Result<Method*> method = module_->method("forward");
+  if (!method.ok()) return method.error();
+  return (*method)->get_output(index);
 }
 
 }  // namespace ember::conformance

@@ -11,7 +11,6 @@
 
 #include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,9 +19,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/status.h"
 #include "runtime/core/evalue.h"
-#include "runtime/executor/method.h"
-#include "runtime/executor/program.h"
-#include "runtime/platform/loaders.h"
+#include "runtime/executor/module.h"
 
 namespace ember::conformance {
 
@@ -55,35 +52,17 @@ ir::StatusOr<OneNodeProgram> build_one_node_program(std::string_view kernel,
                                                     std::span<const Tensor* const> outs,
                                                     const SchemaSource& source = {});
 
-// Loads a .pte from memory and runs its "forward" method; reuses its memory from run to run.
+// Loads a .pte from memory into a Module (runtime/executor/module.h) and runs its "forward"
+// method.
 class ProgramRunner {
  public:
-  ProgramRunner();
-  ~ProgramRunner();
-  ProgramRunner(const ProgramRunner&) = delete;
-  ProgramRunner& operator=(const ProgramRunner&) = delete;
-
   // Loads a copy of `pte` and runs it on `inputs`.
   Error run(const std::vector<uint8_t>& pte, std::span<const Tensor* const> inputs);
   // Output `index` of the last run, valid until the next run.
   Result<EValue> output(size_t index) const;
 
  private:
-  void release();
-  struct FreeDeleter {
-    void operator()(void* p) const;
-  };
-  // Planned arenas and unplanned outputs of the current method.
-  std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
-  std::vector<std::span<uint8_t>> arenas_;
-  std::unique_ptr<uint8_t[]> method_pool_, temp_pool_;
-  std::optional<MemoryAllocator> method_allocator_, temp_allocator_;
-  std::optional<HierarchicalAllocator> planned_;
-  MemoryManager memory_;
-  std::vector<uint8_t> pte_;
-  std::optional<BufferDataLoader> loader_;
-  std::optional<Program> program_;
-  std::optional<Method> method_;
+  std::unique_ptr<Module> module_;
 };
 
 }  // namespace ember::conformance

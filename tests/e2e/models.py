@@ -311,6 +311,64 @@ class SeluCelu(torch.nn.Module):  # C30 test 2: ELU with scale or input_scale, n
         return torch.nn.functional.selu(x) + torch.nn.functional.celu(x, 2.0)
 
 
+class WrittenBuffer(torch.nn.Module):  # issue 20: buffers written in forward persist across calls
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(3))
+        self.register_buffer("last", torch.zeros(3))
+        self.register_buffer("count", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.acc.add_(x)      # reads its old value
+        self.last.copy_(x)    # does not: only the write keeps it an input
+        self.count.add_(1)
+        return x * 2
+
+
+class OddStateSizes(torch.nn.Module):  # issue 20: 1-byte and odd-sized constants and state
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("u8", torch.tensor([1, 2, 3], dtype=torch.uint8))
+        self.register_buffer("flags", torch.tensor([True, False, True]))
+        self.register_buffer("i8", torch.tensor([1, -2, 3], dtype=torch.int8))
+        self.register_buffer("h", torch.tensor([1.5, 2.0, 3.0], dtype=torch.float16))
+        self.w = torch.nn.Parameter(torch.tensor([0.5, -1.0, 2.0]))
+
+    def forward(self, x):
+        self.i8.add_(1)
+        self.flags.logical_not_()
+        return x * self.w + self.u8 + self.i8 + self.h.float(), torch.where(self.flags, x, -x)
+
+
+# Issue 20: a zero-sized constant beside state. Zero-sized state itself is checked by
+# EmitProgram.ZeroSizedStateKeepsTheSegmentHeader: ExecuTorch's exporter writes such a program
+# without a mutable data segment, which Ember's runtime refuses today (left to the runtime).
+class ZeroSizedState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("empty", torch.zeros(0, 3))
+        self.register_buffer("state", torch.zeros(2))
+
+    def forward(self, x):
+        self.state.add_(1)
+        return x * 2, torch.cat([x, self.empty.sum(1)]), self.state * 1
+
+
+class ZeroSizedMutableState(torch.nn.Module):
+    """A zero-sized buffer written in forward: ExecuTorch's exporter names initial data for it
+    without writing a mutable data segment."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("empty", torch.zeros(0, 3))
+        self.register_buffer("state", torch.zeros(2))
+
+    def forward(self, x):
+        self.empty.add_(1)
+        self.state.add_(x[:2])
+        return x * 2, self.state * 1, self.empty.sum(0)
+
+
 def torchvision_model(name):
     import torchvision
     return getattr(torchvision.models, name)()
@@ -446,6 +504,36 @@ def models():
         # as_strided of a computed tensor: a gather from its storage (as_strided_copy.out).
         "as_strided": (lambda: Fn(lambda x: torch.relu(x).as_strided((3, 3), (7, 1), 2) * 2),
                        [(r(4, 6),)], None, True),
+        # Issue 20: programs the fuzzer found refused at load or run, and its frequent ops.
+        "written_buffer": (WrittenBuffer, [(r(3),), (r(3),), (r(3),)], None, True),
+        "odd_state_sizes": (OddStateSizes, [(r(3),), (r(3),)], None, True),
+        "zero_sized_state": (ZeroSizedState, [(r(3),), (r(3),)], None, True),
+        "zero_sized_mutable_state": (ZeroSizedMutableState, [(r(3),), (r(3),)], None, True),
+        "pow_scalar_base": (lambda: Fn(lambda x: (2 ** x, 0.5 ** x)), [(r(3, 4),)], None, True),
+        "matmul_vector": (lambda: Fn(lambda v, w: (v @ w, w.t() @ v, torch.mv(w.t(), v))),
+                          [(r(3), r(3, 4))], None, True),
+        "clamp_tensor_bounds": (
+            lambda: Fn(lambda b, h, lo, hi: (torch.clamp(b, lo, hi),
+                                             torch.clamp(h, lo.half(), None),
+                                             torch.clamp_min(h, 0.5), torch.clamp_max(lo, hi))),
+            [(torch.tensor([True, False, True, False]),
+              torch.tensor([1.0, 0.25, -3.0, 5.0]).half(),
+              torch.tensor([0.5, 0.0, 1.5, -1.0]), torch.tensor([1.0, 2.0, 2.0, 0.0]))],
+            None, True),
+        "issue20_ops": (
+            # bucketize and adaptive_max_pool2d are checked by compiler/import/pt2_test.py:
+            # ExecuTorch's exporter (run here on every model) refuses them, no core ATen ops.
+            lambda: Fn(lambda x, b: (
+                torch.norm(x, dim=1), torch.linalg.vector_norm(x, float("inf"), dim=0),
+                x.norm(p=1), torch.prod(x, 1), torch.addcmul(x, x, b[:4], value=0.5),
+                torch.addcdiv(x, x, b[:4] + 10, value=2), x + torch.eye(3, 4), 1 - x,
+                x.new_zeros(2, 3), x.new_ones(3), x.new_full((2,), 4.0),  # constant outputs
+                x.clone().fill_(2.0))),
+            # Finite: the e2e comparison treats NaN as a mismatch (the kernel tests cover NaN).
+            [(torch.tensor([[-2.0, 0.0, 0.5, 1.5], [1.0, 3.0, -1.0, 2.0],
+                            [-1.0, 1.0, 2.0, -4.0]]),
+              torch.tensor([-1.0, 0.0, 1.0, 1.0, 2.5]))],
+            None, True),
     }
 
 

@@ -1,4 +1,6 @@
 // Conformance of the normalization, pooling and resampling kernels with ATen.
+#include <limits>
+
 #include "tests/kernels/aten_reference.h"
 #include "tests/kernels/test_tensors.h"
 
@@ -68,6 +70,44 @@ TEST(Normalization, LayerNormShapesDtypesAffine) {
         expect_matches(call.out(1), mean.to(dtype), loose(dtype));
         expect_matches(call.out(2), rstd.to(dtype), loose(dtype));
       }
+    }
+  }
+}
+
+// A row holding an inf (one, or +inf and -inf) or a NaN: ATen's statistics are NaN (its Welford
+// update computes inf - inf), the output NaN. The row sums of the portable kernel gave a mean of
+// +-inf for one inf. (ATen's mean stays +-inf where the inf is the last value its Welford lane
+// sees, which depends on its vector width; those positions are not pinned here.)
+TEST(Normalization, LayerNormNonFiniteRowsMatchAten) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    for (int64_t n : {4, 33}) {
+      at::Tensor x = at::randn({6, n}).to(dtype);
+      x[0][1] = inf;
+      x[1][1] = -inf;
+      x[2][0] = inf;
+      x[2][2] = -inf;
+      x[3][1] = nan;
+      x[4][0] = inf;
+      x[4][1] = inf;
+      at::Tensor y, mean, rstd;
+      std::tie(y, mean, rstd) = at::native_layer_norm(x, {n}, {}, {}, 1e-5);
+      ASSERT_TRUE(mean.slice(0, 0, 5).isnan().all().item<bool>()) << "ATen's statistics changed";
+      KernelCall call("aten::native_layer_norm.out");
+      call.tensor(x)
+          .int_list({n})
+          .none()
+          .none()
+          .scalar(1e-5)
+          .out_like(y)
+          .out_like(mean)
+          .out_like(rstd)
+          .repeat_outs(3);
+      ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+      expect_matches(call.out(0), y, loose(dtype));
+      expect_matches(call.out(1), mean, loose(dtype));
+      expect_matches(call.out(2), rstd, loose(dtype));
     }
   }
 }

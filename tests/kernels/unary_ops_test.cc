@@ -76,9 +76,14 @@ const bool kUnaryCases = [] {
   add_unary_case(
       "aten::elu.out", [](const at::Tensor& x) { return at::elu(x, 0.5, 2, 3); },
       [](KernelCall& c) { c.scalar(0.5).scalar(2.0).scalar(3.0); });
-  add_unary_case(
-      "aten::clamp.out", [](const at::Tensor& x) { return at::clamp(x, -3, 50); },
-      [](KernelCall& c) { c.scalar(-3).scalar(50); });
+  // float16: libtorch 1.13's CPU clamp lacks it (PyTorch 2 has it); compared widened.
+  add_sweep_case("aten::clamp.out", [](at::ScalarType dtype, std::string* why) {
+    const at::Tensor x = sweep_input(dtype, {3, 4, 5});
+    return sweep_run_as(
+        "aten::clamp.out", dtype,
+        [&](at::ScalarType t) { return std::vector<at::Tensor>{at::clamp(x.to(t), -3, 50)}; },
+        [&](KernelCall& c) { c.tensor(x).scalar(-3).scalar(50); }, why);
+  });
   add_unary_case(
       "aten::clone.out", [](const at::Tensor& x) { return x.clone(); },
       [](KernelCall& c) { c.none(); });
@@ -96,9 +101,12 @@ const bool kUnaryCases = [] {
   add_sweep_case("aten::clamp.Tensor_out", [](at::ScalarType dtype, std::string* why) {
     const at::Tensor x = sweep_input(dtype, {3, 4, 5});
     const at::Tensor lo = sweep_input(dtype, {4, 1}, false), hi = sweep_input(dtype, {5}, false);
-    return sweep_run(
-        "aten::clamp.Tensor_out", [&] { return std::vector<at::Tensor>{at::clamp(x, lo, hi)}; },
-        [&](KernelCall& c) { c.tensor(x).tensor(lo).tensor(hi); }, {dtype}, x.sizes(), why);
+    return sweep_run_as(
+        "aten::clamp.Tensor_out", dtype,
+        [&](at::ScalarType t) {
+          return std::vector<at::Tensor>{at::clamp(x.to(t), lo.to(t), hi.to(t))};
+        },
+        [&](KernelCall& c) { c.tensor(x).tensor(lo).tensor(hi); }, why);
   });
   return true;
 }();

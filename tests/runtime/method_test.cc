@@ -6,6 +6,7 @@
 #include "compiler/emit/pte_writer.h"
 #include "runtime/executor/flat_tensor_data_map.h"
 #include "runtime/executor/module.h"
+#include "runtime/platform/clock.h"
 #include "tests/runtime/test_util.h"
 
 namespace ember::testing {
@@ -466,12 +467,16 @@ class AddBiasBackend final : public Backend {
     (void)specs;
     return reinterpret_cast<DelegateHandle*>(h);
   }
-  Error execute(BackendExecuteContext&, DelegateHandle* handle,
+  Error execute(BackendExecuteContext& context, DelegateHandle* handle,
                 std::span<EValue*> args) const override {
+    const uint64_t start = now_ns();
     const float bias = reinterpret_cast<AddBiasHandle*>(handle)->bias;
     const Tensor& in = args[0]->to_tensor();
     Tensor& out = args[1]->to_tensor();
     for (int64_t i = 0; i < in.numel(); ++i) out.data<float>()[i] = in.data<float>()[i] + bias;
+    if (context.observer != nullptr) {
+      context.observer->on_delegate_step("AddBiasBackend", "add bias", start, now_ns());
+    }
     return Error::Ok;
   }
   void destroy(DelegateHandle*) const override { ++destroyed; }
@@ -511,6 +516,74 @@ TEST(Method, DelegateCallsRunTheRegisteredBackend) {
   EXPECT_NE(std::string(last_error_message()).find("backend 'NoSuchBackend' is not registered"),
             std::string::npos)
       << last_error_message();
+}
+
+// Records what an ExecutionObserver is told, in order.
+struct Recorder final : ExecutionObserver {
+  struct Event {
+    std::string name;
+    int64_t pc;  // -1 for a delegate step
+    int delegate;
+    uint64_t start, end;
+  };
+  void on_instruction(size_t pc, const char* name, int delegate, uint64_t start,
+                      uint64_t end) override {
+    events.push_back({name, static_cast<int64_t>(pc), delegate, start, end});
+  }
+  void on_delegate_step(const char* backend, const char* step, uint64_t start,
+                        uint64_t end) override {
+    events.push_back({std::string(backend) + "/" + step, -1, -1, start, end});
+  }
+  std::vector<Event> events;
+};
+
+TEST(Method, AnObserverSeesEveryKernelAndDelegateCallAndTheDelegatesSteps) {
+  static AddBiasBackend backend;
+  static const bool registered = register_backend("ObservedAddBias", &backend) == Error::Ok;
+  ASSERT_TRUE(registered);
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  // y = x + x (pc 0); jump over nothing (pc 1, not reported); z = y + 0.5 in the delegate (pc 2).
+  MethodSpec m;
+  const int32_t x = m.add(TensorSpec::planned(ScalarType::Float, {3}, 0));
+  const int32_t y = m.add(TensorSpec::planned(ScalarType::Float, {3}, 16));
+  const int32_t z = m.add(TensorSpec::planned(ScalarType::Float, {3}, 32));
+  const int32_t alpha = m.add(int64_t{1});
+  const int32_t flag = m.add(true);
+  m.inputs = {x};
+  m.outputs = {z};
+  m.delegates.push_back({"ObservedAddBias", float_bytes({0.5f}), {}});
+  m.call("aten::add", "out", {x, x, alpha, y, y});
+  m.append<emit::JumpFalseSpec>(flag, 2);
+  m.append<emit::DelegateCallSpec>(0, std::vector<int32_t>{y, z});
+  m.arena_sizes = {48};
+  Loaded program(write(ProgramSpec{{m}}));
+  MethodMemory memory(*(*program).method_meta("forward"));
+  Result<Method> method = (*program).load_method("forward", &memory.manager);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  std::vector<float> in{1, 2, 3};
+  Tensor t = float_tensor(in, {3});
+  ASSERT_EQ(method->set_input(t, 0), Error::Ok);
+
+  Recorder recorder;
+  method->set_observer(&recorder);
+  ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+  ASSERT_EQ(recorder.events.size(), 3u);
+  EXPECT_EQ(recorder.events[0].name, "aten::add.out");
+  EXPECT_EQ(recorder.events[0].pc, 0);
+  EXPECT_EQ(recorder.events[0].delegate, -1);
+  EXPECT_EQ(recorder.events[1].name, "AddBiasBackend/add bias");  // before its instruction
+  EXPECT_EQ(recorder.events[2].name, "ObservedAddBias");  // the program's id for the backend
+  EXPECT_EQ(recorder.events[2].pc, 2);
+  EXPECT_EQ(recorder.events[2].delegate, 0);
+  for (const Recorder::Event& e : recorder.events) EXPECT_LE(e.start, e.end) << e.name;
+  EXPECT_LE(recorder.events[0].end, recorder.events[2].start);
+  EXPECT_LE(recorder.events[2].start, recorder.events[1].start);  // the step is inside the call
+  EXPECT_LE(recorder.events[1].end, recorder.events[2].end);
+  EXPECT_EQ(method->get_output(0)->to_tensor().data<float>()[2], 6.5f);
+
+  method->set_observer(nullptr);  // off: nothing more is reported
+  ASSERT_EQ(method->execute(), Error::Ok) << last_error_message();
+  EXPECT_EQ(recorder.events.size(), 3u);
 }
 
 }  // namespace

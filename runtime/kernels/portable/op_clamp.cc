@@ -10,9 +10,12 @@ Error clamp_out(KernelContext& ctx, std::span<EValue*> args) {
   EMBER_CHECK(has_min || has_max, Error::InvalidArgument,
               "clamp: at least one of 'min' or 'max' must not be None");
   // Scalar bounds let a NaN input through; tensor bounds propagate their own NaNs too (ATen).
+  // float16 computes in float, as ATen's CPU kernel does (libtorch 1.13 lacked it; PyTorch 2 has
+  // it, and a program that clamps a half tensor ran there).
   const bool tensor_bounds = args[1]->is_tensor() || args[2]->is_tensor();
   return elementwise_op_out<3>(ctx, {args[0], args[1], args[2]}, nullptr, args[3]->to_tensor(),
-                               {"clamp", kAcceptInt | kAcceptFloat}, [=](auto x, auto lo, auto hi) {
+                               {"clamp", kAcceptInt | kAcceptFloating},
+                               [=](auto x, auto lo, auto hi) {
                                  if (tensor_bounds) {
                                    if (has_min) x = nan_max(x, lo);
                                    if (has_max) x = nan_min(x, hi);

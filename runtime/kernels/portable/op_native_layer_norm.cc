@@ -2,6 +2,9 @@
 //     Tensor? bias, float eps, *, Tensor(a!) out0, Tensor(b!) out1, Tensor(c!) out2)
 // out0 = (x - mean) * rstd * weight + bias over the trailing `normalized_shape` dims; out1 (mean)
 // and out2 (rstd) have the input's leading sizes followed by ones.
+#include <cmath>
+#include <limits>
+
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/portable/util/dispatch.h"
 #include "runtime/kernels/portable/util/normalization.h"
@@ -78,9 +81,12 @@ Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
         [&](int64_t begin, int64_t end) {
           for (int64_t r = begin; r < end; ++r) {
             // Dense float32 rows (the common case) take the vectorized row kernel.
+            T& mean_r = mean_data[offset_of(mean_out, r)];
+            T& rstd_r = rstd_data[offset_of(rstd_out, r)];
+            const T nan = static_cast<T>(std::numeric_limits<Acc>::quiet_NaN());
             if (dense && params_dense &&
-                float_row(x + r * n, y + r * n, n, w, bb, eps, &mean_data[offset_of(mean_out, r)],
-                          &rstd_data[offset_of(rstd_out, r)])) {
+                float_row(x + r * n, y + r * n, n, w, bb, eps, &mean_r, &rstd_r)) {
+              if (std::isnan(static_cast<Acc>(rstd_r))) mean_r = nan;
               continue;
             }
             const auto get = [&](int64_t i) {
@@ -96,8 +102,10 @@ Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
               const Acc v = (get(i) - s.mean) * rstd * wi + bi;
               y[dense ? l : offset_of(out, l)] = static_cast<T>(v);
             }
-            mean_data[offset_of(mean_out, r)] = static_cast<T>(s.mean);
-            rstd_data[offset_of(rstd_out, r)] = static_cast<T>(rstd);
+            // A row holding an inf or a NaN has a NaN variance; ATen's Welford mean is NaN there
+            // too (inf - inf in its update), where a plain sum gives +-inf for one inf.
+            mean_r = std::isnan(rstd) ? nan : static_cast<T>(s.mean);
+            rstd_r = static_cast<T>(rstd);
           }
         });
   });

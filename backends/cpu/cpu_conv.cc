@@ -1,0 +1,241 @@
+#include "backends/cpu/cpu_delegate.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+namespace ember::cpu::delegate {
+
+void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
+  if (own_kernels_ && (try_depthwise(op) || try_pointwise(op))) return;
+  const int64_t r = op.ints[0], groups = op.ints[1];
+  const bool transposed = op.ints[2] != 0;
+  const memory::dims sd = dims_of(op.inputs[0]);
+  const memory::dims wd = to_dims(graph_.tensors[op.inputs[1]].dims);
+  const memory::dims od = dims_of(op.output);
+  if (static_cast<int64_t>(sd.size()) != r + 2 || static_cast<int64_t>(wd.size()) != r + 2 ||
+      static_cast<int64_t>(od.size()) != r + 2) {
+    refuse("convolution ranks disagree");
+  }
+  if (wd[0] % groups != 0) refuse("groups do not divide");
+  auto ints = [&](int k) {
+    return memory::dims(op.ints.begin() + 3 + k * r, op.ints.begin() + 3 + (k + 1) * r);
+  };
+  const memory::dims strides = ints(0), pad_l = ints(1), pad_r = ints(2);
+  memory::dims dil = ints(3);
+  // oneDNN does not check every size against the others: a blob whose sizes disagree would
+  // read or write out of bounds, so each is checked here.
+  if (od[0] != sd[0]) refuse("convolution batch sizes differ");
+  if (!transposed ? (sd[1] != wd[1] * groups || od[1] != wd[0])
+                  : (sd[1] != wd[0] || od[1] != wd[1] * groups)) {
+    refuse("convolution channels disagree with the weight");
+  }
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t k = (wd[2 + i] - 1) * dil[i] + 1;
+    int64_t expect;
+    if (!transposed) {
+      const int64_t span = sd[2 + i] + pad_l[i] + pad_r[i] - k;
+      expect = span < 0 ? -1 : span / strides[i] + 1;
+    } else {
+      expect = (sd[2 + i] - 1) * strides[i] - pad_l[i] - pad_r[i] + k;
+    }
+    if (od[2 + i] != expect || wd[2 + i] < 1) refuse("convolution output size disagrees");
+  }
+  for (auto& d : dil) d -= 1;  // oneDNN counts the gaps
+  // The weights as oneDNN reads them: [G, O/G, I/G, k...] (grouped) or [O, I, k...].
+  memory::dims kd(wd.begin() + 2, wd.end());
+  memory::dims logical, strides_w;
+  const memory::dims dense = dense_strides(wd, {});
+  const int64_t ksize = dense[1];
+  if (!transposed) {
+    if (groups == 1) {
+      logical = wd;
+      strides_w = dense;
+    } else {
+      logical = {groups, wd[0] / groups, wd[1]};
+      logical.insert(logical.end(), kd.begin(), kd.end());
+      strides_w = {wd[0] / groups * dense[0], dense[0], dense[1]};
+      strides_w.insert(strides_w.end(), dense.begin() + 2, dense.end());
+    }
+  } else {
+    // PyTorch stores [I, O/G, k...]; oneDNN's deconvolution reads [G, O/G, I/G, k...].
+    const int64_t ig = wd[0] / groups, og = wd[1];
+    const int64_t o_stride = ksize, i_stride = og * ksize;
+    if (groups == 1) {
+      logical = {og, wd[0]};
+      strides_w = {o_stride, i_stride};
+    } else {
+      logical = {groups, og, ig};
+      strides_w = {ig * i_stride, o_stride, i_stride};
+    }
+    logical.insert(logical.end(), kd.begin(), kd.end());
+    strides_w.insert(strides_w.end(), dense.begin() + 2, dense.end());
+  }
+  memory w_plain = src_memory(op.inputs[1]);
+  if (w_plain.get_desc() != plain_md(wd, dt::f32)) {
+    w_plain = as(op.inputs[1], plain_md(wd, dt::f32));
+  }
+  memory w_view = view(w_plain, memory::desc(logical, dt::f32, strides_w));
+  // In bf16 mode a result that only convolutions and matmuls read is stored in bf16: they would
+  // round it to bf16 first anyway, so this saves a conversion and half the traffic, exactly.
+  bool bf16_dst = wdt == dt::bf16 && feeds_only_bf16_math_[op.output];
+  for (const PostOp& p : op.post_ops) bf16_dst = bf16_dst && !p.is_sum;
+  // A clamp after the primitive (fused_post_ops) reads and writes f32.
+  bf16_dst = bf16_dst && fused_post_ops(op).size() == op.post_ops.size();
+  const memory::desc src_any(sd, wdt, tag::any);
+  const memory::desc dst_any(od, bf16_dst ? dt::bf16 : dt::f32, tag::any);
+  const memory::desc w_any(logical, wdt, tag::any);
+  const bool has_bias = op.inputs[2] >= 0;
+  const memory::desc bias_md = has_bias ? memory::desc({od[1]}, dt::f32, tag::a) : memory::desc();
+  if (has_bias && checked_numel(graph_.tensors[op.inputs[2]].dims) != od[1]) {
+    refuse("convolution bias size differs from the output channels");
+  }
+  dnnl::primitive_attr attr = attr_for(op);
+  memory::desc src_md, wei_md, dst_md;
+  dnnl::primitive prim;
+  Step step;
+  if (!transposed) {
+    dnnl::convolution_forward::primitive_desc pd;
+    const bool wino_shape = wdt == dt::f32 && groups == 1 && r == 2 && kd[0] == 3 && kd[1] == 3 &&
+                            strides[0] == 1 && strides[1] == 1 && dil[0] == 0 && dil[1] == 0 &&
+                            winograd_;
+    if (wino_shape) {
+      try {
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_winograd, src_any, w_any,
+                                          bias_md, dst_any, strides, dil, pad_l, pad_r);
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+      } catch (const dnnl::error&) {
+      }
+    }
+    if (!pd) {
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, src_any, w_any,
+                                        bias_md, dst_any, strides, dil, pad_l, pad_r);
+      pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+    }
+    src_md = pd.src_desc();
+    wei_md = pd.weights_desc();
+    dst_md = pd.dst_desc();
+    step.prim = dnnl::convolution_forward(pd);
+    note_scratchpad(pd, &step);
+  } else {
+    dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::deconvolution_direct, src_any, w_any,
+                                        bias_md, dst_any, strides, dil, pad_l, pad_r);
+    dnnl::deconvolution_forward::primitive_desc pd(d, attr, engine_);
+    src_md = pd.src_desc();
+    wei_md = pd.weights_desc();
+    dst_md = pd.dst_desc();
+    step.prim = dnnl::deconvolution_forward(pd);
+    note_scratchpad(pd, &step);
+  }
+  memory src = as(op.inputs[0], src_md);
+  memory wei = reorder_weight(w_view, op.inputs[1], wei_md);
+  memory dst = make_output(op, dst_md);
+  step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  if (has_bias) {
+    memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+    step.args.emplace_back(DNNL_ARG_BIAS, view(b, bias_md));
+  }
+  steps_.push_back(std::move(step));
+  add_post_op_steps(op, fused_post_ops(op).size(), dst);
+}
+
+memory CpuDelegate::reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want) {
+  if (view_of_w.get_desc() == want) return view_of_w;
+  memory out(want, engine_);
+  if (graph_.tensors[id].kind == TensorKind::Weight) {
+    reorder_now(view_of_w, out);
+  } else {
+    add_reorder(view_of_w, out);
+  }
+  return out;
+}
+
+void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
+  const memory::dims ad = dims_of(op.inputs[0]);
+  const memory::dims bd = to_dims(graph_.tensors[op.inputs[1]].dims);
+  const memory::dims od = dims_of(op.output);
+  if (ad.size() < 2 || ad.size() > 3 || bd.size() != ad.size() || od.size() != ad.size()) {
+    refuse("matmul ranks disagree");
+  }
+  const size_t n = ad.size();
+  for (size_t i = 0; i + 2 < n; ++i) {
+    if (ad[i] != bd[i] || od[i] != ad[i]) refuse("matmul batch sizes differ");
+  }
+  if (ad[n - 1] != bd[n - 2] || od[n - 2] != ad[n - 2] || od[n - 1] != bd[n - 1]) {
+    refuse("matmul sizes disagree");
+  }
+  const bool const_b = graph_.tensors[op.inputs[1]].kind == TensorKind::Weight;
+  if (own_kernels_ && const_b && try_matvec(op, ad, bd, od)) return;
+  memory b_src = src_memory(op.inputs[1]);
+  if (b_src.get_desc().dims() != bd) refuse("matmul weight view");
+  const memory::desc a_md = plain_md(ad, wdt);
+  const memory::desc b_md = const_b ? memory::desc(bd, wdt, tag::any) : plain_md(bd, wdt);
+  const memory::desc o_md = plain_md(od, dt::f32);
+  memory::desc bias_md;
+  if (op.inputs[2] >= 0) {
+    const memory::dims biasd = pad_rank(dims_of(op.inputs[2]), od.size());
+    if (biasd.size() != od.size()) refuse("matmul bias of higher rank");
+    for (size_t i = 0; i < od.size(); ++i) {
+      if (biasd[i] != 1 && biasd[i] != od[i]) refuse("matmul bias does not broadcast");
+    }
+    bias_md = plain_md(biasd, dt::f32);
+  }
+  dnnl::matmul::desc d(a_md, b_md, bias_md, o_md);
+  dnnl::matmul::primitive_desc pd(d, attr_for(op), engine_);
+  memory a = as(op.inputs[0], pd.src_desc());
+  memory b = reorder_weight(b_src, op.inputs[1], pd.weights_desc());
+  memory dst = make_output(op, pd.dst_desc());
+  std::vector<std::pair<int, memory>> args = {
+      {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, dst}};
+  if (op.inputs[2] >= 0) {
+    memory bias = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+    args.emplace_back(DNNL_ARG_BIAS, view(bias, bias_md));
+  }
+  add_step<dnnl::matmul>(pd, std::move(args));
+  add_post_op_steps(op, fused_post_ops(op).size(), dst);
+}
+
+bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                             const memory::dims& od) {
+  const size_t n = ad.size();
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (ad[i] != 1) return false;  // one row, no batch
+  }
+  const int64_t k = ad[n - 1], cols = bd[n - 1];
+  if (k < 1 || cols < 1) return false;
+  size_t post = 0;
+  if (!op.post_ops.empty() && op.post_ops[0].is_sum) ++post;
+  Clamp act;
+  if (post + 1 == op.post_ops.size() && as_clamp({op.post_ops[post]}, &act)) ++post;
+  for (size_t i = post; i < op.post_ops.size(); ++i) {
+    if (op.post_ops[i].is_sum) return false;  // a sum after an element-wise op: oneDNN's
+  }
+  std::vector<float> bias(static_cast<size_t>(cols), 0.f);
+  if (op.inputs[2] >= 0) {
+    const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
+    if (count != cols && count != 1) return false;
+    memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+    const auto* v = static_cast<const float*>(b.get_data_handle());
+    for (int64_t j = 0; j < cols; ++j) bias[j] = v[count == 1 ? 0 : j];
+  }
+  // The weight as [cols][k] (PyTorch's [out][in]), then packed.
+  std::vector<uint8_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint8_t>(i);
+  std::swap(order[n - 2], order[n - 1]);
+  memory w = as(op.inputs[1], plain_md(bd, dt::f32, order));
+  auto packed = std::make_shared<PackedMatrix>(
+      PackedMatrix::pack(static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols));
+  const memory::desc a_md = plain_md(ad, dt::f32);
+  memory a = as(op.inputs[0], a_md);
+  // With a leading sum, the output already holds the summand (make_output puts it there).
+  memory dst = make_output(op, plain_md(od, dt::f32));
+  const bool sum = !op.post_ops.empty() && op.post_ops[0].is_sum;
+  add_own_step(matvec_step(std::move(packed), act, sum, threads_, a, dst));
+  // The post-ops the kernel does not apply, in place, in order.
+  add_post_op_steps(op, post, dst);
+  return true;
+}
+}  // namespace ember::cpu::delegate

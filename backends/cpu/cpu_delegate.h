@@ -1,0 +1,259 @@
+// The cpu delegate's build of one graph (internal to the backend's runtime half; include it
+// from backends/cpu only). CpuDelegate turns a parsed CpuGraph into a list of steps (oneDNN
+// primitives and Ember's own kernels) at init, and runs them at execute:
+//
+//   auto d = std::make_unique<CpuDelegate>(std::move(graph), threads, winograd, own_kernels);
+//   d->prepare_outputs(); d->build(named_data);   // throws InitError or dnnl::error
+//   Error e = d->execute(args);                   // never throws, never allocates
+//
+// Building throws (oneDNN's C++ API does); make_delegate (cpu_runtime.cc) turns every exception
+// into an Error. The member functions are defined by responsibility: buffers, layouts and
+// execution in cpu_delegate.cc, the op builders in cpu_ops.cc (element-wise, pooling,
+// normalization, softmax, concat, views) and cpu_conv.cc (convolutions, matmuls), and the
+// matching of Ember's own kernels in cpu_own_kernels.cc.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/cpu_runtime.h"
+#include "backends/cpu/graph_format.h"
+#include "backends/cpu/own_steps.h"
+#include "oneapi/dnnl/dnnl.hpp"
+#include "oneapi/dnnl/dnnl_debug.h"
+#include "runtime/executor/observer.h"
+
+namespace ember::cpu::delegate {
+
+using dnnl::memory;
+using dt = dnnl::memory::data_type;
+using tag = dnnl::memory::format_tag;
+
+// A runtime failure inside init, turned into an Error at the boundary.
+struct InitError {
+  Error code;
+  std::string message;
+};
+
+[[noreturn]] void refuse(std::string message, Error code = Error::InvalidProgram);
+
+memory::dims to_dims(const std::vector<int64_t>& d);
+
+// Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
+memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>& order);
+
+memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8_t>& order = {});
+
+// `dims` right-aligned to `rank` with leading ones (broadcast operands, biases).
+memory::dims pad_rank(const memory::dims& dims, size_t rank);
+
+dnnl::algorithm eltwise_alg(EltwiseAlg a);
+
+// (alpha, beta) in oneDNN's terms for one of our element-wise ops.
+std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta);
+
+inline constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
+
+// A 3x3 convolution of at most this many channels (an image's: RGB, RGBA) before a depthwise block
+// is fused into it as its stem: oneDNN runs such a convolution at half the FMA peak, and the
+// image's reorder to channels-last and the 3x3's output (32 x 112 x 112 floats in MobileNetV2)
+// never go to memory.
+inline constexpr int64_t kMaxStemChannels = 4;
+
+struct Step {
+  dnnl::primitive prim;          // a oneDNN primitive, or
+  std::function<void()> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
+  OwnKind own{};                 // EMBER_CPU_VERBOSE its name and problem
+  std::string what;
+  std::string problem;
+  std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
+  std::vector<dnnl_exec_arg_t> c_args;
+  bool uses_scratchpad = false;
+  // What a profile calls the step: oneDNN's primitive kind ("convolution"), or Ember's kernel
+  // with its kind ("ember:depthwise convolution"). Set when the build is complete.
+  std::string name;
+};
+
+class CpuDelegate {
+ public:
+  CpuDelegate(CpuGraph g, int threads, bool winograd, bool own_kernels);
+  void build(const NamedDataMap* named);
+  // `observer` (may be null) is told each step's time (ExecutionObserver::on_delegate_step).
+  Error execute(std::span<EValue*> args, ExecutionObserver* observer = nullptr);
+
+ private:
+  static bool same_layout(const Tensor& t, const memory::desc& md);
+  // Runs one step (a oneDNN primitive or one of Ember's own kernels).
+  Error run_step(Step& s);
+  static std::string step_name(const Step& s);
+  void bind(const memory& m, int arg);
+  // Whether `m` is a caller buffer (bound at execute), and which argument.
+  int bound_arg(const memory& m) const;
+  // A view of `m` with descriptor `md` over the same storage (bound to the same argument when `m`
+  // is a caller buffer).
+  memory view(const memory& m, const memory::desc& md);
+  void load_weight(int32_t id);
+  // Drops the delegate's hold on the weights that ops [begin, end) were the last to read: a
+  // weight a step reads as it is stays alive through the step; one that was only reordered or
+  // packed into another buffer is freed now (the peak of init is one copy more, not all).
+  void release_weights(size_t begin, size_t end);
+  // The memory holding tensor `id` as the ops so far left it.
+  memory src_memory(int32_t id);
+  // Tensor `id` in layout `want`: itself, or a reorder of it (once, now, for a weight; a step
+  // at every call otherwise).
+  memory as(int32_t id, const memory::desc& want);
+  // Runs a reorder at init (weights: once, never again).
+  void reorder_now(memory from, memory to);
+  void add_reorder(const memory& from, const memory& to);
+  template <typename PD>
+  void note_scratchpad(const PD& pd, Step* s) {
+    const size_t bytes = pd.scratchpad_desc().get_size();
+    if (bytes > 0) {
+      scratch_bytes_ = std::max(scratch_bytes_, bytes);
+      s->uses_scratchpad = true;
+    }
+  }
+  memory::dims dims_of(int32_t id) const { return to_dims(graph_.tensors[id].dims); }
+  // The primitive's attributes: its post-ops before the first clamp (fused_post_ops).
+  dnnl::primitive_attr attr_for(const OpDesc& op);
+  // --- NaN-exact steps (cpu_exact.cc, nan_exact.h) -----------------------------------------
+  // Whether `p` is relu or hardtanh, as a clamp.
+  static bool is_clamp(const PostOp& p, Clamp* c);
+  // The post-ops oneDNN runs inside the op's primitive: those before the first clamp. oneDNN
+  // computes relu and clip with max/min, which turn NaN (an input's, or one arising inside,
+  // inf - inf) into a bound; the clamp and what follows it run as steps of their own.
+  static std::span<const PostOp> fused_post_ops(const OpDesc& op);
+  // Steps for post-ops [from, end) of `op`, in place on its output `dst`: clamps by Ember's
+  // NaN-keeping kernel, other element-wise ops and sums by oneDNN.
+  void add_post_op_steps(const OpDesc& op, size_t from, const memory& dst);
+  // dst = clamp(src), NaN kept; src and dst have one layout (the same memory: in place).
+  void add_clamp_step(const memory& src, const memory& dst, Clamp act);
+  // Max pooling by Ember's kernel (oneDNN's skips NaN), into the layout oneDNN's would write
+  // (`dst_md`) where the kernel reads it.
+  void build_max_pool(const OpDesc& op, memory src, memory::desc dst_md);
+  // After oneDNN's softmax along `axis` of plain src -> dst: the rows ATen makes NaN.
+  void add_softmax_rows_step(const memory& src, const memory& dst, int64_t axis);
+  // The op reading each tensor last (delegate outputs: never dead), and which tensors share
+  // storage with another (reshape views), for in-place residual sums.
+  void compute_last_uses();
+  // Whether the op being built may accumulate into tensor `t`'s own buffer: an intermediate of
+  // its own storage, in layout `md`, that nothing reads afterwards and the op does not read.
+  bool can_sum_in_place(const OpDesc& op, int32_t t, const memory::desc& md) const;
+  // Storage for intermediate `t` with layout `md`: a buffer of the pool no live tensor uses
+  // (best fit), or a new one. A buffer is live until the last reader of every tensor in it.
+  memory pooled(const memory::desc& md, int32_t t);
+  // Tensor `t` lives in the same storage as `with` (an in-place sum, a reshape view).
+  void share_buffer(int32_t t, int32_t with);
+  // The output memory of `op` with descriptor `md`: the caller's output buffer when the op's
+  // result is a delegate output in exactly that layout, the residual summand's buffer when it is
+  // dead after this op, else a buffer of its own.
+  memory make_output(const OpDesc& op, const memory::desc& md);
+  template <typename Prim, typename PD>
+  void add_step(const PD& pd, std::vector<std::pair<int, memory>> args) {
+    Step s;
+    s.prim = Prim(pd);
+    s.args = std::move(args);
+    note_scratchpad(pd, &s);
+    steps_.push_back(std::move(s));
+  }
+  void check_same_dims(int32_t a, int32_t b);
+  // Post-ops of the sum kind need the destination ready before the primitive runs; make_output
+  // adds that copy, so it is called after the primitive descriptor exists and before add_step.
+  void build_op(const OpDesc& op);
+
+  // --- Ember's fused inverted residual block (backends/cpu/inverted_residual.h) ---------------
+  // The conv ints of a plain 2-D convolution with a square kernel `k` (weight dims [o, i, k, k]),
+  // equal strides, padding (k - 1) / 2 on every side and no dilation; its stride, or 0 when `op`
+  // is anything else.
+  int64_t plain_conv2d_stride(const OpDesc& op, int64_t k) const;
+  bool is_constant(int32_t t) const {
+    return t < 0 || graph_.tensors[t].kind == TensorKind::Weight;
+  }
+  // An intermediate that only op `reader` reads, and nothing else sees (not an output, not a
+  // reshape's storage).
+  bool private_to(int32_t t, size_t reader) const;
+  // `post` as one clamp (nothing, relu, or clip), with `*sum` set to the summand of a leading
+  // sum when `sum` is given. False for anything else.
+  static bool as_clamp(const std::vector<PostOp>& post, Clamp* c, int32_t* sum = nullptr);
+  // Weight `id` as dense fp32 in PyTorch's layout (null for -1), kept alive in `keep` (a reorder
+  // of it is a new buffer).
+  const float* weight_data(int32_t id, std::vector<memory>* keep);
+  // Ops i.. as [1x1 expand | 3x3 stem] -> 3x3 depthwise -> 1x1 project, run as one
+  // InvertedResidual step; the number of ops it replaced, or 0 (they are then built one by one).
+  size_t try_inverted_residual(size_t i);
+  static memory::desc nhwc_md(const std::vector<int64_t>& dims);
+  void add_own_step(OwnStep o);
+  // A 3x3 depthwise convolution (padding 1, stride 1 or 2, channels a multiple of 16) with at
+  // most a relu/clip after it, through Ember's kernel (depthwise.h): faster than oneDNN 2.6's,
+  // and it splits the rows evenly between threads. False (nothing built) when it does not apply.
+  bool try_depthwise(const OpDesc& op);
+  // A 1x1 convolution (stride 1, no padding) of a channels-last tensor, with at most a leading
+  // residual sum and a relu/clip, through the packed GEMM (packed_gemm.h). Only where its input
+  // is channels-last already (MobileNet's blocks): it never adds a reorder. False (nothing
+  // built) when it does not apply.
+  bool try_pointwise(const OpDesc& op);
+  void build_conv(const OpDesc& op, dt wdt);
+  // `view_of_w` (tensor `id`) in the primitive's weight layout: reordered once now for a weight,
+  // or at every call for a runtime tensor.
+  memory reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want);
+  void build_matmul(const OpDesc& op, dt wdt);
+  // A matmul of one row by a constant matrix (a classifier, a decode step's projections) through
+  // Ember's matrix-vector kernel: it streams the weight at twice oneDNN 2.6's bandwidth
+  // (packed_gemm.h). The bias, a leading residual sum and a clamp happen in the kernel; other
+  // element-wise post-ops follow as oneDNN steps on its output. False (nothing built) when it
+  // does not apply.
+  bool try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                  const memory::dims& od);
+  void build_pool(const OpDesc& op);
+  // A [C] f32 parameter of a normalization, or an empty memory.
+  memory channel_param(int32_t id, int64_t channels);
+  void build_layer_norm(const OpDesc& op);
+  void build_batch_norm(const OpDesc& op);
+
+ public:
+  void prepare_outputs() { direct_out_.assign(graph_.outputs.size(), false); }
+  DelegateSummary summary() const;
+
+ private:
+  CpuGraph graph_;
+  int threads_;
+  bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
+  // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
+  // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,
+  // packed_gemm.h) where they apply
+  bool own_kernels_;
+  bool verbose_;  // EMBER_CPU_VERBOSE: a line per own-kernel step executed (layer_report.py)
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  const NamedDataMap* named_ = nullptr;
+  std::vector<memory> mem_;
+  std::vector<memory> viewed_;  // the storage views were made of (see release_weights)
+  std::vector<memory::desc> md_;
+  std::vector<memory> out_mem_;
+  std::vector<bool> direct_out_;
+  std::vector<std::pair<memory, int>> bound_;  // caller buffers: memory -> argument index
+  std::vector<memory::desc> arg_md_;           // per argument: the layout it must have
+  std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
+  std::vector<Step> steps_;
+  memory scratch_;
+  size_t scratch_bytes_ = 0;
+  int cur_op_ = 0;
+  std::vector<int> last_use_;
+  std::vector<int> readers_;  // per tensor: the ops reading it (inputs and sums)
+  std::vector<bool> shares_storage_;
+  std::vector<bool> feeds_only_bf16_math_;
+  struct Buffer {
+    memory mem;
+    size_t bytes;
+    int live_until;  // the last op reading a tensor stored here
+  };
+  std::vector<Buffer> pool_;
+  std::vector<int> buffer_of_;  // per tensor: its pool buffer, or -1
+};
+
+}  // namespace ember::cpu::delegate

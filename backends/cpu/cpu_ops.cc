@@ -1,0 +1,272 @@
+#include "backends/cpu/cpu_delegate.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ember::cpu::delegate {
+
+void CpuDelegate::build_op(const OpDesc& op) {
+  const dt wdt = graph_.precision == Precision::Bf16 ? dt::bf16 : dt::f32;
+  switch (op.kind) {
+    case OpKind::Conv:
+      return build_conv(op, wdt);
+    case OpKind::MatMul:
+      return build_matmul(op, wdt);
+    case OpKind::Pool:
+      return build_pool(op);
+    case OpKind::Eltwise: {
+      check_same_dims(op.inputs[0], op.output);
+      memory src = src_memory(op.inputs[0]);
+      PostOp as_post;
+      as_post.alg = static_cast<EltwiseAlg>(op.ints[0]);
+      as_post.alpha = op.floats[0];
+      as_post.beta = op.floats[1];
+      if (Clamp c; is_clamp(as_post, &c)) {
+        add_clamp_step(src, make_output(op, src.get_desc()), c);
+        return;
+      }
+      auto [a, b] = eltwise_params(static_cast<EltwiseAlg>(op.ints[0]), op.floats[0], op.floats[1]);
+      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
+                                    eltwise_alg(static_cast<EltwiseAlg>(op.ints[0])),
+                                    src.get_desc(), a, b);
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
+      memory dst = make_output(op, pd.dst_desc());
+      add_step<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      return;
+    }
+    case OpKind::Binary: {
+      check_same_dims(op.inputs[0], op.output);
+      memory a = src_memory(op.inputs[0]);
+      const memory::dims ad = dims_of(op.inputs[0]);
+      const size_t rank = ad.size();
+      const memory::dims bd = pad_rank(to_dims(graph_.tensors[op.inputs[1]].dims), rank);
+      if (bd.size() != rank) refuse("binary operand of higher rank");
+      for (size_t i = 0; i < rank; ++i) {
+        if (bd[i] != 1 && bd[i] != ad[i]) refuse("binary operand does not broadcast");
+      }
+      // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
+      // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
+      // change the rank.
+      const bool same_rank = dims_of(op.inputs[1]).size() == rank;
+      memory b = bd == ad && same_rank
+                     ? as(op.inputs[1], a.get_desc())
+                     : view(as(op.inputs[1], plain_md(dims_of(op.inputs[1]), dt::f32)),
+                            plain_md(bd, dt::f32));
+      const auto alg = static_cast<BinaryAlg>(op.ints[0]) == BinaryAlg::Add
+                           ? dnnl::algorithm::binary_add
+                           : dnnl::algorithm::binary_mul;
+      dnnl::binary::desc d(alg, a.get_desc(), b.get_desc(), a.get_desc());
+      dnnl::binary::primitive_desc pd(d, attr_for(op), engine_);
+      memory dst = make_output(op, pd.dst_desc());
+      add_step<dnnl::binary>(pd, {{DNNL_ARG_SRC_0, a}, {DNNL_ARG_SRC_1, b}, {DNNL_ARG_DST, dst}});
+      add_post_op_steps(op, fused_post_ops(op).size(), dst);
+      return;
+    }
+    case OpKind::Softmax: {
+      check_same_dims(op.inputs[0], op.output);
+      const memory::dims d0 = dims_of(op.inputs[0]);
+      if (op.ints[0] >= static_cast<int64_t>(std::max<size_t>(d0.size(), 1))) {
+        refuse("softmax axis out of range");
+      }
+      memory src = as(op.inputs[0], plain_md(d0, dt::f32));
+      dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                    static_cast<int>(op.ints[0]));
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
+      memory dst = make_output(op, pd.dst_desc());
+      add_step<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      // oneDNN gives [nan, 0, 0] for a row holding +inf; ATen a NaN row.
+      add_softmax_rows_step(src, dst, op.ints[0]);
+      return;
+    }
+    case OpKind::LayerNorm:
+      return build_layer_norm(op);
+    case OpKind::BatchNorm:
+      return build_batch_norm(op);
+    case OpKind::Concat: {
+      const memory::dims od = dims_of(op.output);
+      const auto axis = static_cast<size_t>(op.ints[0]);
+      if (axis >= od.size()) refuse("concat axis out of range");
+      int64_t along = 0;
+      for (int32_t in : op.inputs) {
+        const memory::dims d = dims_of(in);
+        if (d.size() != od.size()) refuse("concat ranks differ");
+        for (size_t i = 0; i < d.size(); ++i) {
+          if (i != axis && d[i] != od[i]) refuse("concat sizes differ");
+        }
+        along += d[axis];
+      }
+      if (along != od[axis]) refuse("concat output size disagrees");
+      std::vector<memory> srcs;
+      std::vector<memory::desc> mds;
+      for (int32_t in : op.inputs) {
+        srcs.push_back(src_memory(in));
+        mds.push_back(srcs.back().get_desc());
+      }
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::concat::primitive_desc pd(memory::desc(od, dt::f32, tag::any),
+                                      static_cast<int>(op.ints[0]), mds, engine_, attr);
+      memory dst = make_output(op, pd.dst_desc());
+      std::vector<std::pair<int, memory>> args = {{DNNL_ARG_DST, dst}};
+      for (size_t i = 0; i < srcs.size(); ++i) {
+        args.emplace_back(DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]);
+      }
+      add_step<dnnl::concat>(pd, std::move(args));
+      return;
+    }
+    case OpKind::Reshape: {
+      const TensorDesc& s = graph_.tensors[op.inputs[0]];
+      const TensorDesc& o = graph_.tensors[op.output];
+      if (checked_numel(s.dims) != checked_numel(o.dims)) refuse("reshape changes the size");
+      // Row-major bytes of the source, reinterpreted with the new sizes.
+      memory src = src_memory(op.inputs[0]);
+      const memory::desc plain_src = plain_md(to_dims(s.dims), dt::f32);
+      memory dense;
+      if (src.get_desc() == plain_src && s.kind == TensorKind::Intermediate) {
+        dense = src;
+      } else {
+        dense = memory(plain_src, engine_);
+        if (s.kind == TensorKind::Weight) {
+          reorder_now(src, dense);
+        } else {
+          add_reorder(src, dense);
+        }
+      }
+      md_[op.output] = plain_md(to_dims(o.dims), dt::f32);
+      mem_[op.output] = view(dense, md_[op.output]);
+      if (dense == src) share_buffer(op.output, op.inputs[0]);
+      return;
+    }
+    case OpKind::Permute: {
+      const TensorDesc& s = graph_.tensors[op.inputs[0]];
+      const TensorDesc& o = graph_.tensors[op.output];
+      if (op.ints.size() != s.dims.size()) refuse("permutation of the wrong rank");
+      const memory::dims sd = to_dims(s.dims);
+      memory src = as(op.inputs[0], plain_md(sd, dt::f32));
+      const memory::dims ss = dense_strides(sd, {});
+      memory::dims vd, vs;
+      for (int64_t p : op.ints) {
+        vd.push_back(sd[p]);
+        vs.push_back(ss[p]);
+      }
+      if (vd != to_dims(o.dims)) refuse("permute output shape mismatch");
+      memory permuted = view(src, memory::desc(vd, dt::f32, vs));
+      memory::desc out_md = plain_md(vd, dt::f32);
+      memory dst;
+      for (size_t j = 0; j < graph_.outputs.size() && !dst; ++j) {
+        if (graph_.outputs[j] == op.output && !direct_out_[j]) {
+          direct_out_[j] = true;
+          dst = out_mem_[j];
+          out_md = dst.get_desc();
+        }
+      }
+      if (!dst) dst = memory(out_md, engine_);
+      add_reorder(permuted, dst);
+      md_[op.output] = out_md;
+      mem_[op.output] = dst;
+      return;
+    }
+  }
+}
+
+void CpuDelegate::build_pool(const OpDesc& op) {
+  const auto alg = static_cast<PoolAlg>(op.ints[0]);
+  const int64_t r = op.ints[1];
+  auto ints = [&](int k) {
+    return memory::dims(op.ints.begin() + 2 + k * r, op.ints.begin() + 2 + (k + 1) * r);
+  };
+  memory::dims dil = ints(4);
+  for (auto& d : dil) d -= 1;
+  const memory::dims sd = dims_of(op.inputs[0]);
+  const memory::dims od = dims_of(op.output);
+  if (static_cast<int64_t>(sd.size()) != r + 2 || od.size() != sd.size()) {
+    refuse("pooling ranks disagree");
+  }
+  if (od[0] != sd[0] || od[1] != sd[1]) refuse("pooling changes batch or channels");
+  for (int64_t i = 0; i < r; ++i) {
+    const int64_t k = (op.ints[2 + i] - 1) * op.ints[2 + 4 * r + i] + 1;
+    const int64_t span = sd[2 + i] + op.ints[2 + 2 * r + i] + op.ints[2 + 3 * r + i] - k;
+    if (span < 0 || od[2 + i] != span / op.ints[2 + r + i] + 1) {
+      refuse("pooling output size disagrees");
+    }
+  }
+  memory src = src_memory(op.inputs[0]);
+  const dnnl::algorithm a = alg == PoolAlg::Max ? dnnl::algorithm::pooling_max
+                            : alg == PoolAlg::AvgIncludePad
+                                ? dnnl::algorithm::pooling_avg_include_padding
+                                : dnnl::algorithm::pooling_avg_exclude_padding;
+  dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, a, src.get_desc(),
+                                   memory::desc(od, dt::f32, tag::any), ints(1), ints(0), dil,
+                                   ints(2), ints(3));
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::pooling_v2_forward::primitive_desc pd(d, attr, engine_);
+  // oneDNN's max pooling skips NaN; Ember's kernel writes the layout oneDNN's would.
+  if (alg == PoolAlg::Max) return build_max_pool(op, src, pd.dst_desc());
+  memory dst = make_output(op, pd.dst_desc());
+  add_step<dnnl::pooling_v2_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+}
+
+memory CpuDelegate::channel_param(int32_t id, int64_t channels) {
+  if (id < 0) return memory();
+  if (checked_numel(graph_.tensors[id].dims) != channels) refuse("parameter size differs");
+  memory m = as(id, plain_md(dims_of(id), dt::f32));
+  return view(m, memory::desc({channels}, dt::f32, tag::a));
+}
+
+void CpuDelegate::build_layer_norm(const OpDesc& op) {
+  check_same_dims(op.inputs[0], op.output);
+  const memory::dims sd = dims_of(op.inputs[0]);
+  if (sd.empty()) refuse("layer norm of a scalar");
+  memory src = as(op.inputs[0], plain_md(sd, dt::f32));
+  memory g = channel_param(op.inputs[1], sd.back());
+  memory b = channel_param(op.inputs[2], sd.back());
+  auto flags = dnnl::normalization_flags::none;
+  if (g) flags |= dnnl::normalization_flags::use_scale;
+  if (b) flags |= dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                            op.floats[0], flags);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::layer_normalization_forward::primitive_desc pd(d, attr, engine_);
+  memory dst = make_output(op, pd.dst_desc());
+  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+  if (g) args.emplace_back(DNNL_ARG_SCALE, g);
+  if (b) args.emplace_back(DNNL_ARG_SHIFT, b);
+  // Inference still computes the statistics; oneDNN wants somewhere to put them.
+  memory mean(pd.mean_desc(), engine_), var(pd.variance_desc(), engine_);
+  args.emplace_back(DNNL_ARG_MEAN, mean);
+  args.emplace_back(DNNL_ARG_VARIANCE, var);
+  add_step<dnnl::layer_normalization_forward>(pd, std::move(args));
+}
+
+void CpuDelegate::build_batch_norm(const OpDesc& op) {
+  check_same_dims(op.inputs[0], op.output);
+  const memory::dims sd = dims_of(op.inputs[0]);
+  if (sd.size() < 2) refuse("batch norm of rank < 2");
+  memory src = src_memory(op.inputs[0]);
+  const int64_t c = sd[1];
+  memory g = channel_param(op.inputs[1], c);
+  memory b = channel_param(op.inputs[2], c);
+  memory mean = channel_param(op.inputs[3], c);
+  memory var = channel_param(op.inputs[4], c);
+  auto flags = dnnl::normalization_flags::use_global_stats;
+  if (g) flags |= dnnl::normalization_flags::use_scale;
+  if (b) flags |= dnnl::normalization_flags::use_shift;
+  dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
+                                            op.floats[0], flags);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::batch_normalization_forward::primitive_desc pd(d, attr, engine_);
+  memory dst = make_output(op, pd.dst_desc());
+  std::vector<std::pair<int, memory>> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_MEAN, mean}, {DNNL_ARG_VARIANCE, var}};
+  if (g) args.emplace_back(DNNL_ARG_SCALE, g);
+  if (b) args.emplace_back(DNNL_ARG_SHIFT, b);
+  add_step<dnnl::batch_normalization_forward>(pd, std::move(args));
+}
+}  // namespace ember::cpu::delegate

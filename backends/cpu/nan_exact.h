@@ -1,0 +1,47 @@
+// Kernels for the ops whose oneDNN 2.6 forms lose NaN, so that the cpu backend gives ATen's
+// result for every input (issue 20): relu and hardtanh (oneDNN's max/min map NaN to a bound),
+// max pooling (oneDNN's skips NaN) and softmax (oneDNN's gives [nan, 0, 0] for a row holding
+// +inf, ATen a NaN row). They run on every instruction set (AVX-512, AVX2 or generic code,
+// chosen by cpu_isa()), on the delegate's OpenMP threads, and allocate nothing.
+//
+//   clamp_in_place(y, n, {0.f, inf}, threads);               // relu after a convolution
+//   max_pool(x, in_layout, y, out_layout, window, threads);  // any plain or channel-blocked layout
+//   softmax_nan_rows(x, y, outer, len, inner, threads);      // after oneDNN's softmax
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/packed_gemm.h"
+
+namespace ember::cpu {
+
+// x[i] = min(hi, max(lo, x[i])) for i < n, NaN kept (ATen's clamp, relu and hardtanh).
+void clamp_in_place(float* x, int64_t n, Clamp act, int threads);
+
+// Where element (b, c, d, h, w) of a 5-D tensor lies (lower ranks: the missing spatial sizes 1):
+// b * batch + (c / block) * channel_block + (c % block) * channel + d * spatial[0] + ... , in
+// floats. A plain layout has block 1; oneDNN's nChw16c has block 16, channel 1.
+struct PoolLayout {
+  int64_t batch = 0, channel_block = 0, block = 1, channel = 0;
+  int64_t spatial[3] = {0, 0, 0};
+};
+
+// A pooling window over 3 spatial dims (lower ranks: kernel 1, stride 1, no padding, size 1).
+struct PoolWindow {
+  int64_t batch = 1, channels = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1};
+  int64_t kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1}, pad[3] = {0, 0, 0};
+  int64_t dilation[3] = {1, 1, 1};  // PyTorch's: 1 is none
+};
+
+// Max pooling as ATen computes it: the largest value of each window, NaN where the window holds
+// a NaN; padding is never a candidate (a window of padding alone gives -inf).
+void max_pool(const float* x, const PoolLayout& in, float* y, const PoolLayout& out,
+              const PoolWindow& w, int threads);
+
+// Softmax rows x[o][0..len)[i] (stride inner) -> y: every row of x holding a NaN or +inf, or only
+// -inf, becomes NaN in y (ATen's result there); y's other rows are left as they are.
+void softmax_nan_rows(const float* x, float* y, int64_t outer, int64_t len, int64_t inner,
+                      int threads);
+
+}  // namespace ember::cpu

@@ -1,0 +1,211 @@
+// Issue 20's repros against ATen: relu, relu6 and hardtanh (standalone and after a convolution, a
+// matmul or a residual sum whose result is NaN inside), max pooling of windows holding NaN, and
+// softmax of rows holding +inf, NaN or only -inf. Every expectation is ATen's result.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_test_util.h"
+
+namespace ember::cpu {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
+
+// `got` has ATen's NaN where `want` has, and its other values (infinities equal).
+void expect_same(const at::Tensor& got, const at::Tensor& want, double tol = 1e-5) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  EXPECT_TRUE(at::isnan(got).equal(at::isnan(want))) << "got\n" << got << "\nATen\n" << want;
+  EXPECT_TRUE(at::allclose(got, want, tol, tol, /*equal_nan=*/true)) << "got\n"
+                                                                     << got << "\nATen\n"
+                                                                     << want;
+}
+
+// Compiles `p` (every node claimed), runs it with Ember's kernels on and off, and compares its one
+// output with `want`; the steps it ran, the last time.
+DelegateSummary check_exact(const Prog& p, const at::Tensor& want, double tol = 1e-5) {
+  auto program = parse_text(p.text());
+  if (!program) return {};
+  Compiled c = compile(*program);
+  std::vector<at::Tensor> in;
+  for (const auto& [n, t] : p.inputs) in.push_back(t);
+  DelegateSummary summary;
+  for (bool own : {true, false}) {
+    SCOPED_TRACE(own ? "ember kernels on" : "ember kernels off");
+    std::vector<CompileSpec> specs;
+    if (!own) specs.push_back(turned_off("ember_kernels"));
+    auto out = run(c, in, {want}, specs, &summary);
+    if (!out.empty()) expect_same(out[0], want, tol);
+  }
+  return summary;
+}
+
+at::Tensor edge_values() { return at::tensor({kNan, -1.f, .5f, kInf, -kInf, 2.f}).view({1, 6}); }
+
+TEST(CpuBackendNan, ReluHardtanhRelu6KeepNan) {
+  const at::Tensor x = edge_values();
+  struct Case {
+    std::string call;
+    at::Tensor want;
+  };
+  for (const Case& c : {Case{"aten::relu.default(self=%x)", at::relu(x)},
+                        Case{"aten::hardtanh.default(self=%x, min_val=-0.5, max_val=1.0)",
+                             at::hardtanh(x, -0.5, 1.0)},
+                        Case{"aten::hardtanh.default(self=%x, min_val=0.0, max_val=6.0)",
+                             at::hardtanh(x, 0.0, 6.0)}}) {
+    SCOPED_TRACE(c.call);
+    ASSERT_TRUE(std::isnan(c.want[0][0].item<float>()));
+    Prog p;
+    p.input("x", x);
+    p.outputs = {p.node("y", c.want, c.call)};
+    EXPECT_GE(check_exact(p, c.want).exact_steps, 1);
+  }
+}
+
+// NaN made inside a convolution (inf - inf), then relu fused after it; and a residual sum of two
+// convolutions, then relu; and hardtanh with a lower bound above 0 on a blocked layout whose
+// channels are padded (the padding stays zero).
+TEST(CpuBackendNan, ConvolutionThenClampKeepsNanMadeInside) {
+  at::Tensor x = at::randn({1, 2, 5, 5});
+  x[0][0][1][1] = kInf;
+  x[0][1][1][1] = kInf;
+  x[0][0][3][2] = kNan;
+  at::Tensor w = at::randn({20, 2, 1, 1});
+  w.select(1, 0).fill_(1.f);
+  w.select(1, 1).slice(0, 0, 10).fill_(-1.f);  // channels 0-9: inf - inf; 10-19: inf + inf
+  w.select(1, 1).slice(0, 10, 20).fill_(2.f);
+  const at::Tensor b = at::randn({20});
+  const at::Tensor conv = conv2d(x, w, b, 1, 0);
+  ASSERT_TRUE(at::isnan(conv).any().item<bool>());
+  for (int act = 0; act < 3; ++act) {
+    SCOPED_TRACE(act);
+    at::Tensor want = act == 0   ? at::relu(conv)
+                      : act == 1 ? at::hardtanh(conv, 0.5, 2.0)
+                                 : at::relu(conv + conv2d(x, w, b, 1, 0) * 0.5);
+    Prog p;
+    auto xi = p.input("x", x);
+    auto wi = p.weight("w", w), bi = p.weight("b", b);
+    auto c1 = p.node("c1", conv, conv_call(xi, wi, bi, 1, 0));
+    if (act == 0) {
+      p.outputs = {p.node("y", want, "aten::relu.default(self=" + c1 + ")")};
+    } else if (act == 1) {
+      p.outputs = {
+          p.node("y", want, "aten::hardtanh.default(self=" + c1 + ", min_val=0.5, max_val=2.0)")};
+    } else {
+      auto w2 = p.weight("w2", w * 0.5), b2 = p.weight("b2", b * 0.5);
+      auto c2 = p.node("c2", conv, conv_call(xi, w2, b2, 1, 0));
+      auto s = p.node("s", conv, "aten::add.Tensor(self=" + c1 + ", other=" + c2 + ")");
+      p.outputs = {p.node("y", want, "aten::relu.default(self=" + s + ")")};
+    }
+    check_exact(p, want, 1e-4);
+  }
+}
+
+// A matmul whose result is NaN (inf - inf), then relu: one row (Ember's matrix-vector kernel on
+// AVX-512) and four (oneDNN's matmul).
+TEST(CpuBackendNan, MatmulThenReluKeepsNanMadeInside) {
+  for (int64_t rows : {1, 4}) {
+    SCOPED_TRACE(rows);
+    at::Tensor a = at::randn({rows, 8});
+    a.select(1, 0).fill_(kInf);
+    a.select(1, 1).fill_(kInf);
+    at::Tensor w = at::randn({8, 24});
+    w[0].fill_(1.f);
+    w[1].slice(0, 0, 12).fill_(-1.f);
+    w[1].slice(0, 12, 24).fill_(-3.f);
+    const at::Tensor want = at::relu(at::mm(a, w));
+    ASSERT_TRUE(at::isnan(want).any().item<bool>());
+    Prog p;
+    auto ai = p.input("a", a);
+    auto mm =
+        p.node("mm", want, "aten::mm.default(self=" + ai + ", mat2=" + p.weight("w", w) + ")");
+    p.outputs = {p.node("y", want, "aten::relu.default(self=" + mm + ")")};
+    check_exact(p, want, 1e-4);
+  }
+}
+
+std::string max_pool_node(Prog& p, const std::string& x, const at::Tensor& like,
+                          const at::Tensor& idx, at::IntArrayRef k, at::IntArrayRef s,
+                          at::IntArrayRef pad) {
+  p.body.push_back("(%mp: " + type_of(like) + ", %idx: i64" + type_of(idx).substr(3) +
+                   ") = aten::max_pool2d_with_indices.default(self=" + x +
+                   ", kernel_size=" + ints(k) + ", stride=" + ints(s) + ", padding=" + ints(pad) +
+                   ", dilation=[1, 1], ceil_mode=false)");
+  return "%mp";
+}
+
+TEST(CpuBackendNan, MaxPoolingWindowsHoldingNan) {
+  {
+    // F.max_pool2d(x, 2): ATen gives [nan, nan, 2, 4].
+    const at::Tensor x = at::tensor({kNan, 1.f, 2.f, 3.f, .5f, -1.f, 4.f, kNan, 1.f, 2.f, 3.f, 4.f,
+                                     -5.f, -6.f, -7.f, -8.f})
+                             .view({1, 1, 4, 4});
+    auto [mp, idx] = at::max_pool2d_with_indices(x, {2, 2}, {2, 2});
+    ASSERT_EQ(at::isnan(mp).sum().item<int64_t>(), 2);
+    Prog p;
+    p.outputs = {max_pool_node(p, p.input("x", x), mp, idx, {2, 2}, {2, 2}, {0, 0})};
+    EXPECT_EQ(check_exact(p, mp).exact_steps, 1);
+  }
+  {
+    // F.max_pool1d(x, 1) as the exported program has it: a 1x1 window over [N, C, 1, L].
+    const at::Tensor x = at::tensor({kNan, -kInf, 3.f, kInf, -1.f, kNan}).view({1, 2, 1, 3});
+    auto [mp, idx] = at::max_pool2d_with_indices(x, {1, 1}, {1, 1});
+    Prog p;
+    p.outputs = {max_pool_node(p, p.input("x", x), mp, idx, {1, 1}, {1, 1}, {0, 0})};
+    check_exact(p, mp);
+  }
+  {
+    // After a convolution (a channel-blocked layout, 20 channels: a full block and a padded
+    // one), 3x3 windows with padding over NaN, +inf and -inf.
+    at::Tensor x = at::randn({1, 3, 9, 9});
+    x[0][0][2][2] = kNan;
+    x[0][1][5][6] = kInf;
+    x[0][2][7][0] = -kInf;
+    const at::Tensor w = at::randn({20, 3, 1, 1}), b = at::randn({20});
+    const at::Tensor conv = conv2d(x, w, b, 1, 0);
+    auto [mp, idx] = at::max_pool2d_with_indices(conv, {3, 3}, {2, 2}, {1, 1});
+    ASSERT_TRUE(at::isnan(mp).any().item<bool>());
+    Prog p;
+    auto c =
+        p.node("c", conv, conv_call(p.input("x", x), p.weight("w", w), p.weight("b", b), 1, 0));
+    p.outputs = {max_pool_node(p, c, mp, idx, {3, 3}, {2, 2}, {1, 1})};
+    check_exact(p, mp, 1e-4);
+  }
+}
+
+TEST(CpuBackendNan, SoftmaxRowsWithInfOrNan) {
+  // Rows: +inf (ATen: all NaN), NaN, only -inf, -inf and finite values, finite values.
+  const at::Tensor x = at::tensor({kInf,  1.f,   2.f,   .5f, kNan, 1.f,   2.f, 3.f, -kInf, -kInf,
+                                   -kInf, -kInf, -kInf, 1.f, 2.f,  -kInf, 1.f, 2.f, 3.f,   4.f})
+                           .view({5, 4});
+  for (int64_t dim : {1, 0}) {
+    SCOPED_TRACE(dim);
+    const at::Tensor in = dim == 1 ? x : x.t().contiguous();
+    const at::Tensor want = at::_softmax(in, dim, false);
+    Prog p;
+    auto xi = p.input("x", in);
+    p.outputs = {p.node("y", want,
+                        "aten::_softmax.default(self=" + xi + ", dim=" + std::to_string(dim) +
+                            ", half_to_float=false)")};
+    check_exact(p, want);
+  }
+  {
+    // softmax([[inf, 1, 2, .5]], -1)
+    const at::Tensor row = at::tensor({kInf, 1.f, 2.f, .5f}).view({1, 4});
+    const at::Tensor want = at::_softmax(row, -1, false);
+    ASSERT_TRUE(at::isnan(want).all().item<bool>());
+    Prog p;
+    auto xi = p.input("x", row);
+    p.outputs = {
+        p.node("y", want, "aten::_softmax.default(self=" + xi + ", dim=-1, half_to_float=false)")};
+    check_exact(p, want);
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
