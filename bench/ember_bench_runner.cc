@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
 #include "runtime/kernels/portable/util/gemm.h"
 #include "runtime/platform/clock.h"
-#include "tools/backends.h"
 #include "tools/npy.h"
 
 namespace {
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (Error e = ember::tools::register_runtime_backends(); e != Error::Ok) return report(e);
+  if (Error e = ember::backends::register_builtin_runtime_backends(); e != Error::Ok)
+    return report(e);
   ember::ModuleOptions options;
   options.data_path = ptd;
   options.num_threads = threads;

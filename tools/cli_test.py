@@ -437,12 +437,22 @@ class InspectTest(unittest.TestCase):
             titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
             self.assertGreater(len(titles), 0)
             ops = {op["name"] for op in method["operators"]} | {"input", "state"}
+            boxes = []
             for t in titles:
-                m = re.match(r"value \d+: (\S+), .* instructions (\d+)\.\.(\d+)$", t)
+                m = re.match(r"value \d+: (\S+), (\d+) bytes .* at offset (\d+) of arena (\d+), "
+                             r"instructions (\d+)\.\.(\d+)$", t)
                 self.assertIsNotNone(m, t)
                 self.assertIn(m.group(1), ops)
-                self.assertLessEqual(int(m.group(2)), int(m.group(3)))
-                self.assertLessEqual(int(m.group(3)), method["instructions"])
+                size, offset, arena, begin, end = (int(m.group(k)) for k in range(2, 7))
+                self.assertLessEqual(begin, end)
+                self.assertLessEqual(end, method["instructions"])
+                boxes.append((arena, offset, offset + size, begin, end))
+            # A valid plan never gives two tensors live at once the same bytes.
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1:]:
+                    overlap = (a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and a[3] <= b[4]
+                               and b[3] <= a[4])
+                    self.assertFalse(overlap, (a, b))
             r = ember("inspect", pte, "--plan", svg, "--method", "backward")
             self.assertEqual(r.returncode, 1)
             self.assertIn("backward", r.stderr)

@@ -5,13 +5,9 @@
 #include <fstream>
 #include <map>
 
-#include "backends/loopback/loopback_compiler.h"
-#if EMBER_HAVE_CPU_BACKEND
-#include "backends/cpu/cpu_compiler.h"
-#endif
+#include "backends/builtin_compiler.h"
 #include "compiler/emit/pte_writer.h"
 #include "compiler/lower/pipeline.h"
-#include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/loaders.h"
 #include "tools/executorch_ops.h"
 #include "tools/inspect.h"
@@ -19,18 +15,7 @@
 namespace ember::tools {
 
 int register_compiler_backends() {
-  static const ir::Status status = [] {
-    // Constant folding runs the registered kernels (compiler/passes/kernel_eval.h).
-    if (register_portable_kernels() != Error::Ok) {
-      return ir::Status::error(std::string("cannot register the portable kernels: ") +
-                               last_error_message());
-    }
-    ir::Status s = loopback::register_loopback_compiler_backend();
-#if EMBER_HAVE_CPU_BACKEND
-    if (s.ok()) s = cpu::register_compiler_backend();
-#endif
-    return s;
-  }();
+  const ir::Status status = backends::register_builtin_compiler_backends();
   if (!status.ok()) {
     std::fprintf(stderr, "error: %s\n", status.message().c_str());
     return 1;

@@ -130,12 +130,12 @@ Error write_plan_svg(const PlanPicture& p, const std::string& path) {
     const double h = std::max(1.0, static_cast<double>(b.bytes) * scale);
     std::fprintf(f,
                  "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" "
-                 "stroke=\"white\" stroke-width=\"0.5\"><title>value %lld: %s, %s at offset %lld, "
-                 "instructions %lld..%lld</title></rect>\n",
+                 "stroke=\"white\" stroke-width=\"0.5\"><title>value %lld: %s, %lld bytes (%s) at "
+                 "offset %lld of arena %d, instructions %lld..%lld</title></rect>\n",
                  x, top, w, h, colors[b.op], static_cast<long long>(b.value),
-                 xml_escape(b.op).c_str(), human_bytes(b.bytes).c_str(),
-                 static_cast<long long>(b.offset), static_cast<long long>(b.begin),
-                 static_cast<long long>(b.end));
+                 xml_escape(b.op).c_str(), static_cast<long long>(b.bytes),
+                 human_bytes(b.bytes).c_str(), static_cast<long long>(b.offset), b.arena,
+                 static_cast<long long>(b.begin), static_cast<long long>(b.end));
   }
   // The instruction where the lower bound is reached.
   const double peak_x = kLeft + (static_cast<double>(peak.at) + 0.5) * px_per_instruction;

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <random>
 
+#include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
 #include "runtime/platform/clock.h"
-#include "tools/backends.h"
 #include "tools/npy.h"
 #include "tools/profile.h"
 
@@ -70,7 +70,7 @@ void print_values(const Tensor& t) {
 
 int run_command(const RunOptions& o) {
   // The backends this runtime carries, registered before any method loads.
-  if (register_runtime_backends() != Error::Ok) {
+  if (backends::register_builtin_runtime_backends() != Error::Ok) {
     std::fprintf(stderr, "error: %s\n", last_error_message());
     return 1;
   }

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
-#include "tools/backends.h"
 #include "tools/profile.h"
 
 namespace py = pybind11;
@@ -279,7 +279,7 @@ class PyProgram {
   }
 
  private:
-  static Error register_backends() { return tools::register_runtime_backends(); }
+  static Error register_backends() { return backends::register_builtin_runtime_backends(); }
 
   static py::object to_python(const EValue& v) {
     if (v.is_int()) return py::int_(v.to_int());

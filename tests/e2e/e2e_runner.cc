@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
-#include "tools/backends.h"
 #include "tools/npy.h"
 
 namespace {
@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
       model = a;
     }
   }
-  if (ember::tools::register_runtime_backends() != ember::Error::Ok) return fail("register");
+  if (ember::backends::register_builtin_runtime_backends() != ember::Error::Ok)
+    return fail("register");
   ember::ModuleOptions options;
   options.data_path = ptd;
   ember::Module module(model, options);

@@ -1,13 +1,23 @@
-#include "tools/backends.h"
+#include "backends/builtin_runtime.h"
 
 #include "backends/loopback/loopback_runtime.h"
 #if EMBER_HAVE_CPU_BACKEND
 #include "backends/cpu/cpu_runtime.h"
 #endif
 
-namespace ember::tools {
+namespace ember::backends {
 
-Error register_runtime_backends() {
+const std::vector<std::string>& builtin_backend_names() {
+  static const std::vector<std::string> names = {
+    "loopback",
+#if EMBER_HAVE_CPU_BACKEND
+    "cpu",
+#endif
+  };
+  return names;
+}
+
+Error register_builtin_runtime_backends() {
   static const Error result = [] {
     if (Error e = loopback::register_loopback_backend(); e != Error::Ok) return e;
 #if EMBER_HAVE_CPU_BACKEND
@@ -18,4 +28,4 @@ Error register_runtime_backends() {
   return result;
 }
 
-}  // namespace ember::tools
+}  // namespace ember::backends
