@@ -83,7 +83,7 @@ def graph_name(runtime_name):
 
 
 def runtime_op_name(qualified):
-    """op_table.cc's runtime_op_name: a prim op's `default` overload is dropped."""
+    """op_manifest.cc's runtime_op_name: a prim op's `default` overload is dropped."""
     return qualified[:-len(".default")] if qualified.endswith(".default") else qualified
 
 
@@ -151,7 +151,7 @@ def generate():
         for c in candidates:
             if c not in ruled and schemas.schema(c) is not None:
                 functional[name].add(c)
-    # Prim ops the compiler emits as they are (op_table.cc is_prim_op: the graph's name, less a
+    # Prim ops the compiler emits as they are (op_manifest.cc is_prim_op: the graph's name, less a
     # `default` overload, is the prim op's name; et_view.default keeps its overload, so no graph
     # node names it).
     for name, entry in entries.items():
