@@ -518,6 +518,35 @@ TEST(CpuBackend, OtherDynamicSizesStayPortable) {
   }
 }
 
+// oneDNN 2.6 refuses layer normalization of a rank-1 tensor at init (fuzzer seed 1041: the
+// program compiled, then failed to load): it stays portable, with the reason. Rank 2 over a dim
+// of size 1 is delegated and gives ATen's result (the bias: x - mean is 0).
+TEST(CpuBackend, LayerNormOfRankOneStaysPortable) {
+  auto program = parse_text(
+      "graph(\n    %x: f32[1],\n    %w: f32[1],\n    %b: f32[1]\n) {\n"
+      "  (%y: f32[1], %m: f32[1], %r: f32[1]) = aten::native_layer_norm.default(input=%x, "
+      "normalized_shape=[1], weight=%w, bias=%b, eps=1e-05)\n"
+      "  return (%y)\n}\n");
+  ASSERT_TRUE(program);
+  for (const ir::Node* n : program->graph().nodes()) {
+    partition::Support s = compiler_backend()->support().check(*n);
+    EXPECT_FALSE(s.supported) << n->describe();
+    EXPECT_NE(s.reason.find("rank 1"), std::string::npos) << s.reason;
+  }
+  at::manual_seed(3);
+  const at::Tensor x = at::randn({3, 1}), w = at::randn({1}), b = at::randn({1});
+  const at::Tensor want = std::get<0>(at::native_layer_norm(x, {1}, w, b, 1e-5));
+  Prog p;
+  auto xi = p.input("x", x);
+  p.body.push_back("(%y: " + type_of(want) +
+                   ", %y_1: f32[3, 1], %y_2: f32[3, 1]) = "
+                   "aten::native_layer_norm.default(input=" +
+                   xi + ", normalized_shape=[1], weight=" + p.weight("w", w) +
+                   ", bias=" + p.weight("b", b) + ", eps=1e-05)");
+  p.outputs = {"%y"};
+  check(p, want, 1e-5);
+}
+
 TEST(CpuBackend, Bf16Precision) {
   at::manual_seed(7);
   at::Tensor x = at::randn({1, 16, 10, 10}), w = at::randn({32, 16, 3, 3}) * 0.1;

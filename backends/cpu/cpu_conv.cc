@@ -1,4 +1,5 @@
 #include "backends/cpu/cpu_delegate.h"
+#include "backends/cpu/nan_exact.h"
 
 #include <algorithm>
 #include <memory>
@@ -94,31 +95,41 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
   memory::desc src_md, wei_md, dst_md;
   dnnl::primitive prim;
   Step step;
+  dnnl::convolution_forward::primitive_desc alt_pd;
   if (!transposed) {
     dnnl::convolution_forward::primitive_desc pd;
     const bool wino_shape = wdt == dt::f32 && groups == 1 && r == 2 && kd[0] == 3 && kd[1] == 3 &&
                             strides[0] == 1 && strides[1] == 1 && dil[0] == 0 && dil[1] == 0 &&
-                            winograd_;
+                            winograd_ && winograd_safe(op, wd[1]);
+    auto direct = [&](const memory::desc& s_md, const memory::desc& d_md) {
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, s_md, w_any, bias_md,
+                                        d_md, strides, dil, pad_l, pad_r);
+      return dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+    };
     if (wino_shape) {
       try {
         dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::convolution_winograd, src_any, w_any,
                                           bias_md, dst_any, strides, dil, pad_l, pad_r);
         pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
+        // The direct convolution for inputs Winograd cannot take exactly, in its layouts.
+        alt_pd = direct(pd.src_desc(), pd.dst_desc());
       } catch (const dnnl::error&) {
+        pd = {};
+        alt_pd = {};
       }
     }
-    if (!pd) {
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src_any, w_any,
-                                        bias_md, dst_any, strides, dil, pad_l, pad_r);
-      pd = dnnl::convolution_forward::primitive_desc(d, attr, engine_);
-    }
+    if (!pd) pd = direct(src_any, dst_any);
     src_md = pd.src_desc();
     wei_md = pd.weights_desc();
     dst_md = pd.dst_desc();
     step.prim = dnnl::convolution_forward(pd);
     note_scratchpad(pd, &step);
+    if (alt_pd) {
+      step.alt = dnnl::convolution_forward(alt_pd);
+      note_scratchpad(alt_pd, &step);
+    }
   } else {
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                         dnnl::algorithm::deconvolution_direct, src_any, w_any,
@@ -138,8 +149,31 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
     memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
     step.args.emplace_back(DNNL_ARG_BIAS, view(b, bias_md));
   }
+  if (alt_pd) {
+    step.guard = src;
+    step.guard_floats = static_cast<int64_t>(src_md.get_size() / sizeof(float));
+    step.alt_args = step.args;
+    step.alt_args[1].second = reorder_weight(w_view, op.inputs[1], alt_pd.weights_desc());
+  }
   steps_.push_back(std::move(step));
   add_post_op_steps(op, fused_post_ops(op).size(), dst);
+}
+
+bool CpuDelegate::winograd_safe(const OpDesc& op, int64_t in_channels) {
+  if (in_channels > kWinogradMaxChannels) return false;
+  for (int k : {1, 2}) {
+    const int32_t id = op.inputs[k];
+    if (id < 0) continue;
+    // A weight computed at run time would need a scan at every call: direct instead.
+    if (graph_.tensors[id].kind != TensorKind::Weight) return false;
+    memory m = src_memory(id);
+    const auto n = static_cast<int64_t>(m.get_desc().get_size() / sizeof(float));
+    if (m.get_desc().data_type() != dt::f32 ||
+        !all_within(static_cast<const float*>(m.get_data_handle()), n, kWinogradMaxWeight, 1)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 memory CpuDelegate::reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "backends/cpu/nan_exact.h"
 #include "backends/cpu/packed_gemm.h"
 #include "runtime/platform/clock.h"
 
@@ -146,6 +147,7 @@ void CpuDelegate::build(const NamedDataMap* named) {
   std::vector<void*> used;
   for (const Step& s : steps_) {
     for (const auto& [arg, m] : s.args) used.push_back(m.get_data_handle());
+    for (const auto& [arg, m] : s.alt_args) used.push_back(m.get_data_handle());
   }
   std::sort(used.begin(), used.end());
   std::erase_if(viewed_, [&](const memory& m) {
@@ -158,6 +160,8 @@ void CpuDelegate::build(const NamedDataMap* named) {
   for (Step& s : steps_) {
     if (s.uses_scratchpad) s.args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
     for (auto& [arg, m] : s.args) s.c_args.push_back({arg, m.get()});
+    if (s.alt && s.uses_scratchpad) s.alt_args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
+    for (auto& [arg, m] : s.alt_args) s.alt_c_args.push_back({arg, m.get()});
     s.name = step_name(s);
   }
 }
@@ -221,8 +225,17 @@ Error CpuDelegate::run_step(Step& s) {
                 ms.count());
     return Error::Ok;
   }
-  const dnnl_status_t st = dnnl_primitive_execute(
-      s.prim.get(), stream_.get(), static_cast<int>(s.c_args.size()), s.c_args.data());
+  bool primary = true;
+  if (s.alt) {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(s.guard.get(), &p);
+    primary = p != nullptr &&
+              all_within(static_cast<const float*>(p), s.guard_floats, kWinogradMaxInput, threads_);
+  }
+  const std::vector<dnnl_exec_arg_t>& c_args = primary ? s.c_args : s.alt_c_args;
+  const dnnl_status_t st =
+      dnnl_primitive_execute(primary ? s.prim.get() : s.alt.get(), stream_.get(),
+                             static_cast<int>(c_args.size()), c_args.data());
   if (st != dnnl_success) {
     return fail(Error::Internal, "cpu delegate: oneDNN execution failed (status %d)",
                 static_cast<int>(st));

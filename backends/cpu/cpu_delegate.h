@@ -65,6 +65,16 @@ inline constexpr uint64_t kMaxActivationBytes = uint64_t{4} << 30;
 // never go to memory.
 inline constexpr int64_t kMaxStemChannels = 4;
 
+// oneDNN's Winograd F(4x4, 3x3) subtracts inputs in its tile transforms: one inf becomes
+// inf - inf = NaN, and a NaN spreads over the tile, where the direct convolution (ATen's) keeps
+// them where the windows hold them. With |w| <= kWinogradMaxWeight (and the bias), input
+// channels <= kWinogradMaxChannels and |x| <= kWinogradMaxInput, no transform, product or sum
+// reaches 2^120 (the transforms grow a value by less than 2^15 in all), so Winograd's result is
+// finite exactly where the direct one is: everywhere. Other convolutions run direct.
+inline constexpr float kWinogradMaxInput = 0x1p48f;
+inline constexpr float kWinogradMaxWeight = 0x1p32f;
+inline constexpr int64_t kWinogradMaxChannels = int64_t{1} << 24;
+
 struct Step {
   dnnl::primitive prim;          // a oneDNN primitive, or
   std::function<void()> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
@@ -74,6 +84,14 @@ struct Step {
   std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
   std::vector<dnnl_exec_arg_t> c_args;
   bool uses_scratchpad = false;
+  // A guarded Winograd convolution (cpu_conv.cc): `prim` runs only when every float of `guard`
+  // (its source) is at most kWinogradMaxInput in magnitude; otherwise `alt`, the direct
+  // convolution over the same source and destination, with its own weights.
+  memory guard;
+  int64_t guard_floats = 0;
+  dnnl::primitive alt;
+  std::vector<std::pair<int, memory>> alt_args;
+  std::vector<dnnl_exec_arg_t> alt_c_args;
   // What a profile calls the step: oneDNN's primitive kind ("convolution"), or Ember's kernel
   // with its kind ("ember:depthwise convolution"). Set when the build is complete.
   std::string name;
@@ -198,6 +216,9 @@ class CpuDelegate {
   // built) when it does not apply.
   bool try_pointwise(const OpDesc& op);
   void build_conv(const OpDesc& op, dt wdt);
+  // Whether Winograd is exact for `op` at every input within kWinogradMaxInput: its weight and
+  // bias are constants within kWinogradMaxWeight, and its input channels few enough.
+  bool winograd_safe(const OpDesc& op, int64_t in_channels);
   // `view_of_w` (tensor `id`) in the primitive's weight layout: reordered once now for a weight,
   // or at every call for a runtime tensor.
   memory reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want);

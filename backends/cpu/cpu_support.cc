@@ -255,6 +255,12 @@ Why check_layer_norm(const Node& n) {
   if (auto w = all_static(n)) return w;
   auto shape = int_list(n, "normalized_shape", 0, {});
   if (!shape || shape->size() != 1) return "layer norm over more than the last dim";
+  // oneDNN 2.6's layer normalization takes tensors of rank 2 to 5 only (it refuses the
+  // primitive at init otherwise).
+  const size_t rank = value_arg(n, "input")->tensor_type().rank();
+  if (rank < 2 || rank > 5) {
+    return "layer norm of a rank " + std::to_string(rank) + " input (oneDNN takes ranks 2 to 5)";
+  }
   return outputs_unused_from(n, 1, "layer norm statistics");
 }
 

@@ -4,7 +4,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/platform/cpu_isa.h"
@@ -288,6 +290,48 @@ void clamp_in_place(float* x, int64_t n, Clamp act, int threads) {
       clamp_generic(x + begin, end - begin, act.lo, act.hi);
     }
   });
+}
+
+namespace {
+
+// The largest |x[i]| as the bits of a float (sign cleared): an unsigned order that agrees with
+// the magnitudes' and puts NaN above +inf, so one integer max is the whole check.
+EMBER_INLINE uint32_t max_magnitude_body(const float* x, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, x + i, sizeof b);
+    b &= 0x7fffffffu;
+    m = b > m ? b : m;
+  }
+  return m;
+}
+EMBER_TARGET_AVX512 uint32_t max_magnitude_avx512(const float* x, int64_t n) {
+  return max_magnitude_body(x, n);
+}
+EMBER_TARGET_AVX2 uint32_t max_magnitude_avx2(const float* x, int64_t n) {
+  return max_magnitude_body(x, n);
+}
+uint32_t max_magnitude_generic(const float* x, int64_t n) { return max_magnitude_body(x, n); }
+
+}  // namespace
+
+bool all_within(const float* x, int64_t n, float bound, int threads) {
+  uint32_t limit;
+  std::memcpy(&limit, &bound, sizeof limit);
+  const CpuIsa isa = cpu_isa();
+  std::atomic<uint32_t> worst{0};
+  split(n, n, threads, [&](int64_t begin, int64_t end) {
+    const float* p = x + begin;
+    const int64_t count = end - begin;
+    const uint32_t m = isa >= CpuIsa::Avx512 ? max_magnitude_avx512(p, count)
+                       : isa >= CpuIsa::Avx2 ? max_magnitude_avx2(p, count)
+                                             : max_magnitude_generic(p, count);
+    uint32_t seen = worst.load(std::memory_order_relaxed);
+    while (m > seen && !worst.compare_exchange_weak(seen, m, std::memory_order_relaxed)) {
+    }
+  });
+  return worst.load(std::memory_order_relaxed) <= limit;
 }
 
 void max_pool(const float* x, const PoolLayout& in, float* y, const PoolLayout& out,

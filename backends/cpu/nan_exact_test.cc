@@ -207,5 +207,59 @@ TEST(CpuBackendNan, SoftmaxRowsWithInfOrNan) {
   }
 }
 
+// oneDNN's Winograd convolution (3x3, stride 1) turned one -inf among zeros into NaN and spread a
+// NaN over a tile (fuzzer seeds 1107 and 3000435); the delegate runs it only on inputs and
+// weights within the bounds where it is exact (kWinogradMaxInput), the direct convolution
+// otherwise. Also a finite input above the bound, and a weight above kWinogradMaxWeight.
+TEST(CpuBackendNan, WinogradConvolutionKeepsInfAndNanInTheirWindows) {
+  at::manual_seed(11);
+  const at::Tensor w = at::randn({8, 8, 3, 3});
+  const at::Tensor b = at::randn({8});
+  at::Tensor x = at::randn({2, 8, 12, 12});
+  x[0][1][2][3] = -kInf;
+  x[0][5][9][8] = kNan;
+  x[1][0][6][6] = kInf;
+  at::Tensor big = at::randn({2, 8, 12, 12});
+  big[1][2][4][4] = 1e16f;  // finite, above the bound: direct
+  at::Tensor big_w = w.clone();
+  big_w[0][0][1][1] = 1e10f;  // above the weight bound: direct at every call
+  struct Case {
+    const char* what;
+    at::Tensor x, w;
+  };
+  for (const Case& c : {Case{"inf and nan", x, w}, Case{"large input", big, w},
+                        Case{"large weight", x, big_w}, Case{"finite", big.clamp(-4, 4), w}}) {
+    SCOPED_TRACE(c.what);
+    const at::Tensor want = conv2d(c.x, c.w, b, 1, 1);
+    Prog p;
+    auto xi = p.input("x", c.x);
+    p.outputs = {p.node("y", want, conv_call(xi, p.weight("w", c.w), p.weight("b", b), 1, 1))};
+    check_exact(p, want, 1e-4);
+  }
+  // The fuzzer's repros as they were: a 5x4x3x3 window over one -inf, and padding 1 around a
+  // NaN in a 3x5x1x4 input.
+  at::Tensor x1 = at::zeros({1, 4, 3, 3});
+  x1.view({-1})[5] = 1.5177238f;
+  x1.view({-1})[6] = 0.6832442f;
+  x1.view({-1})[7] = -kInf;
+  x1.view({-1})[8] = -1.3810809f;
+  const at::Tensor w1 = at::randn({5, 4, 3, 3}) * 0.5, b1 = at::randn({5}) * 0.5;
+  const at::Tensor want1 = conv2d(x1, w1, b1, 1, 0);
+  ASSERT_TRUE(at::isinf(want1).all().item<bool>());
+  Prog p1;
+  auto x1i = p1.input("x", x1);
+  p1.outputs = {p1.node("y", want1, conv_call(x1i, p1.weight("w", w1), p1.weight("b", b1), 1, 0))};
+  check_exact(p1, want1);
+  at::Tensor x2 = at::zeros({3, 5, 1, 4});
+  x2.view({-1})[15] = kNan;
+  const at::Tensor w2 = at::randn({2, 5, 3, 3}) * 0.5;
+  const at::Tensor want2 = conv2d(x2, w2, at::Tensor(), 1, 1);
+  ASSERT_FALSE(at::isnan(want2).all().item<bool>());
+  Prog p2;
+  auto x2i = p2.input("x", x2);
+  p2.outputs = {p2.node("y", want2, conv_call(x2i, p2.weight("w", w2), "none", 1, 1))};
+  check_exact(p2, want2);
+}
+
 }  // namespace
 }  // namespace ember::cpu

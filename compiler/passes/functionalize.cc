@@ -274,12 +274,29 @@ ir::Status functionalize(ir::Program& program, PassContext& ctx) {
   });
   if (!errors.empty()) return ir::Status::error(errors[0]);
   ir::Graph& g = program.graph();
-  // A mutation output that names the in-place result itself (the written storage, not a new
-  // value) is the captured in-place form: this pass recreates it from the final value.
+  // A mutation output that names the in-place result itself (a view of the written input's own
+  // storage, not a new value) is the captured in-place form: this pass recreates it from the
+  // final value. A view of another input (copy_(buf, src) captured as expand(src)) is the new
+  // value itself and stays.
+  auto is_target = [&](ir::Value* root, const ir::OutputSpec& spec) {
+    const std::vector<ir::Value*>& inputs = g.inputs();
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      if (inputs[j] != root) continue;
+      const ir::InputSpec& in = program.input_spec(j);
+      if (spec.kind == ir::OutputKind::UserInputMutation) {
+        return in.kind == ir::InputKind::UserInput && root->name() == spec.target;
+      }
+      return in.kind != ir::InputKind::UserInput &&
+             (in.target == spec.target ||
+              std::find(in.aliases.begin(), in.aliases.end(), spec.target) != in.aliases.end());
+    }
+    return false;
+  };
   for (size_t i = g.outputs().size(); i-- > 0;) {
-    if (program.output_spec(i).kind == ir::OutputKind::UserOutput) continue;
+    const ir::OutputSpec& spec = program.output_spec(i);
+    if (spec.kind == ir::OutputKind::UserOutput) continue;
     ir::Value* root = alias_root(g.outputs()[i]);
-    if (root != g.outputs()[i] && root->producer() == nullptr) {
+    if (root != g.outputs()[i] && root->producer() == nullptr && is_target(root, spec)) {
       EMBER_IR_RETURN_IF_ERROR(program.erase_output(i));
     }
   }

@@ -84,6 +84,57 @@ def _sym_expr(s):
     return None
 
 
+def _make_copies_explicit(gm):
+    """Spell out the cast and the broadcast of every `dst.copy_(src)` in torch.export's graph.
+
+    copy_ casts src to dst's dtype and broadcasts it to dst's shape. run_decompositions'
+    functionalization drops the copy_ into an input (a buffer) and uses src itself as dst's new
+    value: with the shape and dtype of src, while the graph's metadata keeps dst's. So before the
+    decompositions each such copy_ gets `_to_copy(src, dtype=dst.dtype)` and
+    `expand(src, dst.shape)` as its source, which functionalization keeps. Recurses into the
+    control-flow subgraphs.
+    """
+    for mod in gm.modules():
+        if not isinstance(mod, torch.fx.GraphModule):
+            continue
+        graph = mod.graph
+        changed = False
+        for node in list(graph.find_nodes(op="call_function", target=torch.ops.aten.copy_.default)):
+            if len(node.args) < 2:
+                continue
+            dst, src = node.args[0], node.args[1]
+            if not isinstance(dst, torch.fx.Node) or not isinstance(src, torch.fx.Node):
+                continue
+            dval, sval = dst.meta.get("val"), src.meta.get("val")
+            if not isinstance(dval, torch.Tensor) or not isinstance(sval, torch.Tensor):
+                continue
+            cur, val = src, sval
+            with graph.inserting_before(node):
+                if val.dtype != dval.dtype:
+                    cur = graph.call_function(torch.ops.aten._to_copy.default, (cur,),
+                                              {"dtype": dval.dtype})
+                    val = torch.ops.aten._to_copy.default(val, dtype=dval.dtype)
+                    cur.meta.update({k: v for k, v in src.meta.items() if k != "val"})
+                    cur.meta["val"] = val
+                if tuple(val.shape) != tuple(dval.shape):
+                    size = list(dval.shape)
+                    if not all(isinstance(d, int) for d in size):
+                        raise ExportError(
+                            f"{node.name}: copy_ broadcasts {tuple(val.shape)} to the dynamic "
+                            f"shape {tuple(size)}; expand the source to the destination's shape "
+                            "first (src.expand_as(dst))")
+                    prev = cur
+                    cur = graph.call_function(torch.ops.aten.expand.default, (prev, size))
+                    val = torch.ops.aten.expand.default(val, size)
+                    cur.meta.update({k: v for k, v in src.meta.items() if k != "val"})
+                    cur.meta["val"] = val
+            if cur is not src:
+                node.args = (dst, cur) + tuple(node.args[2:])
+                changed = True
+        if changed:
+            mod.recompile()
+
+
 def _capture_torch_export(module, inputs, dims, state, strict):
     from torch.export import Dim as TorchDim
     from torch.export import export as torch_export
@@ -110,6 +161,7 @@ def _capture_torch_export(module, inputs, dims, state, strict):
             # torch.export's graph is pre-dispatch (aten::linear, aten::conv2d, in-place ops);
             # the default table gives the core ATen opset, functional: the form ExecuTorch's
             # exporter starts from too.
+            _make_copies_explicit(ep.graph_module)
             ep = ep.run_decompositions()
     except Exception as e:
         raise _torch_export_error(e) from e

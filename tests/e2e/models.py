@@ -369,6 +369,36 @@ class ZeroSizedMutableState(torch.nn.Module):
         return x * 2, self.state * 1, self.empty.sum(0)
 
 
+# Models whose program from ExecuTorch's own exporter differs from eager for a reason outside
+# Ember, so check_executorch_exported is skipped for them (with the reason printed).
+EXECUTORCH_EXPORTER_DIFFERS = {
+    "copy_into_buffer": "torch.export's run_decompositions drops copy_'s broadcast and cast into "
+                        "a buffer (Ember's exporter makes them explicit; ExecuTorch's does not)",
+}
+
+
+class CopyIntoBuffer(torch.nn.Module):
+    """Issue 20: copy_ into a buffer broadcasts the source to the buffer's shape and casts it to
+    the buffer's dtype; the buffer keeps its own shape and dtype, and persists across calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("vec", torch.zeros(4))
+        self.register_buffer("wide", torch.zeros(3, 4))
+        self.register_buffer("from_f64", torch.zeros(4))
+        self.register_buffer("from_int", torch.zeros(2, 4))
+        self.register_buffer("acc", torch.zeros(3, 4))
+
+    def forward(self, x, col, d, i):
+        self.vec.copy_(x)          # (1,) -> (4,)
+        self.wide.copy_(col)       # (3, 1) -> (3, 4)
+        self.from_f64.copy_(d)     # float64 -> float32
+        self.from_int.copy_(i)     # int64 (4,) -> float32 (2, 4)
+        self.acc.add_(self.wide)   # reads its old value: the state persists
+        return (self.vec * 2, self.vec.clone(), self.wide + 1, self.from_f64 / 3,
+                self.from_int * 0.5, self.acc.clone())
+
+
 def torchvision_model(name):
     import torchvision
     return getattr(torchvision.models, name)()
@@ -509,6 +539,12 @@ def models():
         "odd_state_sizes": (OddStateSizes, [(r(3),), (r(3),)], None, True),
         "zero_sized_state": (ZeroSizedState, [(r(3),), (r(3),)], None, True),
         "zero_sized_mutable_state": (ZeroSizedMutableState, [(r(3),), (r(3),)], None, True),
+        "copy_into_buffer": (
+            CopyIntoBuffer,
+            [(r(1), r(3, 1), r(4).double(), torch.tensor([3, -1, 0, 7])),
+             (r(1), r(3, 1), r(4).double(), torch.tensor([-5, 2, 1, 4])),
+             (r(1), r(3, 1), r(4).double(), torch.tensor([0, 0, 9, -2]))],
+            None, True),
         "pow_scalar_base": (lambda: Fn(lambda x: (2 ** x, 0.5 ** x)), [(r(3, 4),)], None, True),
         "matmul_vector": (lambda: Fn(lambda v, w: (v @ w, w.t() @ v, torch.mv(w.t(), v))),
                           [(r(3), r(3, 4))], None, True),

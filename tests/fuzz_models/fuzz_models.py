@@ -38,6 +38,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SKIP = 77
 FLOWS = ("portable", "cpu", "loopback")
 FAILURES = ("wrong", "crash", "invalid")
+
+# Seeds of the CTest range that fail today for a known, open bug: reported, not counted; the test
+# fails when one of them passes (remove it then). A regression file says the same with KNOWN.
+KNOWN_SEEDS = {
+    146: "std overflow: torch.export decomposes std into sqrt(var.correction), and a variance "
+         "above float32's range is inf where eager's fused std is finite (issue 20)",
+    169: "std overflow (as seed 146)",
+}
 CLASSES = ("match", "refused") + FAILURES
 BATCH = 8  # programs per driver process (times the flows)
 
@@ -694,6 +702,14 @@ def minimize_failures(args, summary):
 # Regression files.
 
 
+def known_bug(path):
+    """A regression file's KNOWN text: the open bug it still shows (empty when fixed)."""
+    ns = {}
+    with open(path) as f:
+        exec(compile(f.read(), path, "exec"), ns)
+    return ns.get("KNOWN", "")
+
+
 def run_repro(args, path, flows=None):
     """Runs one regression file on its flow (or `flows`). Returns {flow: (class, detail)}."""
     ns = {}
@@ -758,17 +774,30 @@ def main():
         seeds = seed_range(args.seeds or "0:192", 0)
         summary = fuzz(args, seeds)
         print_summary(summary, args.flows)
-        bad = len(summary["failures"])
+        known_failed = {f["seed"] for f in summary["failures"] if f["seed"] in KNOWN_SEEDS}
+        bad = sum(f["seed"] not in KNOWN_SEEDS for f in summary["failures"])
+        for seed in sorted(set(KNOWN_SEEDS) & set(seeds) - known_failed):
+            print(f"FAILED seed {seed} is in KNOWN_SEEDS but passes now: remove it")
+            bad += 1
         files = sorted(f for f in os.listdir(args.regressions) if f.endswith(".py")) \
             if os.path.isdir(args.regressions) else []
         for name in files:
-            for flow, (cls, detail) in run_repro(args, os.path.join(args.regressions,
-                                                                    name)).items():
-                print(f"regression {name} {flow}: {cls} {detail[:300]}")
-                bad += cls in FAILURES or cls == "skip"
+            path = os.path.join(args.regressions, name)
+            known = known_bug(path)
+            results = run_repro(args, path)
+            for flow, (cls, detail) in results.items():
+                print(f"regression {name} {flow}: {cls} {detail[:300]}"
+                      + (f" (known: {known})" if known else ""))
+                if not known:
+                    bad += cls in FAILURES or cls == "skip"
+            if known and not any(cls in FAILURES for cls, _ in results.values()):
+                print(f"FAILED regression {name} is marked KNOWN but passes now: remove KNOWN")
+                bad += 1
         for fail in summary["failures"]:
-            print(f"FAILED seed {fail['seed']} {fail['flow']}: {fail['class']}: "
-                  f"{fail['detail'][:300]}\n{gen.generate(fail['seed']).source()}")
+            tag = " (known: %s)" % KNOWN_SEEDS[fail["seed"]] if fail["seed"] in KNOWN_SEEDS else ""
+            print(f"{'known' if tag else 'FAILED'} seed {fail['seed']} {fail['flow']}: "
+                  f"{fail['class']}: {fail['detail'][:300]}{tag}\n"
+                  f"{gen.generate(fail['seed']).source()}")
         print(f"{bad} failure(s)")
         return 1 if bad else 0
 

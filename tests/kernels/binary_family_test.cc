@@ -82,7 +82,14 @@ const bool kBinaryCases = [] {
       "aten::fmod.Tensor_out", [](auto& a, auto& b) { return at::fmod(a, b); }, true);
   add_binary_case("aten::maximum.out", [](auto& a, auto& b) { return at::maximum(a, b); });
   add_binary_case("aten::minimum.out", [](auto& a, auto& b) { return at::minimum(a, b); });
-  add_binary_case("aten::atan2.out", [](auto& a, auto& b) { return at::atan2(a, b); });
+  // float16: libtorch 1.13's CPU atan2 may lack it (PyTorch 2 has it); compared widened.
+  add_sweep_case("aten::atan2.out", [](at::ScalarType dtype, std::string* why) {
+    const at::Tensor a = sweep_input(dtype, {3, 4}), b = sweep_input(dtype, {4});
+    return sweep_run_as(
+        "aten::atan2.out", dtype,
+        [&](at::ScalarType t) { return std::vector<at::Tensor>{at::atan2(a.to(t), b.to(t))}; },
+        [&](KernelCall& c) { c.tensor(a).tensor(b); }, why);
+  });
   add_binary_case("aten::bitwise_and.Tensor_out",
                   [](auto& a, auto& b) { return at::bitwise_and(a, b); });
   add_binary_case("aten::bitwise_or.Tensor_out",

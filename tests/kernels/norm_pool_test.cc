@@ -155,6 +155,73 @@ TEST(Normalization, LayerNormChannelsLastDynamicAndErrors) {
   EXPECT_EQ(bad_weight.run(), Error::InvalidArgument);
 }
 
+// Rows of finite values near float32's limit: the sum overflows but PyTorch 2's Welford mean does
+// not, and a variance beyond float32's range is inf, so rstd is 0 and the output is the bias.
+// libtorch 1.13 gives NaN statistics here, so the reference is built from ATen ops: the mean and
+// biased variance in float64 rounded to float32, then PyTorch 2's output arithmetic.
+TEST(Normalization, HugeFiniteRowsLikePyTorch2) {
+  const at::Tensor x =
+      at::tensor({0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -2.3231121e+38f, 0.0f, -2.3542953e+38f, 0.0f, 0.0f})
+          .reshape({1, 5, 2});
+  const at::Tensor spread =
+      at::tensor({3e38f, 3e38f, 1e20f, -1e20f, 1.0f, 2.0f}).reshape({1, 3, 2});
+  at::manual_seed(5);
+  for (const at::Tensor& in : {x, spread}) {
+    const int64_t c = in.size(1), n = in.numel();
+    const at::Tensor wide = in.to(at::kDouble).reshape({1, n});
+    const at::Tensor mean = wide.mean({1}, true).to(at::kFloat);
+    const at::Tensor var = at::var(wide, at::IntArrayRef{1}, false, true).to(at::kFloat);
+    ASSERT_TRUE(at::isinf(var).all().item<bool>()) << "the case should overflow the variance";
+    const at::Tensor rstd = at::rsqrt(var + 1e-5f);
+    for (bool affine : {false, true}) {
+      const at::Tensor w = affine ? at::randn({c}) : at::Tensor();
+      const at::Tensor b = affine ? at::randn({c}) : at::Tensor();
+      at::Tensor y = (in - mean.reshape({1, 1, 1})) * rstd.reshape({1, 1, 1});
+      if (affine) {
+        const at::Tensor scale = (rstd.reshape({1}) * w).reshape({1, c, 1});
+        y = in * scale + (b.reshape({1, c, 1}) - scale * mean.reshape({1, 1, 1}));
+      }
+      KernelCall call("aten::native_group_norm.out");
+      call.tensor(in);
+      if (affine)
+        call.tensor(w).tensor(b);
+      else
+        call.none().none();
+      call.scalar(int64_t{1})
+          .scalar(c)
+          .scalar(int64_t{2})
+          .scalar(int64_t{1})
+          .scalar(1e-5)
+          .out_like(y)
+          .out_like(mean)
+          .out_like(rstd)
+          .repeat_outs(3);
+      ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+      ASSERT_TRUE(at::isfinite(y).all().item<bool>());
+      expect_matches(call.out(0), y, loose(at::kFloat));
+      expect_matches(call.out(1), mean, loose(at::kFloat));
+      expect_matches(call.out(2), rstd, loose(at::kFloat));
+
+      const at::Tensor rows = in.reshape({1, n});
+      const at::Tensor lw = affine ? at::randn({n}) : at::Tensor();
+      const at::Tensor lb = affine ? at::randn({n}) : at::Tensor();
+      at::Tensor ly = (rows - mean) * rstd;
+      if (affine) ly = ly * lw + lb;
+      KernelCall ln("aten::native_layer_norm.out");
+      ln.tensor(rows).int_list({n});
+      if (affine)
+        ln.tensor(lw).tensor(lb);
+      else
+        ln.none().none();
+      ln.scalar(1e-5).out_like(ly).out_like(mean).out_like(rstd).repeat_outs(3);
+      ASSERT_EQ(ln.run(), Error::Ok) << last_error_message();
+      expect_matches(ln.out(0), ly, loose(at::kFloat));
+      expect_matches(ln.out(1), mean, loose(at::kFloat));
+      expect_matches(ln.out(2), rstd, loose(at::kFloat));
+    }
+  }
+}
+
 TEST(Normalization, GroupNorm) {
   at::manual_seed(11);
   for (at::ScalarType dtype : float_dtypes()) {

@@ -3,6 +3,7 @@
 // a dtype sweep per op, plus dims (negative, several, none), keepdim, 0-dim and empty inputs,
 // channels-last inputs, outs, and contract C26 (cummin/cummax ties and NaN).
 #include <cmath>
+#include <limits>
 
 #include "tests/kernels/dtype_sweep.h"
 
@@ -22,9 +23,19 @@ std::optional<Tolerance> reduce_tolerance(at::ScalarType dtype) {
 
 void add_reduce_case(const std::string& label, std::function<Outs(const at::Tensor&)> aten,
                      std::function<void(KernelCall&)> args, std::vector<at::ScalarType> fallback,
-                     bool specials = true) {
+                     bool specials = true, bool widen_half = false) {
   add_sweep_case(label, [=](at::ScalarType dtype, std::string* why) {
     const at::Tensor x = sweep_input(dtype, {3, 4, 5}, specials);
+    if (widen_half && dtype == at::kHalf) {
+      // A float16 kernel PyTorch 2 has and libtorch 1.13 may lack: compared widened.
+      return sweep_run_as(
+          label, dtype, [&](at::ScalarType t) { return aten(x.to(t)); },
+          [&](KernelCall& c) {
+            c.tensor(x);
+            args(c);
+          },
+          why, reduce_tolerance(dtype), reduce_tolerance(dtype));
+    }
     std::vector<at::ScalarType> fb = fallback;
     for (auto& t : fb) {
       if (t == at::kByte) t = dtype;  // kByte here means "the input's dtype"
@@ -141,7 +152,7 @@ const bool kReduceCases = [] {
       {at::kBool});
   add_reduce_case(
       "aten::logsumexp.out", [](auto& x) { return Outs{at::logsumexp(x, {2})}; },
-      [](KernelCall& c) { c.int_list({2}).scalar(false); }, {kSame});
+      [](KernelCall& c) { c.int_list({2}).scalar(false); }, {kSame}, true, /*widen_half=*/true);
   add_reduce_case(
       "aten::cumsum.out", [](auto& x) { return Outs{at::cumsum(x, 1)}; },
       [](KernelCall& c) { c.scalar(int64_t{1}).none(); }, {kSumLike});
@@ -228,6 +239,33 @@ TEST(ReductionOps, CumminTiesAndNanContractC26) {
 void check(KernelCall& call, const Outs& expected) {
   ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
   for (size_t i = 0; i < expected.size(); ++i) expect_matches(call.out(i), expected[i]);
+}
+
+// var and std of finite float32 values whose squares or sum overflow: std([0, 1e30]) is 7.07e29
+// (the variance in float32 is inf), and a row of equal values near the limit has variance 0.
+TEST(ReductionOps, VarStdHugeFiniteValuesLikeATen) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const at::Tensor x =
+      at::tensor({0.0f, 1e30f, 3e38f, 3e38f, -3e38f, 3e38f, 1e-30f, -1e-30f, 0.0f, inf, 1.0f, 2.0f})
+          .reshape({6, 2});
+  for (int64_t correction : {0, 1}) {
+    for (bool keepdim : {false, true}) {
+      const auto corr = c10::optional<int64_t>(correction);
+      const at::Tensor sd = at::std(x, at::IntArrayRef{1}, corr, keepdim);
+      KernelCall std_call("aten::std.correction_out");
+      std_call.tensor(x).int_list({1}).scalar(correction).scalar(keepdim).out_like(sd).repeat_out();
+      check(std_call, {sd});
+      const at::Tensor var = at::var(x, at::IntArrayRef{1}, corr, keepdim);
+      KernelCall var_call("aten::var.correction_out");
+      var_call.tensor(x)
+          .int_list({1})
+          .scalar(correction)
+          .scalar(keepdim)
+          .out_like(var)
+          .repeat_out();
+      check(var_call, {var});
+    }
+  }
 }
 
 TEST(ReductionOps, ZeroDimEmptyAndIdentities) {

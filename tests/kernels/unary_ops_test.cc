@@ -2,6 +2,7 @@
 // ATen: a dtype sweep per op, plus edge cases (0-dim, empty, channels-last, dynamic and static
 // outs) and contract C28 (ELU with scale and input_scale).
 #include <cmath>
+#include <set>
 
 #include "tests/kernels/dtype_sweep.h"
 
@@ -10,18 +11,24 @@ namespace {
 
 using UnaryFn = std::function<at::Tensor(const at::Tensor&)>;
 
-// A sweep case for a kernel whose arguments are (self, <extra>, out, out).
+// A sweep case for a kernel whose arguments are (self, <extra>, out, out). With `widened`, a
+// float16 or bfloat16 input that libtorch 1.13's CPU kernel refuses (PyTorch 2 has it) is compared
+// with ATen's float32 result rounded to the dtype.
 void add_unary_case(const std::string& kernel, UnaryFn aten,
-                    std::function<void(KernelCall&)> extra = nullptr) {
+                    std::function<void(KernelCall&)> extra = nullptr, bool widened = false) {
   add_sweep_case(kernel, [=](at::ScalarType dtype, std::string* why) {
     const at::Tensor x = sweep_input(dtype, {3, 4, 5});
+    const auto push = [&](KernelCall& c) {
+      c.tensor(x);
+      if (extra) extra(c);
+    };
+    if (widened) {
+      return sweep_run_as(
+          kernel, dtype, [&](at::ScalarType t) { return std::vector<at::Tensor>{aten(x.to(t))}; },
+          push, why);
+    }
     return sweep_run(
-        kernel, [&] { return std::vector<at::Tensor>{aten(x)}; },
-        [&](KernelCall& c) {
-          c.tensor(x);
-          if (extra) extra(c);
-        },
-        {dtype}, x.sizes(), why);
+        kernel, [&] { return std::vector<at::Tensor>{aten(x)}; }, push, {dtype}, x.sizes(), why);
   });
 }
 
@@ -57,25 +64,32 @@ const bool kUnaryCases = [] {
       {"hardswish", [](const at::Tensor& x) { return at::hardswish(x); }},
       {"hardsigmoid", [](const at::Tensor& x) { return at::hardsigmoid(x); }},
   };
-  for (const auto& [name, fn] : plain) add_unary_case(std::string("aten::") + name + ".out", fn);
+  // Ops whose float16 kernel PyTorch 2 has and libtorch 1.13 may lack.
+  const std::set<std::string> widened = {
+      "exp",  "expm1", "log",   "log1p", "log2",    "sqrt",      "rsqrt",
+      "sin",  "cos",   "tan",   "tanh",  "sigmoid", "erf",       "floor",
+      "ceil", "round", "trunc", "relu",  "silu",    "hardswish", "hardsigmoid"};
+  for (const auto& [name, fn] : plain) {
+    add_unary_case(std::string("aten::") + name + ".out", fn, nullptr, widened.count(name) > 0);
+  }
   add_unary_case(
       "aten::round.decimals_out", [](const at::Tensor& x) { return at::round(x, 2); },
-      [](KernelCall& c) { c.scalar(int64_t{2}); });
+      [](KernelCall& c) { c.scalar(int64_t{2}); }, /*widened=*/true);
   add_unary_case(
       "aten::gelu.out", [](const at::Tensor& x) { return at::gelu(x); },
-      [](KernelCall& c) { c.string("none"); });
+      [](KernelCall& c) { c.string("none"); }, /*widened=*/true);
   add_unary_case(
       "aten::gelu.out", [](const at::Tensor& x) { return at::gelu(x, "tanh"); },
-      [](KernelCall& c) { c.string("tanh"); });
+      [](KernelCall& c) { c.string("tanh"); }, /*widened=*/true);
   add_unary_case(
       "aten::hardtanh.out", [](const at::Tensor& x) { return at::hardtanh(x, -2, 3); },
-      [](KernelCall& c) { c.scalar(-2).scalar(3); });
+      [](KernelCall& c) { c.scalar(-2).scalar(3); }, /*widened=*/true);
   add_unary_case(
       "aten::leaky_relu.out", [](const at::Tensor& x) { return at::leaky_relu(x, 0.2); },
-      [](KernelCall& c) { c.scalar(0.2); });
+      [](KernelCall& c) { c.scalar(0.2); }, /*widened=*/true);
   add_unary_case(
       "aten::elu.out", [](const at::Tensor& x) { return at::elu(x, 0.5, 2, 3); },
-      [](KernelCall& c) { c.scalar(0.5).scalar(2.0).scalar(3.0); });
+      [](KernelCall& c) { c.scalar(0.5).scalar(2.0).scalar(3.0); }, /*widened=*/true);
   // float16: libtorch 1.13's CPU clamp lacks it (PyTorch 2 has it); compared widened.
   add_sweep_case("aten::clamp.out", [](at::ScalarType dtype, std::string* why) {
     const at::Tensor x = sweep_input(dtype, {3, 4, 5});

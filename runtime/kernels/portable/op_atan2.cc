@@ -5,7 +5,7 @@ namespace ember {
 
 Error atan2_out(KernelContext& ctx, std::span<EValue*> args) {
   return binary_op_out<kAcceptFloat>(ctx, *args[0], *args[1], nullptr, args[2]->to_tensor(),
-                                     {"atan2", kAcceptNoHalf, /*int_to_float=*/true},
+                                     {"atan2", kAcceptAll, /*int_to_float=*/true},
                                      [](auto x, auto y) { return std::atan2(x, y); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error ceil_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out(ctx, args, {"ceil", kAcceptInt | kAcceptFloat}, [](auto x) {
+  return unary_op_out(ctx, args, {"ceil", kAcceptInt | kAcceptFloating}, [](auto x) {
     if constexpr (std::is_floating_point_v<decltype(x)>) {
       return std::ceil(x);
     } else {

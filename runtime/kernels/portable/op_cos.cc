@@ -5,7 +5,7 @@
 namespace ember {
 
 Error cos_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"cos", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"cos", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::cos(x); });
 }
 

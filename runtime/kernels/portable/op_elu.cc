@@ -14,7 +14,7 @@ Error elu_out(KernelContext& ctx, std::span<EValue*> args) {
   const double scale = scalar_arg(*args[2]);
   const double input_scale = scalar_arg(*args[3]);
   return unary_op_out<kAcceptFloat>(
-      ctx, args[0]->to_tensor(), args[4]->to_tensor(), {"elu", kAcceptFloat}, [=](auto x) {
+      ctx, args[0]->to_tensor(), args[4]->to_tensor(), {"elu", kAcceptFloating}, [=](auto x) {
         using T = decltype(x);
         if (x > T(0)) return x * static_cast<T>(scale);
         return std::expm1(x * static_cast<T>(input_scale)) * static_cast<T>(alpha * scale);

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error erf_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"erf", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"erf", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::erf(x); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error exp_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"exp", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"exp", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::exp(x); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error expm1_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"expm1", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"expm1", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::expm1(x); });
 }
 

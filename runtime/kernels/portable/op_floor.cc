@@ -5,7 +5,7 @@
 namespace ember {
 
 Error floor_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out(ctx, args, {"floor", kAcceptInt | kAcceptFloat}, [](auto x) {
+  return unary_op_out(ctx, args, {"floor", kAcceptInt | kAcceptFloating}, [](auto x) {
     if constexpr (std::is_floating_point_v<decltype(x)>) {
       return std::floor(x);
     } else {

@@ -4,7 +4,7 @@
 namespace ember {
 
 Error hardsigmoid_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"hardsigmoid", kAcceptFloat}, [](auto x) {
+  return unary_op_out<kAcceptFloat>(ctx, args, {"hardsigmoid", kAcceptFloating}, [](auto x) {
     using T = decltype(x);
     const T r = x + T(3);
     return (r < T(0) ? T(0) : r > T(6) ? T(6) : r) / T(6);

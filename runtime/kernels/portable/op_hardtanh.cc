@@ -12,7 +12,7 @@ Error hardtanh_out(KernelContext& ctx, std::span<EValue*> args) {
               "hardtanh: cannot do hardtanh on an unsigned type with "
               "negative limits");
   return unary_op_out(ctx, args[0]->to_tensor(), args[3]->to_tensor(),
-                      {"hardtanh", kAcceptInt | kAcceptFloat}, [&](auto x) {
+                      {"hardtanh", kAcceptInt | kAcceptFloating}, [&](auto x) {
                         using T = decltype(x);
                         if (is_nan_value(x)) return x;
                         const T l = scalar_to<T>(lo), h = scalar_to<T>(hi);

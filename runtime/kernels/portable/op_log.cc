@@ -5,7 +5,7 @@
 namespace ember {
 
 Error log_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"log", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"log", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::log(x); });
 }
 

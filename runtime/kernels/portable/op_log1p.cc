@@ -5,7 +5,7 @@
 namespace ember {
 
 Error log1p_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"log1p", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"log1p", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::log1p(x); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error log2_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"log2", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"log2", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::log2(x); });
 }
 

@@ -13,9 +13,6 @@ Error logsumexp_out(KernelContext& ctx, std::span<EValue*> args) {
   EMBER_CHECK(!is_floating(in.dtype()) || in.dtype() == out.dtype(), Error::InvalidArgument,
               "logsumexp: expected out to have dtype %s, got %s", to_string(in.dtype()),
               to_string(out.dtype()));
-  // libtorch 1.13, the reference, has no float16 CPU kernel for exp.
-  EMBER_CHECK(in.dtype() != ScalarType::Half, Error::InvalidArgument,
-              "logsumexp: not implemented for dtype float16");
   uint32_t mask = 0;
   EMBER_TRY(reduction_mask(in, *args[1], "logsumexp", mask));
   ReducePlan plan;

@@ -54,10 +54,16 @@ Error native_group_norm_out(KernelContext& ctx, std::span<EValue*> args) {
         };
         const RowStats<Acc> s = row_stats<Acc>(len, get);
         const Acc rstd = Acc(1) / std::sqrt(s.var + static_cast<Acc>(eps));
+        // ATen's arithmetic: (x - mean) * rstd without affine parameters, else x * scale + shift
+        // per channel, which stays finite where x - mean overflows and rstd is 0.
+        const bool affine = weight != nullptr || bias != nullptr;
         for (int64_t i = 0; i < len; ++i) {
           const int64_t l = r * len + i, ch = (r % groups) * cg + i / hw;
-          const Acc v = (get(i) - s.mean) * rstd * param_at<T>(weight, ch, Acc(1)) +
-                        param_at<T>(bias, ch, Acc(0));
+          Acc v = (get(i) - s.mean) * rstd;
+          if (affine) {
+            const Acc scale = rstd * param_at<T>(weight, ch, Acc(1));
+            v = get(i) * scale + (-scale * s.mean + param_at<T>(bias, ch, Acc(0)));
+          }
           y[dense ? l : offset_of(out, l)] = static_cast<T>(v);
         }
         mean_out.data<T>()[offset_of(mean_out, r)] = static_cast<T>(s.mean);

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error relu_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out(ctx, args, {"relu", kAcceptInt | kAcceptFloat}, [](auto x) {
+  return unary_op_out(ctx, args, {"relu", kAcceptInt | kAcceptFloating}, [](auto x) {
     using T = decltype(x);
     return is_nan_value(x) || x > T(0) ? x : T(0);
   });

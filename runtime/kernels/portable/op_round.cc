@@ -8,7 +8,7 @@ namespace ember {
 
 Error round_out(KernelContext& ctx, std::span<EValue*> args) {
   // Half-way cases go to the even neighbour, like ATen (nearbyint in the default rounding mode).
-  return unary_op_out(ctx, args, {"round", kAcceptInt | kAcceptFloat}, [](auto x) {
+  return unary_op_out(ctx, args, {"round", kAcceptInt | kAcceptFloating}, [](auto x) {
     if constexpr (std::is_floating_point_v<decltype(x)>) {
       return std::nearbyint(x);
     } else {
@@ -22,7 +22,7 @@ Error round_decimals_out(KernelContext& ctx, std::span<EValue*> args) {
   const bool negative = decimals < 0;
   const double ten_pow = std::pow(10.0, static_cast<double>(negative ? -decimals : decimals));
   return unary_op_out<kAcceptFloat>(
-      ctx, args[0]->to_tensor(), args[2]->to_tensor(), {"round", kAcceptFloat}, [=](auto x) {
+      ctx, args[0]->to_tensor(), args[2]->to_tensor(), {"round", kAcceptFloating}, [=](auto x) {
         using T = decltype(x);
         if constexpr (std::is_floating_point_v<T>) {
           const T p = static_cast<T>(ten_pow);

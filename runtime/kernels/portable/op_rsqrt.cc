@@ -5,7 +5,7 @@
 namespace ember {
 
 Error rsqrt_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"rsqrt", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"rsqrt", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return decltype(x)(1) / std::sqrt(x); });
 }
 

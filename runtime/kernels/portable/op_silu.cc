@@ -5,7 +5,7 @@
 namespace ember {
 
 Error silu_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"silu", kAcceptFloat}, [](auto x) {
+  return unary_op_out<kAcceptFloat>(ctx, args, {"silu", kAcceptFloating}, [](auto x) {
     using T = decltype(x);
     return x / (T(1) + std::exp(-x));
   });

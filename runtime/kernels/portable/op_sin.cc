@@ -5,7 +5,7 @@
 namespace ember {
 
 Error sin_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"sin", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"sin", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::sin(x); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error sqrt_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"sqrt", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"sqrt", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::sqrt(x); });
 }
 

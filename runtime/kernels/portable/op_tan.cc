@@ -5,7 +5,7 @@
 namespace ember {
 
 Error tan_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"tan", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"tan", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::tan(x); });
 }
 

@@ -5,7 +5,7 @@
 namespace ember {
 
 Error tanh_out(KernelContext& ctx, std::span<EValue*> args) {
-  return unary_op_out<kAcceptFloat>(ctx, args, {"tanh", kAcceptNoHalf, /*int_to_float=*/true},
+  return unary_op_out<kAcceptFloat>(ctx, args, {"tanh", kAcceptAll, /*int_to_float=*/true},
                                     [](auto x) { return std::tanh(x); });
 }
 
