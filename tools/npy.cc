@@ -161,7 +161,8 @@ Error write_npy(const std::string& path, const Tensor& t) {
                              static_cast<uint8_t>(header.size() >> 8)};
   bool ok = std::fwrite(magic, 1, 10, f) == 10;
   ok = ok && std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  ok = ok && std::fwrite(data.data(), 1, data.size(), f) == data.size();
+  // An empty array has no bytes (and its data() may be null, which fwrite must not get).
+  ok = ok && (data.empty() || std::fwrite(data.data(), 1, data.size(), f) == data.size());
   ok = std::fclose(f) == 0 && ok;
   EMBER_CHECK(ok, Error::AccessFailed, "writing '%s' failed", path.c_str());
   return Error::Ok;
