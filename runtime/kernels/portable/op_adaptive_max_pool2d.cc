@@ -22,10 +22,8 @@ Error adaptive_max_pool2d_out(KernelContext& ctx, std::span<EValue*> args) {
   Tensor& out = args[2]->to_tensor();
   Tensor& indices = args[3]->to_tensor();
   EMBER_TRY(check_image(op, in));
-  EMBER_CHECK(size.size() == 2 || size.size() == 1, Error::InvalidArgument,
-              "%s: output_size must have 2 entries", op);
-  const int64_t oh = size[0], ow = size.size() == 2 ? size[1] : size[0];
-  EMBER_CHECK(oh >= 0 && ow >= 0, Error::InvalidArgument, "%s: negative output size", op);
+  int64_t oh = 0, ow = 0;
+  EMBER_TRY(adaptive_output_size(op, size, &oh, &ow));
   EMBER_CHECK(is_floating(in.dtype()) && out.dtype() == in.dtype(), Error::InvalidArgument,
               "%s: expected a floating input and out of its dtype, got %s (out %s)", op,
               to_string(in.dtype()), to_string(out.dtype()));
@@ -44,9 +42,9 @@ Error adaptive_max_pool2d_out(KernelContext& ctx, std::span<EValue*> args) {
     ctx.threads->parallel_for(x.planes, 1, [&](int64_t begin, int64_t end) {
       for (int64_t pl = begin; pl < end; ++pl) {
         for (int64_t i = 0; i < oh; ++i) {
-          const int64_t h0 = i * x.height / oh, h1 = ((i + 1) * x.height + oh - 1) / oh;
+          const auto [h0, h1] = adaptive_window(i, x.height, oh);
           for (int64_t j = 0; j < ow; ++j) {
-            const int64_t w0 = j * x.width / ow, w1 = ((j + 1) * x.width + ow - 1) / ow;
+            const auto [w0, w1] = adaptive_window(j, x.width, ow);
             Acc best = -std::numeric_limits<Acc>::infinity();
             int64_t best_at = h0 * x.width + w0;
             for (int64_t h = h0; h < h1; ++h) {

@@ -56,6 +56,25 @@ inline Error resize_image(const char* op, const Tensor& in, int64_t oh, int64_t 
 
 // ATen's pooling_output_shape: floor or ceil, and a last window must start inside the input or
 // the left padding.
+// Adaptive pooling's output_size argument (one entry: a square), as ATen reads it.
+inline Error adaptive_output_size(const char* op, std::span<const int64_t> size, int64_t* oh,
+                                  int64_t* ow) {
+  EMBER_CHECK(size.size() == 2 || size.size() == 1, Error::InvalidArgument,
+              "%s: output_size must have 2 entries", op);
+  *oh = size[0];
+  *ow = size.size() == 2 ? size[1] : size[0];
+  EMBER_CHECK(*oh >= 0 && *ow >= 0, Error::InvalidArgument, "%s: negative output size", op);
+  return Error::Ok;
+}
+
+// The input range [begin, end) that adaptive pooling's output index `i` of `out` covers, of `in`.
+struct AdaptiveWindow {
+  int64_t begin, end;
+};
+inline AdaptiveWindow adaptive_window(int64_t i, int64_t in, int64_t out) {
+  return {i * in / out, ((i + 1) * in + out - 1) / out};
+}
+
 inline int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
                            bool ceil_mode) {
   const int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
