@@ -42,6 +42,12 @@ class Builder {
           ++graph_.num_inputs;  // a symbolic size a view reads: the build knows it (all_static)
           continue;
         }
+        if (v->users().empty() && !v->is_graph_output()) {
+          // A partition holding the whole graph takes every graph input (C17), used or not; an
+          // unused one (of any dtype) keeps its place in the argument list and nothing reads it.
+          ++graph_.num_inputs;
+          continue;
+        }
         if (!v->is_tensor() || v->tensor_type().dtype != DType::Float32 ||
             (!v->tensor_type().is_static() && !is_dynamic_batch(v->tensor_type()))) {
           return ir::Status::error("cpu backend: input %" + v->name() +

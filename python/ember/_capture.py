@@ -135,6 +135,51 @@ def _make_copies_explicit(gm):
             mod.recompile()
 
 
+def _wide(x):
+    """x in float64 when it is a narrower floating tensor: eager's std and var_mean accumulate in
+    double (Welford) and round once at the end."""
+    if x.is_floating_point() and x.dtype != torch.float64:
+        return torch.ops.aten._to_copy.default(x, dtype=torch.float64)
+    return x
+
+
+def _std(x, dim=None, *, correction=None, keepdim=False):
+    # The default table gives sqrt(var.correction(x)) in x's dtype, whose variance overflows
+    # (inf) where eager's std is finite: 1e30 has a float32 std, but its square is no float32.
+    var = torch.ops.aten.var.correction(_wide(x), dim, correction=correction, keepdim=keepdim)
+    return torch.ops.aten._to_copy.default(torch.ops.aten.sqrt.default(var), dtype=x.dtype)
+
+
+def _std_mean(x, dim=None, *, correction=None, keepdim=False):
+    wide = _wide(x)
+    var = torch.ops.aten.var.correction(wide, dim, correction=correction, keepdim=keepdim)
+    mean = torch.ops.aten.mean.dim(wide, dim, keepdim)
+    return (torch.ops.aten._to_copy.default(torch.ops.aten.sqrt.default(var), dtype=x.dtype),
+            torch.ops.aten._to_copy.default(mean, dtype=x.dtype))
+
+
+def _var_mean(x, dim=None, *, correction=None, keepdim=False):
+    wide = _wide(x)
+    var = torch.ops.aten.var.correction(wide, dim, correction=correction, keepdim=keepdim)
+    mean = torch.ops.aten.mean.dim(wide, dim, keepdim)
+    return (torch.ops.aten._to_copy.default(var, dtype=x.dtype),
+            torch.ops.aten._to_copy.default(mean, dtype=x.dtype))
+
+
+def _decompositions():
+    """torch.export's default table (to the core ATen opset), with std, std_mean and var_mean
+    computed in double as eager does: ExecuTorch's runtime has no std or var_mean kernel, and
+    the default decomposition of std in float32 overflows where eager's does not."""
+    from torch.export import default_decompositions
+
+    table = default_decompositions()
+    aten = torch.ops.aten
+    table[aten.std.correction] = _std
+    table[aten.std_mean.correction] = _std_mean
+    table[aten.var_mean.correction] = _var_mean
+    return table
+
+
 def _capture_torch_export(module, inputs, dims, state, strict):
     from torch.export import Dim as TorchDim
     from torch.export import export as torch_export
@@ -160,9 +205,9 @@ def _capture_torch_export(module, inputs, dims, state, strict):
                               strict=strict)
             # torch.export's graph is pre-dispatch (aten::linear, aten::conv2d, in-place ops);
             # the default table gives the core ATen opset, functional: the form ExecuTorch's
-            # exporter starts from too.
+            # exporter starts from too (std and var_mean in double, see _decompositions).
             _make_copies_explicit(ep.graph_module)
-            ep = ep.run_decompositions()
+            ep = ep.run_decompositions(_decompositions())
     except Exception as e:
         raise _torch_export_error(e) from e
     gm = ep.graph_module

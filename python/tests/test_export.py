@@ -179,6 +179,39 @@ class MLPTest(unittest.TestCase):
         self.assertEqual(out["strides"], list(expected.stride()))
 
 
+class Moments(torch.nn.Module):
+    def forward(self, x):
+        s = torch.std(x, dim=1)
+        sm = torch.std_mean(x, dim=0, correction=0)
+        vm = torch.var_mean(x, dim=1, keepdim=True)
+        return s, sm[0], sm[1], vm[0], vm[1]
+
+
+class MomentsTest(unittest.TestCase):
+    """std, std_mean and var_mean are exported as eager computes them, in float64: the default
+    decomposition's float32 variance of 1e30 overflows where eager's std is 1e30."""
+
+    def test_moments_in_double(self):
+        x = torch.tensor([[0.0, 1e30, -1e30], [2.0, 3.0, 4.0]])
+        _, doc, _, _ = export_to_temp(self, Moments(), (x,))
+        ops = [n["op"] for n in nodes_of(doc)]
+        self.assertNotIn("aten::std", ops)
+        self.assertNotIn("aten::var_mean", ops)
+        self.assertNotIn("aten::std_mean", ops)
+        defs = value_defs(doc)
+        for n in nodes_of(doc):
+            if n["op"] in ("aten::var", "aten::mean", "aten::sqrt"):
+                self.assertEqual(defs[n["outputs"][0]["name"]]["dtype"], "float64", n["op"])
+        for name in doc["graph"]["outputs"]:
+            self.assertEqual(defs[name]["dtype"], "float32")
+        # The same decomposition, run by torch on the exported graph, gives eager's values.
+        from ember._capture import _decompositions
+        ep = torch.export.export(Moments(), (x,)).run_decompositions(_decompositions())
+        for got, want in zip(ep.module()(x), Moments()(x)):
+            self.assertTrue(torch.allclose(got, want, rtol=1e-6, equal_nan=True), (got, want))
+        self.assertTrue(torch.isfinite(Moments()(x)[0]).all())
+
+
 class ConvNetTest(unittest.TestCase):
     def test_convolution_arguments_match_the_module(self):
         torch.manual_seed(1)

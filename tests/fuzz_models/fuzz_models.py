@@ -41,19 +41,17 @@ FAILURES = ("wrong", "crash", "invalid")
 
 # Seeds of the CTest range that fail today for a known, open bug: reported, not counted; the test
 # fails when one of them passes (remove it then). A regression file says the same with KNOWN.
-KNOWN_SEEDS = {
-    146: "std overflow: torch.export decomposes std into sqrt(var.correction), and a variance "
-         "above float32's range is inf where eager's fused std is finite (issue 20)",
-    169: "std overflow (as seed 146)",
-}
+KNOWN_SEEDS = {}
 CLASSES = ("match", "refused") + FAILURES
 BATCH = 8  # programs per driver process (times the flows)
+PERTURB_SEED = 20  # the perturbed reference's random changes: the same on every run
 
 torch = np = ember = gen = None  # imported by setup(): a missing torch is reported, not a trace
+Float32AsFloat64 = None  # made by setup(), from _make_float32_as_float64
 
 
 def setup(python_dir):
-    global torch, np, ember, gen
+    global torch, np, ember, gen, Float32AsFloat64
     try:
         import numpy
         import torch as torch_module
@@ -71,6 +69,7 @@ def setup(python_dir):
     import ember as ember_module
     import gen as gen_module
     ember, gen = ember_module, gen_module
+    Float32AsFloat64 = _make_float32_as_float64()
     cache_cia_ops()
 
 
@@ -115,18 +114,76 @@ def as_list(out):
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def run_eager(M, inputs, calls, double=False):
-    """The outputs of `calls` executions in a row of a fresh M (state carries over)."""
+# The unit roundoff of each floating dtype: the relative size of one rounding.
+UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8,
+                 "float64": 2.0 ** -53}
+
+
+def _perturbed(t, generator):
+    """t (float64) times 1 + d, d the unit roundoff of t's original dtype with a random sign: a
+    change of the size of the rounding that made t."""
+    u = UNIT_ROUNDOFF.get(str(t.dtype).replace("torch.", ""), 2.0 ** -24)
+    sign = torch.randint(0, 2, t.shape, generator=generator, dtype=torch.int64) * 2 - 1
+    return t.double() * (1 + u * sign.double())
+
+
+def _make_float32_as_float64():
+    """A TorchFunctionMode for the float64 reference: float32 named anywhere in a call (a
+    program's `.to(torch.float32)`, `dtype=torch.float32`) means float64, so the reference
+    computes the program's float32 values wide, and a cast does not mix float32 with the float64
+    state (which layer_norm and conv refuse). Mode(all_floats=True) widens float16 and bfloat16
+    too: the program in exact arithmetic, whose distance to eager measures how much the roundings
+    of its 16-bit values move each output."""
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        def __init__(self, all_floats=False):
+            super().__init__()
+            self.narrow = ({torch.float32, torch.float16, torch.bfloat16} if all_floats
+                           else {torch.float32})
+            self.casts = ({torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
+                          if all_floats else {torch.Tensor.float})
+
+        def widen(self, a):
+            if isinstance(a, torch.dtype) and a in self.narrow:
+                return torch.float64
+            if isinstance(a, (list, tuple)):
+                return type(a)(self.widen(x) for x in a)
+            return a
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            if func in self.casts:
+                return args[0].double()
+            kwargs = {k: self.widen(v) for k, v in (kwargs or {}).items()}
+            return func(*self.widen(tuple(args)), **kwargs)
+
+    return Mode
+
+
+def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False):
+    """The outputs of `calls` executions in a row of a fresh M (state carries over).
+
+    double: the reference, in float64 (the module's state, every floating input, and float32
+    wherever the program names it; its casts to float16 and bfloat16 stay, unless all_floats).
+    perturb (a seed, with double): every floating input and state tensor also changed by one
+    rounding of its own dtype, which tells how much each output depends on roundings at the
+    inputs (its condition)."""
     m = M()
     if double:
-        m = m.double()
-        inputs = [x.double() if x.dtype == torch.float32 else x for x in inputs]
+        generator = torch.Generator().manual_seed(perturb) if perturb is not None else None
+        with torch.no_grad():
+            for t in list(m.parameters()) + list(m.buffers()):
+                if t.is_floating_point():
+                    t.data = _perturbed(t.data, generator) if generator else t.data.double()
+        inputs = [(_perturbed(x, generator) if generator else x.double())
+                  if x.is_floating_point() else x for x in inputs]
     result = []
     # In float64, integers promote to float64 too (int64 - inf, a mean of integers...).
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64 if double else default)
     try:
-        with torch.no_grad(), eager_cond():
+        with torch.no_grad(), eager_cond(), \
+                (Float32AsFloat64(all_floats) if double else contextlib.nullcontext()):
             for _ in range(calls):
                 result.append([o.clone() for o in as_list(m(*[x.clone() for x in inputs]))])
     finally:
@@ -168,8 +225,11 @@ def prepare(M, inputs, calls, work):
         return case
     try:
         case["reference"] = run_eager(M, inputs, calls, double=True)
+        case["perturbed"] = run_eager(M, inputs, calls, double=True, perturb=PERTURB_SEED)
+        case["exact"] = run_eager(M, inputs, calls, double=True, all_floats=True)
     except Exception:
-        case["reference"] = None  # mixed dtypes that float64 breaks: the plain tolerance only
+        # mixed dtypes that float64 breaks: the plain tolerance only
+        case["reference"] = case["perturbed"] = case["exact"] = None
     try:
         with torch.no_grad():
             ember.export(M(), tuple(x.clone() for x in inputs), os.path.join(work, "model.ep"))
@@ -187,13 +247,18 @@ TOL = {"float32": (1e-3, 1e-4), "float64": (1e-3, 1e-4), "float16": (1e-2, 1e-3)
        "bfloat16": (4e-2, 1e-2)}
 
 
-def compare(expected, reference, got):
+def compare(expected, reference, got, perturbed=None, exact=None):
     """None when `got` (a NumPy array) agrees with eager's `expected`, else the reason.
 
-    Integers and bools must be equal; floats within a tolerance for their dtype, widened by the
-    rounding noise of the computation, estimated as eager float32's distance to the float64
-    reference; NaN and infinities at the same places. Elements where the reference and eager
-    disagree on being NaN, infinite or (integers) their value are ill-conditioned: not compared.
+    Integers and bools must be equal; floats within a tolerance for their dtype, widened by three
+    estimates of how much rounding moves the result: eager's distance to the float64 reference
+    (the roundings inside the computation), the reference's distance to itself run on inputs
+    moved by one rounding each (`perturbed`: the output's condition), and eager's distance to the
+    program in exact arithmetic (`exact`: float16 and bfloat16 values unrounded too, for a float32
+    output computed from them). NaN and infinities must be at the same places. Elements where eager and the reference, or the reference and the perturbed
+    reference, disagree on being NaN, infinite or (integers) their value are ill-conditioned (a
+    summation order or one rounding decides them: any float32 evaluation may give either): not
+    compared.
     """
     dtype = str(expected.dtype).replace("torch.", "")
     e = expected.float().numpy() if dtype == "bfloat16" else expected.numpy()
@@ -202,22 +267,33 @@ def compare(expected, reference, got):
     want_kind = "f" if dtype in TOL else e.dtype.kind
     if got.dtype.kind != want_kind and not (want_kind in "iu" and got.dtype.kind in "iu"):
         return f"dtype {got.dtype}, eager {dtype}"
-    r = None
-    if reference is not None and tuple(reference.shape) == tuple(e.shape):
-        r = reference.double().numpy()
+
+    def as_double(t):
+        return t.double().numpy() if t is not None and tuple(t.shape) == tuple(e.shape) else None
+
+    refs = [x for x in (as_double(reference), as_double(perturbed)) if x is not None]
     mask = np.ones(e.shape, dtype=bool)
     if e.dtype.kind in "biu":
-        if r is not None:
-            mask &= r == e.astype(np.float64)
+        last = e.astype(np.float64)
+        for r in refs:
+            mask &= r == last
+            last = r
         bad = mask & (got != e)
     else:
         e64, g64 = e.astype(np.float64), got.astype(np.float64)
         rtol, atol = TOL.get(dtype, TOL["float32"])
         tol = atol + rtol * np.abs(e64)
-        if r is not None:
-            mask &= (np.isnan(r) == np.isnan(e64)) & (np.isinf(r) == np.isinf(e64))
+        last = e64
+        for r in refs:
+            mask &= (np.isnan(r) == np.isnan(last)) & (np.isinf(r) == np.isinf(last))
             with np.errstate(invalid="ignore", over="ignore"):
-                noise = np.abs(e64 - r)
+                noise = np.abs(last - r)
+                tol = tol + 8 * np.where(np.isfinite(noise), noise, 0)
+            last = r
+        x = as_double(exact)
+        if x is not None:
+            with np.errstate(invalid="ignore", over="ignore"):
+                noise = np.abs(e64 - x)
                 tol = tol + 8 * np.where(np.isfinite(noise), noise, 0)
         with np.errstate(invalid="ignore"):
             close = (np.abs(g64 - e64) <= tol) | (g64 == e64)
@@ -239,11 +315,13 @@ def classify(case, flow, status, message):
     work = case["dir"]
     for c, outs in enumerate(case["expected"]):
         refs = case["reference"][c] if case.get("reference") else [None] * len(outs)
-        for i, (e, r) in enumerate(zip(outs, refs)):
+        perturbed = case["perturbed"][c] if case.get("perturbed") else [None] * len(outs)
+        exact = case["exact"][c] if case.get("exact") else [None] * len(outs)
+        for i, (e, r, p, x) in enumerate(zip(outs, refs, perturbed, exact)):
             path = os.path.join(work, f"{flow}_call{c}_out{i}.npy")
             if not os.path.exists(path):
                 return "wrong", f"call {c} output {i}: missing (only some outputs came back)"
-            why = compare(e, r, np.load(path))
+            why = compare(e, r, np.load(path), p, x)
             if why:
                 return "wrong", f"call {c} output {i} ({str(e.dtype)[6:]}): {why}"
     return "match", ""
@@ -702,12 +780,13 @@ def minimize_failures(args, summary):
 # Regression files.
 
 
-def known_bug(path):
-    """A regression file's KNOWN text: the open bug it still shows (empty when fixed)."""
+def regression_meta(path):
+    """A regression file's KNOWN text (the open bug it still shows, empty when fixed) and whether
+    it was a wrongful refusal (FOUND = "refused": a program the flow must now run)."""
     ns = {}
     with open(path) as f:
         exec(compile(f.read(), path, "exec"), ns)
-    return ns.get("KNOWN", "")
+    return ns.get("KNOWN", ""), ns.get("FOUND") == "refused"
 
 
 def run_repro(args, path, flows=None):
@@ -783,13 +862,13 @@ def main():
             if os.path.isdir(args.regressions) else []
         for name in files:
             path = os.path.join(args.regressions, name)
-            known = known_bug(path)
+            known, must_run = regression_meta(path)
             results = run_repro(args, path)
             for flow, (cls, detail) in results.items():
                 print(f"regression {name} {flow}: {cls} {detail[:300]}"
                       + (f" (known: {known})" if known else ""))
                 if not known:
-                    bad += cls in FAILURES or cls == "skip"
+                    bad += cls in FAILURES or cls == "skip" or (must_run and cls == "refused")
             if known and not any(cls in FAILURES for cls, _ in results.values()):
                 print(f"FAILED regression {name} is marked KNOWN but passes now: remove KNOWN")
                 bad += 1

@@ -155,32 +155,28 @@ TEST(Normalization, LayerNormChannelsLastDynamicAndErrors) {
   EXPECT_EQ(bad_weight.run(), Error::InvalidArgument);
 }
 
-// Rows of finite values near float32's limit: the sum overflows but PyTorch 2's Welford mean does
-// not, and a variance beyond float32's range is inf, so rstd is 0 and the output is the bias.
-// libtorch 1.13 gives NaN statistics here, so the reference is built from ATen ops: the mean and
-// biased variance in float64 rounded to float32, then PyTorch 2's output arithmetic.
-TEST(Normalization, HugeFiniteRowsLikePyTorch2) {
+// Rows of finite values near float32's limit, whose float32 sum or sum of squares overflows: ATen's
+// float kernels give the bias (rstd 0) or NaN there, depending on where its Welford update meets
+// the overflow (PyTorch 2.15 gives both, on these two inputs; libtorch 1.13 NaN), where exact
+// arithmetic gives finite values. Ember computes such a row in double, so the reference is ATen's
+// own float64 kernel rounded to float32 (the fuzzer's float64 reference judges the same way).
+TEST(Normalization, HugeFiniteRowsExactInDouble) {
   const at::Tensor x =
       at::tensor({0.0f, 0.0f, 0.0f, 0.0f, 0.0f, -2.3231121e+38f, 0.0f, -2.3542953e+38f, 0.0f, 0.0f})
           .reshape({1, 5, 2});
   const at::Tensor spread =
       at::tensor({3e38f, 3e38f, 1e20f, -1e20f, 1.0f, 2.0f}).reshape({1, 3, 2});
   at::manual_seed(5);
+  const auto wide = [](const at::Tensor& t) { return t.defined() ? t.to(at::kDouble) : t; };
+  const auto narrow = [](const at::Tensor& t) { return t.to(at::kFloat); };
   for (const at::Tensor& in : {x, spread}) {
     const int64_t c = in.size(1), n = in.numel();
-    const at::Tensor wide = in.to(at::kDouble).reshape({1, n});
-    const at::Tensor mean = wide.mean({1}, true).to(at::kFloat);
-    const at::Tensor var = at::var(wide, at::IntArrayRef{1}, false, true).to(at::kFloat);
-    ASSERT_TRUE(at::isinf(var).all().item<bool>()) << "the case should overflow the variance";
-    const at::Tensor rstd = at::rsqrt(var + 1e-5f);
     for (bool affine : {false, true}) {
       const at::Tensor w = affine ? at::randn({c}) : at::Tensor();
       const at::Tensor b = affine ? at::randn({c}) : at::Tensor();
-      at::Tensor y = (in - mean.reshape({1, 1, 1})) * rstd.reshape({1, 1, 1});
-      if (affine) {
-        const at::Tensor scale = (rstd.reshape({1}) * w).reshape({1, c, 1});
-        y = in * scale + (b.reshape({1, c, 1}) - scale * mean.reshape({1, 1, 1}));
-      }
+      const auto [y, mean, rstd] =
+          at::native_group_norm(wide(in), wide(w), wide(b), 1, c, 2, 1, 1e-5);
+      ASSERT_TRUE(at::isfinite(y).all().item<bool>());
       KernelCall call("aten::native_group_norm.out");
       call.tensor(in);
       if (affine)
@@ -192,32 +188,35 @@ TEST(Normalization, HugeFiniteRowsLikePyTorch2) {
           .scalar(int64_t{2})
           .scalar(int64_t{1})
           .scalar(1e-5)
-          .out_like(y)
-          .out_like(mean)
-          .out_like(rstd)
+          .out_like(narrow(y))
+          .out_like(narrow(mean))
+          .out_like(narrow(rstd))
           .repeat_outs(3);
       ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
-      ASSERT_TRUE(at::isfinite(y).all().item<bool>());
-      expect_matches(call.out(0), y, loose(at::kFloat));
-      expect_matches(call.out(1), mean, loose(at::kFloat));
-      expect_matches(call.out(2), rstd, loose(at::kFloat));
+      expect_matches(call.out(0), narrow(y), loose(at::kFloat));
+      expect_matches(call.out(1), narrow(mean), loose(at::kFloat));
+      expect_matches(call.out(2), narrow(rstd), loose(at::kFloat));
 
       const at::Tensor rows = in.reshape({1, n});
       const at::Tensor lw = affine ? at::randn({n}) : at::Tensor();
       const at::Tensor lb = affine ? at::randn({n}) : at::Tensor();
-      at::Tensor ly = (rows - mean) * rstd;
-      if (affine) ly = ly * lw + lb;
+      const auto [ly, lmean, lrstd] =
+          at::native_layer_norm(wide(rows), {n}, wide(lw), wide(lb), 1e-5);
       KernelCall ln("aten::native_layer_norm.out");
       ln.tensor(rows).int_list({n});
       if (affine)
         ln.tensor(lw).tensor(lb);
       else
         ln.none().none();
-      ln.scalar(1e-5).out_like(ly).out_like(mean).out_like(rstd).repeat_outs(3);
+      ln.scalar(1e-5)
+          .out_like(narrow(ly))
+          .out_like(narrow(lmean))
+          .out_like(narrow(lrstd))
+          .repeat_outs(3);
       ASSERT_EQ(ln.run(), Error::Ok) << last_error_message();
-      expect_matches(ln.out(0), ly, loose(at::kFloat));
-      expect_matches(ln.out(1), mean, loose(at::kFloat));
-      expect_matches(ln.out(2), rstd, loose(at::kFloat));
+      expect_matches(ln.out(0), narrow(ly), loose(at::kFloat));
+      expect_matches(ln.out(1), narrow(lmean), loose(at::kFloat));
+      expect_matches(ln.out(2), narrow(lrstd), loose(at::kFloat));
     }
   }
 }

@@ -53,9 +53,21 @@ void strides4(const Tensor& t, int64_t s[4]) {
 }
 
 // Integer convolutions accumulate modulo 2^64 and keep the low bits, which is ATen's wrap-around
-// result for every integer width, without signed overflow.
+// result for every integer width, without signed overflow. Floating ones accumulate in double
+// (a scalar loop: no slower than float), so that no order of summation overflows a partial sum
+// near float32's maximum (the GEMM path redoes such sums instead, util/gemm.h).
 template <typename T>
-using ConvAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, compute_type_t<T>>;
+using ConvAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+
+// The accumulator rounded to T (16-bit floats through float: no double-to-half conversion).
+template <typename T, typename Acc>
+T narrow(Acc acc) {
+  if constexpr (std::is_integral_v<T>) {
+    return static_cast<T>(acc);
+  } else {
+    return static_cast<T>(static_cast<compute_type_t<T>>(acc));
+  }
+}
 
 template <typename T>
 void conv_direct(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
@@ -69,7 +81,9 @@ void conv_direct(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
       const T* image = in + b * c.in_s[0] + g * cin_g * c.in_s[1];
       for (int64_t y = 0; y < c.oh; ++y) {
         for (int64_t x = 0; x < c.ow; ++x) {
-          Acc acc = bias == nullptr ? Acc(0) : static_cast<Acc>(bias[co]);
+          // -0.0 is the identity of floating addition: a sum of -0.0 products stays -0.0.
+          Acc acc = bias != nullptr ? static_cast<Acc>(bias[co])
+                                    : (std::is_integral_v<Acc> ? Acc(0) : Acc(-0.0));
           for (int64_t ci = 0; ci < cin_g; ++ci) {
             const T* plane = image + ci * c.in_s[1];
             const T* kernel = c.transposed
@@ -96,8 +110,7 @@ void conv_direct(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
               }
             }
           }
-          out[b * c.out_s[0] + co * c.out_s[1] + y * c.out_s[2] + x * c.out_s[3]] =
-              static_cast<T>(acc);
+          out[b * c.out_s[0] + co * c.out_s[1] + y * c.out_s[2] + x * c.out_s[3]] = narrow<T>(acc);
         }
       }
     }
@@ -113,12 +126,6 @@ void conv_gemm(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
                   c.stride[0], c.stride[1], c.pad[0],  c.pad[1], c.dil[0], c.dil[1], c.ow};
   for (int64_t b = 0; b < c.n; ++b) {
     T* image_out = out + b * c.out_s[0];
-    if (bias != nullptr) {
-      for (int64_t co = 0; co < c.c_out; ++co) {
-        for (int64_t j = 0; j < c.oh * c.ow; ++j)
-          image_out[co * c.out_s[1] + j * c.out_s[3]] = bias[co];
-      }
-    }
     for (int64_t g = 0; g < c.groups; ++g) {
       GemmProblem<T> p{cout_g,
                        c.oh * c.ow,
@@ -130,12 +137,20 @@ void conv_gemm(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
                        in + b * c.in_s[0] + g * cin_g * c.in_s[1],
                        0,
                        0,
-                       bias == nullptr ? T(0) : T(1),
+                       T(0),
                        image_out + g * cout_g * c.out_s[1],
                        c.out_s[1],
                        c.out_s[3],
                        &im};
       gemm(p, threads);
+    }
+    // The bias after the sum (as oneDNN adds it): the GEMM redoes an overflowed sum only where it
+    // does not read C (gemm.h).
+    if (bias != nullptr) {
+      for (int64_t co = 0; co < c.c_out; ++co) {
+        for (int64_t j = 0; j < c.oh * c.ow; ++j)
+          image_out[co * c.out_s[1] + j * c.out_s[3]] += bias[co];
+      }
     }
   }
 }

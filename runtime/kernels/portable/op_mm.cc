@@ -57,10 +57,13 @@ void matmul_typed(const MatmulArgs& m, int64_t batch, int64_t rows, int64_t cols
   const Tensor &a = m.a, &b = m.b, &out = m.out;
   const AccType<T> alpha = scalar_acc<T>(m.alpha);
   const AccType<T> beta = m.self == nullptr ? AccType<T>(0) : scalar_acc<T>(m.beta);
-  if (m.self != nullptr && beta != AccType<T>(0)) {
-    View v;  // self broadcast to out's shape (matmul_out checked that it broadcasts)
-    if (broadcast_view(m.op, *m.self, out.sizes(), &v) == Error::Ok) copy_view(*m.self, v, m.out);
-  }
+  constexpr bool kGemm = std::is_same_v<T, float> || std::is_same_v<T, double>;
+  View self_view;  // self broadcast to out's shape (matmul_out checked that it broadcasts)
+  const bool add_self = m.self != nullptr && beta != AccType<T>(0) &&
+                        broadcast_view(m.op, *m.self, out.sizes(), &self_view) == Error::Ok;
+  // The GEMM adds beta * self after the product (it redoes an overflowed sum only where it does
+  // not read C, gemm.h); the loop below reads it from out.
+  if (add_self && !kGemm) copy_view(*m.self, self_view, m.out);
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
   T* pc = out.data<T>();
@@ -70,8 +73,8 @@ void matmul_typed(const MatmulArgs& m, int64_t batch, int64_t rows, int64_t cols
     const T* ai = pa + (m.batched ? i * a.stride(0) : 0);
     const T* bi = pb + (m.batched ? i * b.stride(0) : 0);
     T* ci = pc + (m.batched ? i * out.stride(0) : 0);
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      gemm(GemmProblem<T>{rows, cols, depth, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, beta, ci, c_rs,
+    if constexpr (kGemm) {
+      gemm(GemmProblem<T>{rows, cols, depth, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, T(0), ci, c_rs,
                           c_cs},
            pool);
     } else {
@@ -95,6 +98,19 @@ void matmul_typed(const MatmulArgs& m, int64_t batch, int64_t rows, int64_t cols
     });
   } else {
     for (int64_t i = 0; i < batch; ++i) one(i, threads);
+  }
+  if constexpr (kGemm) {
+    if (!add_self) return;
+    const T* ps = m.self->data<T>() + self_view.offset;
+    const int64_t s_bs = m.batched ? self_view.strides[0] : 0, s_rs = self_view.strides[r],
+                  s_cs = self_view.strides[r + 1], o_bs = m.batched ? out.stride(0) : 0;
+    for (int64_t i = 0; i < batch; ++i) {
+      for (int64_t y = 0; y < rows; ++y) {
+        for (int64_t x = 0; x < cols; ++x) {
+          pc[i * o_bs + y * c_rs + x * c_cs] += beta * ps[i * s_bs + y * s_rs + x * s_cs];
+        }
+      }
+    }
   }
 }
 

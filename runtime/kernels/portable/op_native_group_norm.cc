@@ -52,22 +52,23 @@ Error native_group_norm_out(KernelContext& ctx, std::span<EValue*> args) {
           const int64_t l = r * len + i;
           return static_cast<Acc>(x[dense ? l : offset_of(in, l)]);
         };
-        const RowStats<Acc> s = row_stats<Acc>(len, get);
-        const Acc rstd = Acc(1) / std::sqrt(s.var + static_cast<Acc>(eps));
+        const RowStats s = row_stats(len, get);
+        const double mean = s.mean, rstd = s.rstd(eps);
         // ATen's arithmetic: (x - mean) * rstd without affine parameters, else x * scale + shift
-        // per channel, which stays finite where x - mean overflows and rstd is 0.
+        // per channel.
         const bool affine = weight != nullptr || bias != nullptr;
         for (int64_t i = 0; i < len; ++i) {
           const int64_t l = r * len + i, ch = (r % groups) * cg + i / hw;
-          Acc v = (get(i) - s.mean) * rstd;
+          const double xi = static_cast<double>(get(i));
+          double v = (xi - mean) * rstd;
           if (affine) {
-            const Acc scale = rstd * param_at<T>(weight, ch, Acc(1));
-            v = get(i) * scale + (-scale * s.mean + param_at<T>(bias, ch, Acc(0)));
+            const double scale = rstd * static_cast<double>(param_at<T>(weight, ch, Acc(1)));
+            v = xi * scale + (-scale * mean + static_cast<double>(param_at<T>(bias, ch, Acc(0))));
           }
-          y[dense ? l : offset_of(out, l)] = static_cast<T>(v);
+          y[dense ? l : offset_of(out, l)] = static_cast<T>(static_cast<Acc>(v));
         }
-        mean_out.data<T>()[offset_of(mean_out, r)] = static_cast<T>(s.mean);
-        rstd_out.data<T>()[offset_of(rstd_out, r)] = static_cast<T>(rstd);
+        mean_out.data<T>()[offset_of(mean_out, r)] = static_cast<T>(static_cast<Acc>(mean));
+        rstd_out.data<T>()[offset_of(rstd_out, r)] = static_cast<T>(static_cast<Acc>(rstd));
       }
     });
   });

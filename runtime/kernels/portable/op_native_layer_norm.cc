@@ -93,19 +93,21 @@ Error native_layer_norm_out(KernelContext& ctx, std::span<EValue*> args) {
               const int64_t l = r * n + i;
               return static_cast<Acc>(x[dense ? l : offset_of(in, l)]);
             };
-            const RowStats<Acc> s = row_stats<Acc>(n, get);
-            const Acc rstd = Acc(1) / std::sqrt(s.var + static_cast<Acc>(eps));
+            const RowStats s = row_stats(n, get);
+            const double mean = s.mean, rstd = s.rstd(eps);
             for (int64_t i = 0; i < n; ++i) {
               const int64_t l = r * n + i;
-              const Acc wi = w != nullptr ? static_cast<Acc>(w[i]) : param_at<T>(weight, i, Acc(1));
-              const Acc bi = bb != nullptr ? static_cast<Acc>(bb[i]) : param_at<T>(bias, i, Acc(0));
-              const Acc v = (get(i) - s.mean) * rstd * wi + bi;
-              y[dense ? l : offset_of(out, l)] = static_cast<T>(v);
+              const double wi =
+                  w != nullptr ? static_cast<double>(w[i]) : param_at<T>(weight, i, Acc(1));
+              const double bi =
+                  bb != nullptr ? static_cast<double>(bb[i]) : param_at<T>(bias, i, Acc(0));
+              const double v = (static_cast<double>(get(i)) - mean) * rstd * wi + bi;
+              y[dense ? l : offset_of(out, l)] = static_cast<T>(static_cast<Acc>(v));
             }
             // A row holding an inf or a NaN has a NaN variance; ATen's Welford mean is NaN there
             // too (inf - inf in its update), where a plain sum gives +-inf for one inf.
-            mean_r = std::isnan(rstd) ? nan : static_cast<T>(s.mean);
-            rstd_r = static_cast<T>(rstd);
+            mean_r = std::isnan(rstd) ? nan : static_cast<T>(static_cast<Acc>(mean));
+            rstd_r = static_cast<T>(static_cast<Acc>(rstd));
           }
         });
   });

@@ -25,5 +25,3 @@ def inputs():
 CALLS = 1
 FLOWS = ['portable', 'cpu', 'loopback']
 FOUND = "wrong"
-# Open (issue 20): ATen's vectorized bfloat16 gelu gives NaN for inf (its scalar path gives inf).
-KNOWN = "bfloat16 gelu(inf): ATen's vectorized path gives NaN"

@@ -25,7 +25,3 @@ def inputs():
 CALLS = 1
 FLOWS = ['portable', 'cpu', 'loopback']
 FOUND = "wrong"
-# Open (issue 20): torch.export's core-ATen decomposition turns std into sqrt(var.correction); a
-# variance above float32's range is inf, where eager's fused std stays finite. ExecuTorch's
-# runtime has no std kernel, so keeping std undecomposed would cost ExecuTorch compatibility.
-KNOWN = "std overflow through the var decomposition"

@@ -1,5 +1,7 @@
 #include "runtime/kernels/portable/util/gemm.h"
 
+#include <cmath>
+
 #include "runtime/kernels/portable/util/gemm_variants.h"
 #include "runtime/platform/cpu_isa.h"
 
@@ -43,9 +45,45 @@ const Variant& variant() {
   return v;
 }
 
+// Element (r, j) of B: a strided matrix, or the implicit im2col matrix (zero in the padding).
+float b_at(const GemmProblem<float>& p, int64_t r, int64_t j) {
+  if (p.im2col == nullptr) return p.b[r * p.b_rs + j * p.b_cs];
+  const Im2col& g = *p.im2col;
+  const int64_t taps = g.kernel_h * g.kernel_w;
+  const int64_t kh = (r % taps) / g.kernel_w, kw = r % g.kernel_w;
+  const int64_t ih = (j / g.out_w) * g.stride_h - g.pad_h + kh * g.dilation_h;
+  const int64_t iw = (j % g.out_w) * g.stride_w - g.pad_w + kw * g.dilation_w;
+  if (ih < 0 || ih >= g.height || iw < 0 || iw >= g.width) return 0.0f;
+  return p.b[(r / taps) * g.channel_stride + ih * g.h_stride + iw * g.w_stride];
+}
+
+// An element of C that came out inf or NaN may be an overflow of float partial sums that the
+// order of summation decides (values near float32's maximum): ATen's order may stay finite, or
+// reach +inf before it meets the -inf that makes ours NaN. Such an element is summed again in
+// double, where the products of floats cannot overflow, and rounded once: the value exact
+// arithmetic rounds to, inf only where the true sum overflows, NaN only where the products hold
+// inf - inf or 0 * inf. The scan costs one pass over C; the redo runs only on those elements.
+void redo_non_finite(const GemmProblem<float>& p) {
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      float& c = p.c[i * p.c_rs + j * p.c_cs];
+      if (std::isfinite(c)) continue;
+      double sum = -0.0;
+      for (int64_t r = 0; r < p.k; ++r) {
+        sum += static_cast<double>(p.a[i * p.a_rs + r * p.a_cs]) * b_at(p, r, j);
+      }
+      c = static_cast<float>(static_cast<double>(p.alpha) * sum);
+    }
+  }
+}
+
 }  // namespace
 
-void gemm(const GemmProblem<float>& p, ThreadPool* threads) { variant().f32(p, threads); }
+void gemm(const GemmProblem<float>& p, ThreadPool* threads) {
+  variant().f32(p, threads);
+  // beta * C is read from C, which now holds the result: callers pass beta 0 (bias added after).
+  if (p.beta == 0.0f && p.k > 0) redo_non_finite(p);
+}
 void gemm(const GemmProblem<double>& p, ThreadPool* threads) { variant().f64(p, threads); }
 const char* gemm_isa() { return variant().name; }
 double measure_fma_peak_flops(double seconds) { return variant().probe(seconds); }

@@ -1,11 +1,10 @@
 // Shared pieces of the normalization kernels (layer, group and batch norm).
 //
 //   EMBER_TRY(check_param("layer_norm", weight, n, dtype));
-//   RowStats<float> s = row_stats<float>(load, offset, n);  // mean and 1/sqrt(var + eps) inputs
+//   const RowStats s = row_stats(n, get);  // y = (x - s.mean) * s.rstd(eps), in double
 //
-// Statistics are computed in the accumulation type (float for 16-bit floats, else the dtype) in two
-// passes (mean, then the biased variance), which is what ATen's CPU kernels round like; a row whose
-// sum overflows is redone in double so that its mean stays finite, as with ATen's Welford update.
+// Statistics are computed in double in two passes (mean, then the biased variance), and rows are
+// normalized in double (row_stats says why).
 #pragma once
 
 #include <cmath>
@@ -33,61 +32,43 @@ compute_type_t<T> param_at(const Tensor* t, int64_t i, compute_type_t<T> fallbac
   return static_cast<compute_type_t<T>>(t->data<T>()[offset_of(*t, i)]);
 }
 
-template <typename Acc>
+// A row's mean and biased variance, in double.
 struct RowStats {
-  Acc mean;
-  Acc var;
+  double mean = 0;
+  double var = 0;
+  double rstd(double eps) const { return 1.0 / std::sqrt(var + eps); }
 };
 
-// The two passes of row_stats in double (the mean as a sum of x / n), rounded to Acc at the end; a
-// variance beyond Acc's range becomes inf, as ATen's float Welford update overflows to.
-template <typename Acc, typename Get>
-RowStats<Acc> row_stats_wide(int64_t n, Get get) {
-  const double count = static_cast<double>(n);
-  double mean = 0;
-  for (int64_t i = 0; i < n; ++i) mean += static_cast<double>(get(i)) / count;
-  double var = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double d = static_cast<double>(get(i)) - mean;
-    var += d * d;
-  }
-  return {static_cast<Acc>(mean), static_cast<Acc>(n > 0 ? var / count : 0.0)};
-}
-
-// Mean and biased variance of `n` values read by get(i). Eight interleaved partial sums let the
-// compiler vectorize the passes (a single running sum is a serial dependency).
-template <typename Acc, typename Get>
-RowStats<Acc> row_stats(int64_t n, Get get) {
-  constexpr int kLanes = 8;
-  Acc part[kLanes] = {};
+// Mean and biased variance of `n` values read by get(i): two passes in double, the mean as the sum
+// over n. Double, not ATen's float: from float inputs neither pass can overflow (float32 rows
+// near its maximum, whose float statistics are inf or NaN), and the mean carries no rounding of a
+// float sum into the deviations x - mean (rows such as [65503.48, 65503.48, 65500.66], where a
+// float mean is off by a third of the spread's precision); ATen's Welford update stays that close
+// too. Four interleaved partial sums let the compiler vectorize the passes.
+template <typename Get>
+RowStats row_stats(int64_t n, Get get) {
+  if (n <= 0) return {};
+  constexpr int kLanes = 4;
+  double part[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) part[l] += get(i + l);
+    for (int l = 0; l < kLanes; ++l) part[l] += static_cast<double>(get(i + l));
   }
-  for (; i < n; ++i) part[0] += get(i);
-  Acc sum = 0;
-  for (int l = 0; l < kLanes; ++l) sum += part[l];
-  if (!std::isfinite(sum)) {
-    // Finite values whose sum overflows (float32 near its max): ATen's Welford mean stays finite,
-    // so redo the row in double with each value divided by n first, which cannot overflow.
-    const RowStats<Acc> wide = row_stats_wide<Acc>(n, get);
-    if (std::isfinite(wide.mean)) return wide;
-  }
-  const Acc mean = n > 0 ? sum / static_cast<Acc>(n) : Acc(0);
-  Acc sq[kLanes] = {};
+  for (; i < n; ++i) part[0] += static_cast<double>(get(i));
+  const double count = static_cast<double>(n);
+  const double mean = (part[0] + part[1] + part[2] + part[3]) / count;
+  double sq[kLanes] = {};
   for (i = 0; i + kLanes <= n; i += kLanes) {
     for (int l = 0; l < kLanes; ++l) {
-      const Acc d = get(i + l) - mean;
+      const double d = static_cast<double>(get(i + l)) - mean;
       sq[l] += d * d;
     }
   }
   for (; i < n; ++i) {
-    const Acc d = get(i) - mean;
+    const double d = static_cast<double>(get(i)) - mean;
     sq[0] += d * d;
   }
-  Acc var = 0;
-  for (int l = 0; l < kLanes; ++l) var += sq[l];
-  return {mean, n > 0 ? var / static_cast<Acc>(n) : Acc(0)};
+  return {mean, (sq[0] + sq[1] + sq[2] + sq[3]) / count};
 }
 
 }  // namespace ember

@@ -163,21 +163,20 @@ void softmax_row_f32(const float* x, float* y, int64_t n, bool log) {
 EMBER_ROW_CLONES
 void layer_norm_row_f32(const float* x, float* y, int64_t n, const float* w, const float* b,
                         float eps, float* mean, float* rstd) {
-  const RowStats<float> s = row_stats<float>(n, [x](int64_t i) { return x[i]; });
-  const float r = 1.0f / std::sqrt(s.var + eps);
-  const float m = s.mean;
+  const RowStats s = row_stats(n, [x](int64_t i) { return x[i]; });
+  const double m = s.mean, r = s.rstd(eps);
   // The same arithmetic as the strided path, with 1 and 0 for a missing weight and bias.
   if (w != nullptr && b != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * r * w[i] + b[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - m) * r * w[i] + b[i]);
   } else if (w != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * r * w[i] + 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - m) * r * w[i] + 0.0);
   } else if (b != nullptr) {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * r * 1.0f + b[i];
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - m) * r + b[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * r * 1.0f + 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((x[i] - m) * r + 0.0);
   }
-  *mean = m;
-  *rstd = r;
+  *mean = static_cast<float>(m);
+  *rstd = static_cast<float>(r);
 }
 
 }  // namespace ember

@@ -1,0 +1,31 @@
+"""Written by hand from the fuzzer's gelu findings (seeds 100011, 100748, 101670, 102660):
+gelu of +-inf in float32, where eager gives NaN for both (its vectorized kernel: every float32,
+float16 and bfloat16 tensor of two or more elements; exact arithmetic would give inf and 0).
+Before the fix the portable kernel gave inf for +inf; the cpu backend's oneDNN gelu gave what
+its own formula gives.
+
+A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
+
+import torch
+import torch.nn.functional as F
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x0):
+        v1 = F.gelu(x0)
+        v2 = F.gelu(x0 * 2, approximate="tanh")
+        return (v1, v2)
+
+
+nan, inf = float('nan'), float('inf')
+
+
+def inputs():
+    return [torch.tensor([inf, -inf, 1.0, -1.0, 0.0, nan, -0.0, 3e38], dtype=torch.float32).reshape((2, 4))]
+
+
+CALLS = 1
+FLOWS = ['portable', 'cpu', 'loopback']
+FOUND = "wrong"
