@@ -19,6 +19,7 @@ The models are in models.py, the checks in checks.py; this file is the driver.
 """
 
 import argparse
+import os
 import sys
 
 from checks import (DELEGATION, SKIP, check_batch_norm_in_training_refused, check_ir_model,
@@ -35,6 +36,9 @@ def main():
     p.add_argument("--model", default="all")
     args = p.parse_args()
     sys.path.insert(0, args.python_dir)
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+    from export_speed import cache_cia_ops
+    cache_cia_ops()
     # One process runs a comma-separated list of models: importing torch once per test process
     # saves seconds per model (CI runs on two cores).
     names = []

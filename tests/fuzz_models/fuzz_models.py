@@ -66,36 +66,13 @@ def setup(python_dir):
     warnings.filterwarnings("ignore", category=UserWarning)
     sys.path.insert(0, python_dir)
     sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))  # tests/: export_speed
     import ember as ember_module
     import gen as gen_module
     ember, gen = ember_module, gen_module
     Float32AsFloat64 = _make_float32_as_float64()
+    from export_speed import cache_cia_ops
     cache_cia_ops()
-
-
-def cache_cia_ops():
-    """torch.export lists the CompositeImplicitAutograd ops again on every export (a walk of the
-    whole dispatcher, about a third of the time of exporting a small program). The fuzzer's
-    process registers no op after the first export, so one walk serves them all."""
-    try:
-        import torch._export.utils as utils
-        import torch.export.decomp_utils as decomp_utils
-        import torch.export.exported_program as exported_program
-    except ImportError:
-        return
-    real = getattr(utils, "_collect_all_valid_cia_ops", None)
-    if real is None:
-        return
-    cached = []
-
-    def once():
-        if not cached:
-            cached.append(real())
-        return cached[0]
-
-    for mod in (utils, decomp_utils, exported_program):
-        if hasattr(mod, "_collect_all_valid_cia_ops"):
-            mod._collect_all_valid_cia_ops = once
 
 
 @contextlib.contextmanager
