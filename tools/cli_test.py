@@ -208,6 +208,54 @@ class RunTest(unittest.TestCase):
         r = ember("compile", seed_program("conv.ep"), "-o", out, "--quiet", "--verbose")
         self.assertEqual(r.returncode, 2, r.stderr)
 
+    def test_verify_delegates_against_the_portable_kernels(self):
+        """`compile --verify` runs each delegate alone and the whole program against the portable
+        kernels: loopback (the portable kernels inside a delegate) is exact; the cpu backend is
+        within 1e-4, and beyond a tolerance of 0 the compile fails and writes nothing, unless
+        --verify=fallback compiles the partition on the portable kernels."""
+        out = os.path.join(self.dir, "verified.pte")
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "loopback",
+                  "--verify", "--verify-tolerance", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("delegate 0 (loopback, partition 0, 6 nodes): error 0 at output 0",
+                      r.stdout)
+        self.assertIn("whole program (1 delegates): error 0", r.stdout)
+        os.remove(out)
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "cpu", "--verify")
+        if r.returncode != 0 and "unknown backend 'cpu'" in r.stderr:
+            return  # a build without oneDNN
+        self.assertEqual(r.returncode, 0, r.stderr)
+        errors = [float(e) for e in re.findall(r"\): error ([0-9.e+-]+) at", r.stdout)]
+        self.assertEqual(len(errors), 2, r.stdout)  # the delegate alone, the whole program
+        self.assertLess(errors[0], 1e-4)
+        os.remove(out)
+        if errors[0] > 0:
+            r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "cpu",
+                      "--verify", "--verify-tolerance", "0")
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("BEYOND TOLERANCE", r.stdout)
+            self.assertIn("--verify=fallback", r.stderr)
+            self.assertFalse(os.path.exists(out))
+            r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "cpu",
+                      "--verify=fallback", "--verify-tolerance", "0")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("verify: fallback: 1 partition(s)", r.stdout)
+            method = json.loads(ember("inspect", out, "--json").stdout)["methods"][0]
+            self.assertEqual(method.get("delegates", []), [], method)
+        # The inputs given as .npy files: one per program input.
+        x = os.path.join(self.dir, "x.npy")
+        np.save(x, np.ones((1, 2, 4, 4), "f4"))
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "loopback",
+                  "--verify", "--verify-input", x)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("on the given inputs", r.stdout)
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--backend", "loopback",
+                  "--verify", "--verify-input", x, "--verify-input", x)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("2 --verify-input files were given", r.stderr)
+        r = ember("compile", seed_program("conv.ep"), "-o", out, "--verify-seed", "3")
+        self.assertEqual(r.returncode, 2, r.stderr)
+
     def test_dedupe_notes_are_summarized(self):
         """A model whose weights repeat (fresh BatchNorms) gets one dedupe note, not one per
         weight; --verbose lists each."""

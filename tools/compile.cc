@@ -11,6 +11,7 @@
 #include "runtime/platform/loaders.h"
 #include "tools/executorch_ops.h"
 #include "tools/inspect.h"
+#include "tools/verify.h"
 
 namespace ember::tools {
 
@@ -121,12 +122,75 @@ int inspect_exported_command(const CompileCommand& command) {
               r->stats.instructions, static_cast<unsigned long long>(r->stats.planned_bytes),
               static_cast<unsigned long long>(r->stats.constant_bytes));
   if (!command.backends.empty()) {
-    std::printf(", %zu delegate(s) with %llu bytes of named data", r->delegates,
+    std::printf(", %zu delegate(s) with %llu bytes of named data", r->delegates.size(),
                 static_cast<unsigned long long>(r->named_data_bytes));
   }
   std::printf("\n");
   return 0;
 }
+
+namespace {
+
+// --verify: checks `r`'s delegates; with fallback, replaces `r` by the program compiled without
+// the failing partitions. Non-zero when a delegate stays beyond the tolerance (nothing written).
+int verify_and_fall_back(const CompileCommand& command, const lower::CompileOptions& options,
+                         lower::CompileResult& r, bool quiet) {
+  VerifyOptions v;
+  v.tolerance = command.verify_tolerance;
+  v.inputs = command.verify_inputs;
+  v.seed = command.verify_seed;
+  if (r.delegates.empty()) {
+    if (!quiet) std::printf("verify: no delegate: every op runs on the portable kernels\n");
+    return 0;
+  }
+  ir::StatusOr<VerifyReport> report = verify_delegates(command.model, options, r, v);
+  if (!report.ok()) {
+    std::fprintf(stderr, "error: --verify: %s\n", report.status().message().c_str());
+    return 1;
+  }
+  if (!quiet) std::fputs(format_report(*report, v).c_str(), stdout);
+  size_t failed = 0;
+  const lower::CompileOptions fallback = without_failing(options, r, *report, v.tolerance, &failed);
+  if (failed == 0 && report->whole <= v.tolerance) return 0;
+  if (!command.verify_fallback) {
+    std::fprintf(stderr,
+                 "error: --verify: %zu delegate(s) beyond the tolerance %g (the whole program's "
+                 "error is %g); nothing written. --verify=fallback runs those partitions on the "
+                 "portable kernels; --verify-tolerance sets the bound\n",
+                 failed, v.tolerance, report->whole);
+    return 1;
+  }
+  ir::StatusOr<lower::CompileResult> again = lower::compile_file(command.model, fallback);
+  if (!again.ok()) {
+    std::fprintf(stderr, "error: --verify=fallback: %s\n", again.status().message().c_str());
+    return 1;
+  }
+  if (!quiet) {
+    std::printf(
+        "verify: fallback: %zu partition(s) beyond the tolerance run on the portable "
+        "kernels; the program again:\n",
+        failed);
+  }
+  ir::StatusOr<VerifyReport> second = verify_delegates(command.model, fallback, *again, v);
+  if (!second.ok()) {
+    std::fprintf(stderr, "error: --verify=fallback: %s\n", second.status().message().c_str());
+    return 1;
+  }
+  if (!quiet) std::fputs(format_report(*second, v).c_str(), stdout);
+  size_t still = 0;
+  without_failing(fallback, *again, *second, v.tolerance, &still);
+  if (still > 0 || second->whole > v.tolerance) {
+    std::fprintf(stderr,
+                 "error: --verify=fallback: the program is still beyond the tolerance %g (whole "
+                 "program error %g); nothing written\n",
+                 v.tolerance, second->whole);
+    return 1;
+  }
+  r = std::move(*again);
+  return 0;
+}
+
+}  // namespace
 
 int compile_command(const CompileCommand& command) {
   if (register_compiler_backends() != 0) return 1;
@@ -141,6 +205,7 @@ int compile_command(const CompileCommand& command) {
   const bool quiet = command.verbosity == Verbosity::Quiet;
   const bool verbose = command.verbosity == Verbosity::Verbose;
   if (!quiet) std::fputs((verbose ? r->partition_report : r->partition_summary).c_str(), stdout);
+  if (command.verify && verify_and_fall_back(command, options, *r, quiet) != 0) return 1;
   if (command.print_ir == "-") {
     std::fputs(r->ir.c_str(), stdout);
   } else if (!command.print_ir.empty()) {
@@ -176,7 +241,7 @@ int compile_command(const CompileCommand& command) {
                 static_cast<unsigned long long>(s.external_bytes));
     if (!command.backends.empty()) {
       std::printf("delegates: %zu; backends' named data: %llu bytes, once per key, in the %s\n",
-                  r->delegates, static_cast<unsigned long long>(r->named_data_bytes),
+                  r->delegates.size(), static_cast<unsigned long long>(r->named_data_bytes),
                   command.ptd.empty() ? ".pte" : ".ptd");
     }
     for (const std::string& n : r->notes) std::printf("note: %s\n", n.c_str());

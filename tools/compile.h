@@ -26,6 +26,14 @@ struct CompileCommand {
   // --backend NAME, in priority order, each with its --backend-spec KEY=VALUE compile specs.
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> backends;
   Verbosity verbosity = Verbosity::Normal;
+  // --verify[=fallback]: check every delegate against the portable kernels (tools/verify.h)
+  // before writing; beyond the tolerance, fail, or with fallback recompile those partitions on
+  // the portable kernels.
+  bool verify = false;
+  bool verify_fallback = false;
+  double verify_tolerance = 1e-4;
+  std::vector<std::string> verify_inputs;  // .npy files; empty: random inputs
+  unsigned verify_seed = 0;
 };
 
 // Registers the compiler backends `ember compile --backend` knows (loopback; cpu when built with

@@ -18,7 +18,8 @@ constexpr const char* kUsage =
     "usage:\n"
     "  ember compile MODEL.ep|MODEL.pt2 -o MODEL.pte [--ptd MODEL.ptd] [--print-ir FILE|-]\n"
     "                [--backend NAME [--backend-spec KEY=VALUE]...]... [--precision fp32|bf16]\n"
-    "                [--quiet|--verbose]\n"
+    "                [--verify[=fallback] [--verify-input FILE.npy]... [--verify-tolerance X]\n"
+    "                 [--verify-seed N]] [--quiet|--verbose]\n"
     "  ember inspect MODEL.pte [--json] [--plan FILE.svg [--method NAME]]\n"
     "  ember inspect MODEL.ep|MODEL.pt2 [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
     "                [--verbose]\n"
@@ -36,7 +37,12 @@ constexpr const char* kUsage =
     "         nothing but errors); --backend-spec gives the last --backend a compile spec\n"
     "         (exclude_ops=aten::cumsum,... keeps those ops portable for any backend);\n"
     "         backends: loopback, and cpu (oneDNN) when built with it; --precision bf16 runs the\n"
-    "         cpu backend's convolutions and matmuls in bfloat16 (fp32 inputs and outputs)\n"
+    "         cpu backend's convolutions and matmuls in bfloat16 (fp32 inputs and outputs);\n"
+    "         --verify runs each delegate alone and the whole program against the portable\n"
+    "         kernels on sample inputs (the .npy files, or random ones of the declared shapes)\n"
+    "         and prints each one's error (largest difference over the output's scale); a\n"
+    "         delegate beyond the tolerance (default 1e-4) fails the compile, or with\n"
+    "         --verify=fallback its partition is compiled on the portable kernels instead\n"
     "inspect  of a .pte: methods, inputs and outputs, operator calls, delegates (with their\n"
     "         nodes), constants and planned memory; --plan draws a method's memory plan as SVG\n"
     "         (tensors over instructions and arena offsets, with the lower bound); of an\n"
@@ -245,6 +251,27 @@ int compile_main(int argc, char** argv) {
         return usage_error("--quiet and --verbose contradict each other");
       }
       c.verbosity = level;
+    } else if (arg == "--verify" || arg == "--verify=fallback") {
+      c.verify = true;
+      c.verify_fallback = arg == "--verify=fallback";
+    } else if (arg == "--verify-input" || arg == "--verify-tolerance" || arg == "--verify-seed") {
+      if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
+      const std::string v = argv[++i];
+      char* end = nullptr;
+      if (arg == "--verify-input") {
+        c.verify_inputs.push_back(v);
+      } else if (arg == "--verify-tolerance") {
+        c.verify_tolerance = std::strtod(v.c_str(), &end);
+        if (end == v.c_str() || *end != '\0' || !(c.verify_tolerance >= 0)) {
+          return usage_error("--verify-tolerance takes a number >= 0");
+        }
+      } else {
+        const unsigned long seed = std::strtoul(v.c_str(), &end, 10);
+        if (end == v.c_str() || *end != '\0' || seed > 0xffffffffUL) {
+          return usage_error("--verify-seed takes a number");
+        }
+        c.verify_seed = static_cast<unsigned>(seed);
+      }
     } else if (arg == "--precision") {
       if (i + 1 >= argc) return usage_error("--precision needs fp32 or bf16");
       precision = argv[++i];
@@ -268,6 +295,9 @@ int compile_main(int argc, char** argv) {
   }
   if (!c.ptd.empty() && same_file(c.output, c.ptd)) {
     return usage_error("-o and --ptd name the same file; the program and its weights need two");
+  }
+  if (!c.verify && (!c.verify_inputs.empty() || c.verify_seed != 0)) {
+    return usage_error("--verify-input and --verify-seed go with --verify");
   }
   // --precision is the cpu backend's `precision` compile spec (the only backend with a choice).
   if (!precision.empty()) {

@@ -68,6 +68,39 @@ void print_values(const Tensor& t) {
 
 }  // namespace
 
+Result<std::vector<OwnedTensor>> method_inputs(const MethodMeta& meta,
+                                               const std::vector<std::string>& npy_files,
+                                               unsigned seed) {
+  std::vector<OwnedTensor> owned;
+  std::mt19937 rng(seed);
+  for (size_t i = 0; i < meta.num_inputs(); ++i) {
+    Result<Tag> tag = meta.input_tag(i);
+    if (!tag.ok()) return tag.error();
+    if (*tag != Tag::Tensor) {
+      return fail(Error::NotSupported, "input %zu is a %s; only tensor inputs are bound", i,
+                  to_string(*tag));
+    }
+    Result<TensorInfo> info = meta.input_tensor_info(i);
+    if (!info.ok()) return info.error();
+    if (!npy_files.empty()) {
+      // The file holds C order; the method may declare another layout (channels-last).
+      Result<NpyArray> a = read_npy(npy_files[i]);
+      if (!a.ok()) return a.error();
+      Result<OwnedTensor> t = npy_in_layout(*a, info->dim_order);
+      if (!t.ok()) return t.error();
+      owned.push_back(std::move(*t));
+    } else {
+      Result<OwnedTensor> t =
+          OwnedTensor::zeros(info->dtype, {info->sizes.begin(), info->sizes.end()},
+                             {info->dim_order.begin(), info->dim_order.end()});
+      if (!t.ok()) return t.error();
+      fill_random(t->tensor(), rng);
+      owned.push_back(std::move(*t));
+    }
+  }
+  return owned;
+}
+
 int run_command(const RunOptions& o) {
   // The backends this runtime carries, registered before any method loads.
   if (backends::register_builtin_runtime_backends() != Error::Ok) {
@@ -90,36 +123,10 @@ int run_command(const RunOptions& o) {
                        o.method.c_str(), meta->num_inputs(), o.inputs.size()));
   }
 
-  std::vector<OwnedTensor> owned;
+  Result<std::vector<OwnedTensor>> owned = method_inputs(*meta, o.inputs, o.seed);
+  if (!owned.ok()) return report(owned.error());
   std::vector<EValue> inputs;
-  std::mt19937 rng(o.seed);
-  for (size_t i = 0; i < meta->num_inputs(); ++i) {
-    Result<Tag> tag = meta->input_tag(i);
-    if (!tag.ok()) return report(tag.error());
-    if (*tag != Tag::Tensor) {
-      return report(fail(Error::NotSupported,
-                         "input %zu is a %s; `ember run` binds tensor inputs only", i,
-                         to_string(*tag)));
-    }
-    Result<TensorInfo> info = meta->input_tensor_info(i);
-    if (!info.ok()) return report(info.error());
-    if (!o.inputs.empty()) {
-      // The file holds C order; the method may declare another layout (channels-last).
-      Result<NpyArray> a = read_npy(o.inputs[i]);
-      if (!a.ok()) return report(a.error());
-      Result<OwnedTensor> t = npy_in_layout(*a, info->dim_order);
-      if (!t.ok()) return report(t.error());
-      owned.push_back(std::move(*t));
-    } else {
-      Result<OwnedTensor> t =
-          OwnedTensor::zeros(info->dtype, {info->sizes.begin(), info->sizes.end()},
-                             {info->dim_order.begin(), info->dim_order.end()});
-      if (!t.ok()) return report(t.error());
-      fill_random(t->tensor(), rng);
-      owned.push_back(std::move(*t));
-    }
-  }
-  for (OwnedTensor& t : owned) inputs.push_back(t.evalue());
+  for (OwnedTensor& t : *owned) inputs.push_back(t.evalue());
 
   // Exactly max(repeat, 1) calls: a stateful program (a KV cache, a counter buffer) ends as after
   // that many, and the outputs printed are the last call's.
@@ -130,16 +137,17 @@ int run_command(const RunOptions& o) {
   Profile profile;
   const bool profiling = o.profile || !o.trace.empty();
   const int calls = std::max(o.repeat, 1);
-  Result<std::vector<EValue>> outputs(Error::Internal);  // replaced by the first call
+  std::vector<EValue> outputs;  // the last call's
   std::vector<double> times_ms;
   for (int r = 0; r < calls; ++r) {
     const bool observed = profiling && (r > 0 || calls == 1);
     (*method)->set_observer(observed ? &profile : nullptr);
     const uint64_t t0 = now_ns();
-    outputs = module.execute(o.method, inputs);
+    Result<std::vector<EValue>> out = module.execute(o.method, inputs);
     const uint64_t t1 = now_ns();
     (*method)->set_observer(nullptr);
-    if (!outputs.ok()) return report(outputs.error());
+    if (!out.ok()) return report(out.error());
+    outputs = std::move(*out);
     if (observed) profile.end_call();
     times_ms.push_back(static_cast<double>(t1 - t0) / 1e6);
   }
@@ -148,8 +156,8 @@ int run_command(const RunOptions& o) {
     std::error_code ec;  // nested directories are created; a failure is reported below
     std::filesystem::create_directories(o.output_dir, ec);
   }
-  for (size_t i = 0; i < outputs->size(); ++i) {
-    const EValue& v = (*outputs)[i];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const EValue& v = outputs[i];
     std::printf("output %zu: ", i);
     if (!v.is_tensor()) {
       std::printf("%s\n", to_string(v.tag()));

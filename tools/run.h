@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/executor/module.h"
+
 namespace ember::tools {
 
 struct RunOptions {
@@ -25,5 +27,12 @@ struct RunOptions {
 
 // Returns the process exit status; prints one line "error: ..." on failure.
 int run_command(const RunOptions& options);
+
+// A method's inputs: from .npy files (C order, laid out as the method declares), or, with none,
+// random values of the declared shapes from `seed` (floats in [-1, 1), integers in [0, 10)).
+// Tensor inputs only: another kind is NotSupported, with the reason set.
+Result<std::vector<OwnedTensor>> method_inputs(const MethodMeta& meta,
+                                               const std::vector<std::string>& npy_files,
+                                               unsigned seed);
 
 }  // namespace ember::tools

@@ -146,17 +146,29 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
   memory wei = reorder_weight(w_view, op.inputs[1], wei_md);
   memory dst = make_output(op, dst_md);
   step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  memory bias;
   if (has_bias) {
-    memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
-    step.args.emplace_back(DNNL_ARG_BIAS, view(b, bias_md));
+    bias = view(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)), bias_md);
+    step.args.emplace_back(DNNL_ARG_BIAS, bias);
   }
+  // The exact redo reads the weights in a blocked layout: Winograd's own is not one, the direct
+  // convolution's (which runs for inputs Winograd cannot take) is.
+  memory redo_w = wei_md.data.format_kind == dnnl_blocked ? wei : memory();
   if (alt_pd) {
     step.guard = src;
     step.guard_floats = static_cast<int64_t>(src_md.get_size() / sizeof(float));
     step.alt_args = step.args;
     step.alt_args[1].second = reorder_weight(w_view, op.inputs[1], alt_pd.weights_desc());
+    if (!redo_w) redo_w = step.alt_args[1].second;
   }
   steps_.push_back(std::move(step));
+  // As for matmuls (build_matmul): oneDNN's float sums overflow in an order of their own near
+  // float32's maximum, and only the raw sum (plus bias) shows it; a fused sum or element-wise
+  // post-op (clamps never fuse) keeps oneDNN's result, and so does a transposed convolution
+  // (whose redo is not written) and bf16 math.
+  if (!transposed && wdt == dt::f32 && !bf16_dst && fused_post_ops(op).empty() && redo_w) {
+    add_conv_redo_step(src, redo_w, bias, dst, r, groups, strides, pad_l, dil);
+  }
   add_post_op_steps(op, fused_post_ops(op).size(), dst);
 }
 
@@ -225,11 +237,19 @@ void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
   memory dst = make_output(op, pd.dst_desc());
   std::vector<std::pair<int, memory>> args = {
       {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, b}, {DNNL_ARG_DST, dst}};
+  memory bias;
   if (op.inputs[2] >= 0) {
-    memory bias = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
-    args.emplace_back(DNNL_ARG_BIAS, view(bias, bias_md));
+    bias = view(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)), bias_md);
+    args.emplace_back(DNNL_ARG_BIAS, bias);
   }
   add_step<dnnl::matmul>(pd, std::move(args));
+  // oneDNN's float sums overflow in an order of their own near float32's maximum: the redo finds
+  // such elements by their non-finite value, which only the raw sum (plus bias) keeps. A fused
+  // sum or element-wise post-op (gelu, tanh, a residual: clamps never fuse) can map it to a finite
+  // one, or lose the summand the redo would need, so such matmuls keep oneDNN's result (they
+  // stay fused: unfusing them would cost every call a pass over the output). bf16 math is not
+  // float32's result anyway.
+  if (wdt == dt::f32 && fused_post_ops(op).empty()) add_matmul_redo_step(a, b, bias, dst);
   add_post_op_steps(op, fused_post_ops(op).size(), dst);
 }
 
@@ -244,7 +264,8 @@ bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const mem
   size_t post = 0;
   if (!op.post_ops.empty() && op.post_ops[0].is_sum) ++post;
   Clamp act;
-  if (post + 1 == op.post_ops.size() && as_clamp({op.post_ops[post]}, &act)) ++post;
+  const bool clamp = post + 1 == op.post_ops.size() && as_clamp({op.post_ops[post]}, &act);
+  if (clamp) ++post;
   for (size_t i = post; i < op.post_ops.size(); ++i) {
     if (op.post_ops[i].is_sum) return false;  // a sum after an element-wise op: oneDNN's
   }
@@ -268,7 +289,16 @@ bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const mem
   // With a leading sum, the output already holds the summand (make_output puts it there).
   memory dst = make_output(op, plain_md(od, dt::f32));
   const bool sum = !op.post_ops.empty() && op.post_ops[0].is_sum;
-  add_own_step(matvec_step(std::move(packed), act, sum, threads_, a, dst));
+  // The exact redo of non-finite sums (add_matvec_redo_step) needs the raw sum: the clamp runs
+  // after it, as a step of its own (one row: cheap). With a sum fused, the summand is gone (it may
+  // share the output's buffer): such a matvec keeps the kernel's result, as build_matmul does.
+  if (sum) {
+    add_own_step(matvec_step(std::move(packed), act, sum, threads_, a, dst));
+  } else {
+    add_own_step(matvec_step(packed, Clamp{}, false, threads_, a, dst));
+    add_matvec_redo_step(std::move(packed), a, dst);
+    if (clamp) add_clamp_step(dst, dst, act);
+  }
   // The post-ops the kernel does not apply, in place, in order.
   add_post_op_steps(op, post, dst);
   return true;

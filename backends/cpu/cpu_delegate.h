@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -160,6 +162,33 @@ class CpuDelegate {
   // After oneDNN's gelu (erf) into `dst`: +inf becomes NaN, ATen's gelu(+inf) for every tensor
   // of two or more elements (its scalar path, one element, gives inf: no step then).
   void add_gelu_nan_step(const memory& dst);
+  // Marks the memories the last step (an own step) reads as its args, so that build keeps the
+  // storage of those that are views.
+  void keep_storage(std::initializer_list<memory> reads);
+  // dst = layer norm of each row (the last dim) of plain float32 src, with optional [n] gamma and
+  // beta (empty memories for none), by the portable library's row kernel: statistics and the
+  // normalized row in double, as ATen's float64 result rounded (oneDNN's float statistics are
+  // inexact, or inf, near float32's maximum).
+  void add_layer_norm_step(const memory& src, const memory& gamma, const memory& beta,
+                           const memory& dst, float eps);
+  // After a float32 matmul dst = a x b (+ bias) of rank 2 or 3, with no post-op fused: each
+  // element of dst that is not finite is summed again in double from a, b and bias (any blocked
+  // layouts, bias broadcast) and rounded once. Near float32's maximum the order of summation
+  // decides whether a partial sum overflows; exact arithmetic gives inf only where the true
+  // value overflows, NaN only where the products hold inf - inf or 0 * inf. Costs one scan of
+  // dst when every element is finite.
+  void add_matmul_redo_step(const memory& a, const memory& b, const memory& bias,
+                            const memory& dst);
+  // The same after Ember's matrix-vector kernel (matvec_step, no sum, no clamp) dst [n] =
+  // a [k] x b + b's bias, read from the packed matrix itself (no second copy of the weight).
+  void add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const memory& a, const memory& dst);
+  // The same after a float32 convolution (not transposed) with no post-op fused: dst =
+  // conv(src, wei) + bias, with oneDNN's strides, left paddings and dilations (gaps: PyTorch's
+  // minus 1) of `r` spatial dims; wei in the primitive's logical dims ([O, I, k...], or [G, O/G,
+  // I/G, k...] when grouped), in any blocked layout.
+  void add_conv_redo_step(const memory& src, const memory& wei, const memory& bias,
+                          const memory& dst, int64_t r, int64_t groups, const memory::dims& strides,
+                          const memory::dims& pad_l, const memory::dims& dil);
   // Max pooling by Ember's kernel (oneDNN's skips NaN), into the layout oneDNN's would write
   // (`dst_md`) where the kernel reads it.
   void build_max_pool(const OpDesc& op, memory src, memory::desc dst_md);

@@ -1,12 +1,17 @@
-// The delegate's NaN-exact steps (nan_exact.h): the clamps oneDNN would compute with max/min,
-// max pooling and softmax's NaN rows (issue 20).
+// The delegate's exact steps (issue 20): the NaN-exact ones (nan_exact.h: the clamps oneDNN would
+// compute with max/min, max pooling and softmax's NaN rows), layer norm by the portable library's
+// row kernel (statistics in double), and the redo in double of the sums of matmuls and
+// convolutions that oneDNN's float order overflowed.
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <limits>
 #include <string>
 
+#include "backends/cpu/avx512.h"
 #include "backends/cpu/cpu_delegate.h"
 #include "backends/cpu/nan_exact.h"
+#include "runtime/kernels/portable/util/row_kernels.h"
 
 namespace ember::cpu::delegate {
 namespace {
@@ -58,6 +63,28 @@ bool pool_layout(const memory::desc& md, int64_t r, PoolLayout* out) {
   for (int64_t k = 0; k < r; ++k) out->spatial[3 - r + k] = blk.strides[2 + k];
   return true;
 }
+
+// Where element `pos` (one index per dim; a dim of size 1 takes index 0: broadcast) of a tensor
+// in blocked layout `d` lies, in elements: oneDNN's own rule (memory_desc_wrapper::off_v), the
+// inner blocks from the innermost out, then the outer strides.
+int64_t element_offset(const dnnl_memory_desc_t& d, const int64_t* pos) {
+  int64_t p[DNNL_MAX_NDIMS];
+  for (int i = 0; i < d.ndims; ++i) p[i] = d.dims[i] == 1 ? 0 : pos[i];
+  const auto& blk = d.format_desc.blocking;
+  int64_t off = d.offset0, inner = 1;
+  for (int b = blk.inner_nblks - 1; b >= 0; --b) {
+    const int64_t dim = blk.inner_idxs[b];
+    off += p[dim] % blk.inner_blks[b] * inner;
+    p[dim] /= blk.inner_blks[b];
+    inner *= blk.inner_blks[b];
+  }
+  for (int i = 0; i < d.ndims; ++i) off += p[i] * blk.strides[i];
+  return off;
+}
+
+// Below this many floats a layer norm runs on the calling thread (a parallel region costs a few
+// microseconds).
+constexpr int64_t kMinParallelFloats = int64_t{1} << 15;
 
 }  // namespace
 
@@ -241,6 +268,257 @@ void CpuDelegate::add_softmax_rows_step(const memory& src, const memory& dst, in
     softmax_nan_rows(data_of(src), data_of(dst), outer, len, inner, threads);
   };
   add_own_step(std::move(s));
+}
+
+void CpuDelegate::keep_storage(std::initializer_list<memory> reads) {
+  // Only the run ignores a kernel step's args: build keeps the storage views were made of
+  // where a step's args hold it (a weight's view, such as gamma's, is no owner).
+  for (const memory& m : reads) {
+    if (m) steps_.back().args.emplace_back(DNNL_ARG_SRC, m);
+  }
+}
+
+void CpuDelegate::add_layer_norm_step(const memory& src, const memory& gamma, const memory& beta,
+                                      const memory& dst, float eps) {
+  const memory::desc md = src.get_desc();
+  const memory::dims d = md.dims();
+  if (d.empty() || md != dst.get_desc() || md != plain_md(d, dt::f32)) {
+    refuse("layer norm: source and destination are not the same plain float32 layout");
+  }
+  const int64_t n = d.back();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < d.size(); ++i) rows *= d[i];
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact,
+            "layer_normalization,ember:rows_f64,forward_inference,,",
+            cat({dims_text(d), " eps:", std::to_string(eps)}),
+            {}};
+  s.run = [src, gamma, beta, dst, rows, n, eps, threads]() {
+    const float* x = data_of(src);
+    float* y = data_of(dst);
+    const float* w = gamma ? data_of(gamma) : nullptr;
+    const float* b = beta ? data_of(beta) : nullptr;
+    const int t =
+        rows * n < kMinParallelFloats ? 1 : static_cast<int>(std::min<int64_t>(threads, rows));
+#pragma omp parallel for num_threads(t) schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      float mean, rstd;  // the kernel's statistics, unused here
+      layer_norm_row_f32(x + r * n, y + r * n, n, w, b, eps, &mean, &rstd);
+    }
+  };
+  add_own_step(std::move(s));
+  keep_storage({src, gamma, beta, dst});
+}
+
+void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const memory& bias,
+                                       const memory& dst) {
+  const memory::desc dm = dst.get_desc();
+  const memory::dims od = dm.dims();
+  const size_t rank = od.size();
+  const std::initializer_list<const memory*> all = {&a, &b, &bias, &dst};
+  for (const memory* m : all) {
+    if (!*m) continue;
+    const memory::desc md = m->get_desc();
+    if (md.data_type() != dt::f32 || md.data.format_kind != dnnl_blocked ||
+        md.dims().size() != rank) {
+      refuse("matmul: an operand the exact redo cannot read");
+    }
+  }
+  if ((rank != 2 && rank != 3) || dm != plain_md(od, dt::f32)) {
+    refuse("matmul: a destination the exact redo cannot read");
+  }
+  const int64_t batch = rank == 3 ? od[0] : 1, m = od[rank - 2], n = od[rank - 1];
+  const int64_t k = a.get_desc().dims()[rank - 1];
+  const int64_t total = batch * m * n;
+  const dnnl_memory_desc_t ad = a.get_desc().data, bd = b.get_desc().data;
+  const dnnl_memory_desc_t cd = bias ? bias.get_desc().data : dnnl_memory_desc_t{};
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact,
+            "matmul,ember:redo_non_finite_f64,forward_inference,,",
+            cat({dims_text(a.get_desc().dims()), ":", dims_text(b.get_desc().dims()), ":",
+                 dims_text(od)}),
+            {}};
+  s.run = [a, b, bias, dst, ad, bd, cd, rank, batch, m, n, k, total, threads]() {
+    float* y = data_of(dst);
+    // The common case: every element finite, one scan.
+    if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;
+    const float* x = data_of(a);
+    const float* w = data_of(b);
+    const float* c = bias ? data_of(bias) : nullptr;
+    const size_t at = rank - 2;  // where the row index goes in a position
+    for (int64_t q = 0; q < batch; ++q) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          float& out = y[(q * m + i) * n + j];
+          if (std::isfinite(out)) continue;
+          // Products of floats are exact in double, and no sum of them overflows it.
+          double sum = -0.0;
+          int64_t pa[3] = {q, 0, 0}, pb[3] = {q, 0, 0};
+          pa[at] = i;
+          pb[at + 1] = j;
+          for (int64_t r = 0; r < k; ++r) {
+            pa[at + 1] = r;
+            pb[at] = r;
+            sum += static_cast<double>(x[element_offset(ad, pa)]) *
+                   static_cast<double>(w[element_offset(bd, pb)]);
+          }
+          if (c != nullptr) {
+            int64_t pc[3] = {q, 0, 0};
+            pc[at] = i;
+            pc[at + 1] = j;
+            sum += static_cast<double>(c[element_offset(cd, pc)]);
+          }
+          out = static_cast<float>(sum);
+        }
+      }
+    }
+  };
+  add_own_step(std::move(s));
+  keep_storage({a, b, bias, dst});
+}
+
+void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const memory& a,
+                                       const memory& dst) {
+  const int64_t k = b->k, n = b->n;
+  if (a.get_desc().get_size() != static_cast<size_t>(k) * sizeof(float) ||
+      dst.get_desc().get_size() != static_cast<size_t>(n) * sizeof(float)) {
+    refuse("matrix-vector product: operands the exact redo cannot read");
+  }
+  OwnStep s{OwnKind::Exact,
+            "matmul,ember:redo_non_finite_f64,forward_inference,,",
+            cat({"1x", std::to_string(k), ":", std::to_string(k), "x", std::to_string(n), ":1x",
+                 std::to_string(n)}),
+            {}};
+  s.run = [b = std::move(b), a, dst, k, n]() {
+    float* y = data_of(dst);
+    if (all_within(y, n, std::numeric_limits<float>::max(), 1)) return;
+    const float* x = data_of(a);
+    for (const PackedMatrix::Panel& p : b->panels) {
+      // Column j of the panel is row kk's element p.offset + kk * width + j (PackedMatrix::pack).
+      const int64_t width = p.nv * avx512::kVec;
+      for (int64_t j = 0; j < width && p.n0 + j < n; ++j) {
+        float& out = y[p.n0 + j];
+        if (std::isfinite(out)) continue;
+        double sum = -0.0;
+        const float* col = b->data.data() + p.offset + j;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          sum += static_cast<double>(x[kk]) * static_cast<double>(col[kk * width]);
+        }
+        out = static_cast<float>(sum + static_cast<double>(b->bias[p.n0 + j]));
+      }
+    }
+  };
+  add_own_step(std::move(s));
+  keep_storage({a, dst});
+}
+
+void CpuDelegate::add_conv_redo_step(const memory& src, const memory& wei, const memory& bias,
+                                     const memory& dst, int64_t r, int64_t groups,
+                                     const memory::dims& strides, const memory::dims& pad_l,
+                                     const memory::dims& dil) {
+  const std::initializer_list<const memory*> all = {&src, &wei, &bias, &dst};
+  for (const memory* m : all) {
+    if (*m &&
+        (m->get_desc().data_type() != dt::f32 || m->get_desc().data.format_kind != dnnl_blocked)) {
+      refuse("convolution: an operand the exact redo cannot read");
+    }
+  }
+  const memory::dims sd = src.get_desc().dims(), od = dst.get_desc().dims();
+  const memory::dims wd = wei.get_desc().dims();
+  if (r < 1 || r > 3 || static_cast<int64_t>(sd.size()) != r + 2 || od.size() != sd.size() ||
+      static_cast<int64_t>(wd.size()) != r + 2 + (groups > 1)) {
+    refuse("convolution: ranks the exact redo cannot read");
+  }
+  // Sizes, strides, paddings and dilations over 3 spatial dims (lower ranks: size 1, none).
+  struct Geometry {
+    int64_t batch, in_c, out_c, groups;
+    int64_t in[3], out[3], kernel[3], stride[3], pad[3], step[3];
+  } g{};
+  g.batch = od[0];
+  g.in_c = sd[1];
+  g.out_c = od[1];
+  g.groups = groups;
+  for (int64_t d = 0; d < 3; ++d) {
+    const bool real = d >= 3 - r;
+    const int64_t k = d - (3 - r);
+    g.in[d] = real ? sd[2 + k] : 1;
+    g.out[d] = real ? od[2 + k] : 1;
+    g.kernel[d] = real ? wd[wd.size() - r + k] : 1;
+    g.stride[d] = real ? strides[k] : 1;
+    g.pad[d] = real ? pad_l[k] : 0;
+    g.step[d] = real ? dil[k] + 1 : 1;
+  }
+  const dnnl_memory_desc_t s_d = src.get_desc().data, w_d = wei.get_desc().data;
+  const dnnl_memory_desc_t o_d = dst.get_desc().data;
+  const dnnl_memory_desc_t b_d = bias ? bias.get_desc().data : dnnl_memory_desc_t{};
+  const int64_t total = static_cast<int64_t>(dst.get_desc().get_size() / sizeof(float));
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact,
+            "convolution,ember:redo_non_finite_f64,forward_inference,,",
+            cat({dims_text(sd), ":", dims_text(wd), ":", dims_text(od)}),
+            {}};
+  s.run = [src, wei, bias, dst, g, r, s_d, w_d, o_d, b_d, total, threads]() {
+    float* y = data_of(dst);
+    // The common case: every element finite (a blocked layout's zero padding included), one scan.
+    if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;
+    const float* x = data_of(src);
+    const float* w = data_of(wei);
+    const float* c = bias ? data_of(bias) : nullptr;
+    const int64_t ocg = g.out_c / g.groups, icg = g.in_c / g.groups;
+    const int64_t lead = 3 - r;  // unused spatial slots before the real ones
+    const bool grouped = g.groups > 1;
+    int64_t po[5], ps[5], pw[6];
+    for (int64_t n = 0; n < g.batch; ++n) {
+      for (int64_t oc = 0; oc < g.out_c; ++oc) {
+        for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+          for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+            for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+              const int64_t o[3] = {o0, o1, o2};
+              po[0] = n;
+              po[1] = oc;
+              for (int64_t d = lead; d < 3; ++d) po[2 + d - lead] = o[d];
+              float& out = y[element_offset(o_d, po)];
+              if (std::isfinite(out)) continue;
+              const int64_t grp = oc / ocg;
+              double sum = -0.0;
+              for (int64_t ic = 0; ic < icg; ++ic) {
+                for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
+                  for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {
+                    for (int64_t k2 = 0; k2 < g.kernel[2]; ++k2) {
+                      const int64_t k[3] = {k0, k1, k2};
+                      bool inside = true;
+                      ps[0] = n;
+                      ps[1] = grp * icg + ic;
+                      int64_t at = 0;
+                      if (grouped) pw[at++] = grp;
+                      pw[at++] = oc % ocg;
+                      pw[at++] = ic;
+                      for (int64_t d = lead; d < 3; ++d) {
+                        const int64_t i = o[d] * g.stride[d] - g.pad[d] + k[d] * g.step[d];
+                        inside = inside && i >= 0 && i < g.in[d];
+                        ps[2 + d - lead] = i;
+                        pw[at++] = k[d];
+                      }
+                      if (!inside) continue;
+                      sum += static_cast<double>(x[element_offset(s_d, ps)]) *
+                             static_cast<double>(w[element_offset(w_d, pw)]);
+                    }
+                  }
+                }
+              }
+              if (c != nullptr) {
+                const int64_t pb[1] = {oc};
+                sum += static_cast<double>(c[element_offset(b_d, pb)]);
+              }
+              out = static_cast<float>(sum);
+            }
+          }
+        }
+      }
+    }
+  };
+  add_own_step(std::move(s));
+  keep_storage({src, wei, bias, dst});
 }
 
 }  // namespace ember::cpu::delegate

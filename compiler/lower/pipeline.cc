@@ -113,7 +113,9 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
   }
   result.partition_report = std::move(delegation.report);
   result.partition_summary = std::move(delegation.summary);
-  result.delegates = delegation.delegates.size();
+  for (const partition::LoweredDelegate& d : delegation.delegates) {
+    result.delegates.push_back({d.backend, d.partition, d.nodes});
+  }
   Result<emit::WrittenProgram> files = emit::write_program(spec);
   if (!files.ok()) {
     return ir::Status::error(std::string("writing the program failed: ") + last_error_message());

@@ -42,7 +42,13 @@ struct CompileResult {
   // With backends: what each took and why the rest stays portable (describe_partitions).
   std::string partition_report;
   std::string partition_summary;  // the same, a line per partition and per kind of portable node
-  size_t delegates = 0;
+  // With backends: each delegate call, by its index (backend, partition index, nodes).
+  struct Delegate {
+    std::string backend;
+    size_t partition = 0;
+    std::vector<std::string> nodes;  // "name (op.overload)", program order
+  };
+  std::vector<Delegate> delegates;
   uint64_t named_data_bytes = 0;  // stored once per key, in the .pte or the .ptd
 };
 

@@ -1,7 +1,9 @@
 // delegate_to_backends: partitions become delegate call nodes (see to_backend.h).
 #include "compiler/partition/to_backend.h"
 
+#include <charconv>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <set>
 #include <unordered_map>
@@ -37,10 +39,14 @@ class FilteredSupport final : public BackendSupport {
   std::vector<std::string> excluded_;
 };
 
-std::vector<std::string> excluded_ops(const std::vector<CompileSpecEntry>& specs) {
+// The comma-separated items of every spec named `key`; `present` tells whether there was one.
+std::vector<std::string> spec_list(const std::vector<CompileSpecEntry>& specs, std::string_view key,
+                                   bool* present = nullptr) {
   std::vector<std::string> out;
+  if (present != nullptr) *present = false;
   for (const CompileSpecEntry& s : specs) {
-    if (s.key != "exclude_ops") continue;
+    if (s.key != key) continue;
+    if (present != nullptr) *present = true;
     std::string v(s.value.begin(), s.value.end());
     size_t pos = 0;
     while (pos <= v.size()) {
@@ -51,6 +57,29 @@ std::vector<std::string> excluded_ops(const std::vector<CompileSpecEntry>& specs
     }
   }
   return out;
+}
+
+// The partition indices a `partitions` spec lets the backend take, or nullopt without the spec.
+ir::StatusOr<std::optional<std::set<size_t>>> selected_partitions(
+    const std::vector<CompileSpecEntry>& specs) {
+  bool present = false;
+  const std::vector<std::string> items = spec_list(specs, kPartitionsSpecKey, &present);
+  if (!present) return std::optional<std::set<size_t>>();
+  std::set<size_t> out;
+  for (const std::string& item : items) {
+    size_t index = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
+    if (ec != std::errc() || end != item.data() + item.size()) {
+      return ir::Status::error(std::string("compile spec '") + kPartitionsSpecKey + "': '" + item +
+                               "' is not a partition index");
+    }
+    out.insert(index);
+  }
+  return std::optional<std::set<size_t>>(std::move(out));
+}
+
+bool lowering_spec(const CompileSpecEntry& s) {
+  return s.key == "exclude_ops" || s.key == kPartitionsSpecKey;
 }
 
 // FQNs of weights the program writes: they reach a delegate as call arguments, never as named
@@ -231,7 +260,11 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
   for (const BackendRequest& request : backends) {
     if (request.backend == nullptr) return ir::Status::error("a null backend was requested");
     const std::string backend_name(request.backend->name());
-    FilteredSupport support(request.backend->support(), excluded_ops(request.compile_specs));
+    FilteredSupport support(request.backend->support(),
+                            spec_list(request.compile_specs, "exclude_ops"));
+    ir::StatusOr<std::optional<std::set<size_t>>> selected =
+        selected_partitions(request.compile_specs);
+    if (!selected.ok()) return selected.status();
     ir::StatusOr<PartitionResult> parts = partition_by_capability(program, support);
     if (!parts.ok()) {
       return ir::Status::error("partitioning for backend '" + backend_name +
@@ -251,6 +284,13 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
         result.summary += "  " + line + "\n";
         continue;
       }
+      if (*selected && (*selected)->count(pi) == 0) {
+        const std::string line = "partition " + std::to_string(pi) +
+                                 " stays portable: not among the compile spec's partitions";
+        result.report += line + " (" + node_list(p) + ")\n";
+        result.summary += "  " + line + "\n";
+        continue;
+      }
       for (ir::Value*& v : p.inputs) {
         auto it = replaced.find(v);
         if (it != replaced.end()) v = it->second;
@@ -261,9 +301,11 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
       if (!pp.ok()) return ir::Status::error(where + ": " + pp.status().message());
       LoweredDelegate d;
       d.backend = backend_name;
-      // `exclude_ops` is lowering's own spec: the backend never sees it, nor does the runtime.
+      d.partition = pi;
+      // `exclude_ops` and `partitions` are lowering's own specs: the backend never sees them,
+      // nor does the runtime.
       for (const CompileSpecEntry& s : request.compile_specs) {
-        if (s.key != "exclude_ops") d.compile_specs.push_back(s);
+        if (!lowering_spec(s)) d.compile_specs.push_back(s);
       }
       const std::vector<CompileSpecEntry> backend_specs = d.compile_specs;
       std::string listing;

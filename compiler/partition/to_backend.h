@@ -34,14 +34,19 @@
 
 namespace ember::partition {
 
-// One backend the caller asks for, with its compile specs. A spec `exclude_ops` (comma-separated
-// qualified or bare op names, "aten::cumsum,aten::mul.Tensor") is read by lowering itself: nodes
-// of those ops stay portable with the reason "excluded by the compile spec". It is a test and
-// tuning hook that works for every backend; neither preprocess nor the runtime half sees it.
+// One backend the caller asks for, with its compile specs. Two specs are read by lowering itself,
+// for every backend, and neither preprocess nor the runtime half sees them:
+// - `exclude_ops` (comma-separated qualified or bare op names, "aten::cumsum,aten::mul.Tensor"):
+//   nodes of those ops stay portable with the reason "excluded by the compile spec";
+// - `partitions` (comma-separated partition indices, "0,2"; empty: none): the backend takes only
+//   those of its partitions, the others stay portable (`ember compile --verify` checks one
+//   partition at a time with it, and its fallback leaves the failing ones out).
 struct BackendRequest {
   const CompilerBackend* backend = nullptr;
   std::vector<CompileSpecEntry> compile_specs;
 };
+
+inline constexpr const char* kPartitionsSpecKey = "partitions";
 
 // The key of the compile spec that lists a delegate's nodes, one "name<TAB>op.overload" line per
 // node in program order, for `ember inspect`; runtime halves ignore keys starting with "ember.".
@@ -49,6 +54,7 @@ inline constexpr const char* kNodesSpecKey = "ember.nodes";
 
 struct LoweredDelegate {
   std::string backend;
+  size_t partition = 0;  // the index of its partition among the backend's (describe_partitions)
   std::vector<uint8_t> processed;
   std::vector<CompileSpecEntry> compile_specs;  // the caller's, then `ember.nodes`
   std::vector<std::string> nodes;               // "name (op.overload)", program order

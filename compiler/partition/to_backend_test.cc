@@ -289,5 +289,64 @@ TEST(Delegation, EarlierBackendsWinAndExcludedOpsStayPortable) {
   EXPECT_EQ(r->delegates[0].compile_specs.back().key, kNodesSpecKey);
 }
 
+// The `partitions` spec (`ember compile --verify` and its fallback): the backend takes only the
+// partitions it lists; the others stay portable, with the reason; neither preprocess nor the
+// delegate's compile specs see the spec.
+TEST(Delegation, PartitionsSpecSelectsPartitions) {
+  const char* text = R"(graph(%x: f32[4]) {
+    %a: f32[4] = aten::add.Tensor(self=%x, other=%x, alpha=1)
+    %s: f32[4] = aten::sub.Tensor(self=%a, other=%x, alpha=1)
+    %m: f32[4] = aten::mul.Tensor(self=%s, other=%s)
+    return (%m)
+  })";
+  const auto with = [](const std::string& list) {
+    return std::vector<CompileSpecEntry>{{kPartitionsSpecKey, {list.begin(), list.end()}}};
+  };
+  {
+    auto p = parse(text);
+    ASSERT_NE(p, nullptr);
+    RecordingBackend backend;
+    auto r = delegate_to_backends(*p, {{&backend, {}}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->delegates.size(), 2u);  // add, and mul: sub is not supported between them
+    EXPECT_EQ(r->delegates[0].partition, 0u);
+    EXPECT_EQ(r->delegates[1].partition, 1u);
+  }
+  {
+    auto p = parse(text);
+    ASSERT_NE(p, nullptr);
+    RecordingBackend backend;
+    auto r = delegate_to_backends(*p, {{&backend, with("1")}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->delegates.size(), 1u);
+    EXPECT_EQ(r->delegates[0].partition, 1u);
+    EXPECT_EQ(r->delegates[0].nodes, (std::vector<std::string>{"m (aten::mul.Tensor)"}));
+    EXPECT_NE(r->report.find("partition 0 stays portable: not among the compile spec's partitions"),
+              std::string::npos)
+        << r->report;
+    for (const CompileSpecEntry& e : r->delegates[0].compile_specs) {
+      EXPECT_NE(e.key, kPartitionsSpecKey);
+    }
+    EXPECT_EQ(backend.programs.size(), 1u);
+  }
+  {
+    auto p = parse(text);
+    ASSERT_NE(p, nullptr);
+    RecordingBackend backend;
+    auto r = delegate_to_backends(*p, {{&backend, with("")}});
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->delegates.empty());
+  }
+  {
+    auto p = parse(text);
+    ASSERT_NE(p, nullptr);
+    RecordingBackend backend;
+    auto r = delegate_to_backends(*p, {{&backend, with("0,x")}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("'x' is not a partition index"), std::string::npos)
+        << r.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace ember::partition

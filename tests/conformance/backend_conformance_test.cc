@@ -208,7 +208,7 @@ Error run_in_flow(const Flow& flow, KernelCall& call, CallRecord& record,
     for (char& ch : record.compile_error) ch = ch == '\n' ? ' ' : ch;
     return call.run_direct();
   }
-  record.claimed = r->delegates > 0;
+  record.claimed = !r->delegates.empty();
   // A backend takes some nodes of several results only when the others are unused (max pooling's
   // indices, normalization statistics), as in most models: then the program returns the first
   // result alone, and the other outs come from the direct kernel call (each out is still
@@ -222,7 +222,7 @@ Error run_in_flow(const Flow& flow, KernelCall& call, CallRecord& record,
     }
     if (first.ok()) {
       ir::StatusOr<lower::CompileResult> rf = lower::compile_program(*first->program, options);
-      if (rf.ok() && rf->delegates > 0) {
+      if (rf.ok() && !rf->delegates.empty()) {
         EMBER_TRY(call.run_direct());
         p = std::move(first);
         r = std::move(rf);

@@ -32,7 +32,3 @@ def inputs():
 CALLS = 1
 FLOWS = ['portable', 'cpu', 'loopback']
 FOUND = "wrong"
-# Open on cpu (issue 20): near float32's maximum the order of a dot product's sum decides whether a
-# partial sum overflows; oneDNN's gives -inf where eager's is finite. The portable GEMM redoes such
-# sums in double (util/gemm.h) and matches; the cpu backend has no such fallback yet.
-KNOWN = "cpu: linear near FLT_MAX: oneDNN's summation order overflows"
