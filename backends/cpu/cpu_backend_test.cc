@@ -503,6 +503,25 @@ TEST(CpuBackend, EmptyTensorsStayPortable) {
   }
 }
 
+// A matmul over one element (K = 1) stays portable: oneDNN's sum of 0 * -x is +0.0, ATen's -0.0
+// (fuzzer seed 106352: an atan2 after it gave pi for -pi). K = 2 is claimed.
+TEST(CpuBackend, MatmulOverOneElementStaysPortable) {
+  auto program = parse_text(
+      "graph(\n    %x: f32[3, 1],\n    %y: f32[1, 4],\n    %z: f32[3, 2],\n    %w: f32[2, 4]\n"
+      ") {\n"
+      "  %m: f32[3, 4] = aten::mm.default(self=%x, mat2=%y)\n"
+      "  %k: f32[3, 4] = aten::mm.default(self=%z, mat2=%w)\n"
+      "  return (%m, %k)\n}\n");
+  ASSERT_TRUE(program);
+  std::vector<const ir::Node*> nodes;
+  for (const ir::Node* n : program->graph().nodes()) nodes.push_back(n);
+  ASSERT_EQ(nodes.size(), 2u);
+  partition::Support one = compiler_backend()->support().check(*nodes[0]);
+  EXPECT_FALSE(one.supported);
+  EXPECT_NE(one.reason.find("K = 1"), std::string::npos) << one.reason;
+  EXPECT_TRUE(compiler_backend()->support().check(*nodes[1]).supported);
+}
+
 // A dynamic size other than the batch stays portable, with the reason.
 TEST(CpuBackend, OtherDynamicSizesStayPortable) {
   auto program = parse_text(

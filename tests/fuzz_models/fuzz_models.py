@@ -162,7 +162,10 @@ def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False):
         with torch.no_grad(), eager_cond(), \
                 (Float32AsFloat64(all_floats) if double else contextlib.nullcontext()):
             for _ in range(calls):
-                result.append([o.clone() for o in as_list(m(*[x.clone() for x in inputs]))])
+                # Contiguous, as Ember gets them (.npy, C order): eager's kernels can give other
+                # values on other layouts (gelu(+inf): NaN vectorized, inf strided).
+                args = [x.clone(memory_format=torch.contiguous_format) for x in inputs]
+                result.append([o.clone() for o in as_list(m(*args))])
     finally:
         torch.set_default_dtype(default)
     return result

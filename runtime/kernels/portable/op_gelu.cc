@@ -12,9 +12,10 @@ Error gelu_out(KernelContext& ctx, std::span<EValue*> args) {
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
   if (approximate == "none") {
-    // ATen's vectorized float kernel (float32, float16, bfloat16: every tensor of two or more
-    // elements) gives gelu(+inf) = NaN, its scalar one (a single element, and float64) inf; both
-    // give gelu(-inf) = NaN (-inf * 0), as this formula does.
+    // ATen's vectorized float kernel (float32, float16, bfloat16: every contiguous tensor of two
+    // or more elements, what Ember's kernels get) gives gelu(+inf) = NaN, its scalar one (one
+    // element, a strided tensor, and float64) inf; both give gelu(-inf) = NaN (-inf * 0), as
+    // this formula does.
     const bool vectorized = in.numel() > 1;
     return unary_op_out<kAcceptFloat>(
         ctx, in, out, {"gelu", kAcceptFloating}, [vectorized](auto x) {
