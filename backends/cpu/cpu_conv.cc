@@ -81,9 +81,8 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
   // round it to bf16 first anyway, so this saves a conversion and half the traffic, exactly.
   bool bf16_dst = wdt == dt::bf16 && feeds_only_bf16_math_[op.output];
   for (const PostOp& p : op.post_ops) bf16_dst = bf16_dst && !p.is_sum;
-  // A clamp or gelu step after the primitive (fused_post_ops) reads and writes f32.
-  bf16_dst = bf16_dst && fused_post_ops(op).size() == op.post_ops.size() &&
-             (op.post_ops.empty() || !is_gelu_erf(op.post_ops.back()));
+  // A clamp after the primitive (fused_post_ops) reads and writes f32.
+  bf16_dst = bf16_dst && fused_post_ops(op).size() == op.post_ops.size();
   const memory::desc src_any(sd, wdt, tag::any);
   const memory::desc dst_any(od, bf16_dst ? dt::bf16 : dt::f32, tag::any);
   const memory::desc w_any(logical, wdt, tag::any);

@@ -139,29 +139,20 @@ class CpuDelegate {
     }
   }
   memory::dims dims_of(int32_t id) const { return to_dims(graph_.tensors[id].dims); }
-  // The primitive's attributes: its post-ops before the first clamp or gelu (fused_post_ops).
+  // The primitive's attributes: its post-ops before the first clamp (fused_post_ops).
   dnnl::primitive_attr attr_for(const OpDesc& op);
   // --- NaN-exact steps (cpu_exact.cc, nan_exact.h) -----------------------------------------
   // Whether `p` is relu or hardtanh, as a clamp.
   static bool is_clamp(const PostOp& p, Clamp* c);
-  // Whether `p` is gelu (erf), whose oneDNN form gives inf at +inf where ATen's vectorized
-  // kernel gives NaN.
-  static bool is_gelu_erf(const PostOp& p) { return !p.is_sum && p.alg == EltwiseAlg::GeluErf; }
-  // The post-ops oneDNN runs inside the op's primitive: those before the first clamp, and before
-  // a gelu that is not the last. oneDNN computes relu and clip with max/min, which turn NaN (an
-  // input's, or one arising inside, inf - inf) into a bound, and gelu(+inf) as inf; the clamp or
-  // gelu and what follows run as steps of their own, and a last gelu's +inf is made NaN after
-  // the primitive (add_post_op_steps).
+  // The post-ops oneDNN runs inside the op's primitive: those before the first clamp. oneDNN
+  // computes relu and clip with max/min, which turn NaN (an input's, or one arising inside,
+  // inf - inf) into a bound; the clamp and what follows it run as steps of their own.
   static std::span<const PostOp> fused_post_ops(const OpDesc& op);
   // Steps for post-ops [from, end) of `op`, in place on its output `dst`: clamps by Ember's
-  // NaN-keeping kernel, other element-wise ops and sums by oneDNN (gelu followed by
-  // add_gelu_nan_step).
+  // NaN-keeping kernel, other element-wise ops and sums by oneDNN.
   void add_post_op_steps(const OpDesc& op, size_t from, const memory& dst);
   // dst = clamp(src), NaN kept; src and dst have one layout (the same memory: in place).
   void add_clamp_step(const memory& src, const memory& dst, Clamp act);
-  // After oneDNN's gelu (erf) into `dst`: +inf becomes NaN, ATen's gelu(+inf) for every tensor
-  // of two or more elements (its scalar path, one element, gives inf: no step then).
-  void add_gelu_nan_step(const memory& dst);
   // Marks the memories the last step (an own step) reads as its args, so that build keeps the
   // storage of those that are views.
   void keep_storage(std::initializer_list<memory> reads);

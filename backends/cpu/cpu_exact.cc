@@ -106,18 +106,11 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
   size_t k = 0;
   Clamp c;
-  const size_t n = op.post_ops.size();
-  // A gelu last stays fused: the step after the primitive (add_post_op_steps) makes its +inf NaN.
-  while (k < n && !is_clamp(op.post_ops[k], &c) && !(is_gelu_erf(op.post_ops[k]) && k + 1 < n)) {
-    ++k;
-  }
+  while (k < op.post_ops.size() && !is_clamp(op.post_ops[k], &c)) ++k;
   return std::span<const PostOp>(op.post_ops).first(k);
 }
 
 void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory& dst) {
-  if (from > 0 && from == op.post_ops.size() && is_gelu_erf(op.post_ops.back())) {
-    add_gelu_nan_step(dst);  // the primitive ran the gelu (fused_post_ops)
-  }
   for (size_t i = from; i < op.post_ops.size(); ++i) {
     const PostOp& p = op.post_ops[i];
     Clamp c;
@@ -131,7 +124,6 @@ void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory&
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
       add_step<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}});
-      if (is_gelu_erf(p)) add_gelu_nan_step(dst);
     } else {
       memory summand = as(p.tensor, dst.get_desc());
       dnnl::binary::desc d(dnnl::algorithm::binary_add, dst.get_desc(), summand.get_desc(),
@@ -196,23 +188,6 @@ void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act
       }
     };
   }
-  add_own_step(std::move(s));
-}
-
-void CpuDelegate::add_gelu_nan_step(const memory& dst) {
-  const memory::desc md = dst.get_desc();
-  if (md.data_type() != dt::f32) refuse("gelu: a destination that is not float32");
-  int64_t elements = 1;
-  for (const int64_t d : md.dims()) elements *= d;
-  if (elements < 2) return;
-  // Every element, a blocked layout's padding included: gelu(0) is 0 there, which stays.
-  const int64_t total = static_cast<int64_t>(md.get_size() / sizeof(float));
-  OwnStep s{OwnKind::Exact,
-            "eltwise,ember:gelu_posinf_nan,forward_inference,,",
-            cat({"alg:posinf_to_nan ", dims_text(md.dims())}),
-            {}};
-  const int threads = threads_;
-  s.run = [dst, total, threads]() { posinf_to_nan(data_of(dst), total, threads); };
   add_own_step(std::move(s));
 }
 

@@ -34,7 +34,6 @@ void CpuDelegate::build_op(const OpDesc& op) {
       dnnl::eltwise_forward::primitive_desc pd(d, attr, engine_);
       memory dst = make_output(op, pd.dst_desc());
       add_step<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-      if (is_gelu_erf(as_post)) add_gelu_nan_step(dst);
       return;
     }
     case OpKind::Binary: {

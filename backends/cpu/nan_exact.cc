@@ -292,16 +292,6 @@ void clamp_in_place(float* x, int64_t n, Clamp act, int threads) {
   });
 }
 
-void posinf_to_nan(float* x, int64_t n, int threads) {
-  split(n, n, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      if (x[i] == std::numeric_limits<float>::infinity()) {
-        x[i] = std::numeric_limits<float>::quiet_NaN();
-      }
-    }
-  });
-}
-
 namespace {
 
 // The largest |x[i]| as the bits of a float (sign cleared): an unsigned order that agrees with

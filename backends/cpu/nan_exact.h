@@ -44,9 +44,6 @@ void max_pool(const float* x, const PoolLayout& in, float* y, const PoolLayout& 
 void softmax_nan_rows(const float* x, float* y, int64_t outer, int64_t len, int64_t inner,
                       int threads);
 
-// x[i] = NaN where x[i] is +inf, for i < n (ATen's vectorized gelu at +inf, after oneDNN's).
-void posinf_to_nan(float* x, int64_t n, int threads);
-
 // Whether every |x[i]| (i < n) is at most `bound`; false where any is NaN. A guard of oneDNN's
 // Winograd convolution (cpu_conv.cc), whose transforms turn an inf into NaN across a tile.
 bool all_within(const float* x, int64_t n, float bound, int threads);

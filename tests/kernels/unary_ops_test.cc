@@ -75,17 +75,8 @@ const bool kUnaryCases = [] {
   add_unary_case(
       "aten::round.decimals_out", [](const at::Tensor& x) { return at::round(x, 2); },
       [](KernelCall& c) { c.scalar(int64_t{2}); }, /*widened=*/true);
-  // PyTorch 2's vectorized gelu (every float32, float16 and bfloat16 tensor of two or more
-  // elements), which Ember follows, gives NaN at +inf where libtorch 1.13's gives inf: the
-  // reference takes PyTorch 2's value there (checked against torch 2.15 itself by the fuzzer's
-  // regression tests/fuzz_models/regressions/all_wrong_gelu_inf.py).
   add_unary_case(
-      "aten::gelu.out",
-      [](const at::Tensor& x) {
-        const at::Tensor y = at::gelu(x);
-        if (x.scalar_type() == at::kDouble || x.numel() < 2) return y;
-        return at::where(at::isposinf(x), at::full({}, NAN, y.options()), y);
-      },
+      "aten::gelu.out", [](const at::Tensor& x) { return at::gelu(x); },
       [](KernelCall& c) { c.string("none"); }, /*widened=*/true);
   add_unary_case(
       "aten::gelu.out", [](const at::Tensor& x) { return at::gelu(x, "tanh"); },

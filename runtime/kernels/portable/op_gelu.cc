@@ -1,6 +1,5 @@
 // aten::gelu.out(Tensor self, *, str approximate='none', Tensor(a!) out)
 #include <cmath>
-#include <limits>
 #include <string_view>
 
 #include "runtime/kernels/portable/unary_family.h"
@@ -12,21 +11,10 @@ Error gelu_out(KernelContext& ctx, std::span<EValue*> args) {
   const Tensor& in = args[0]->to_tensor();
   Tensor& out = args[2]->to_tensor();
   if (approximate == "none") {
-    // ATen's vectorized float kernel (float32, float16, bfloat16: every contiguous tensor of two
-    // or more elements, what Ember's kernels get) gives gelu(+inf) = NaN, its scalar one (one
-    // element, a strided tensor, and float64) inf; both give gelu(-inf) = NaN (-inf * 0), as
-    // this formula does.
-    const bool vectorized = in.numel() > 1;
-    return unary_op_out<kAcceptFloat>(
-        ctx, in, out, {"gelu", kAcceptFloating}, [vectorized](auto x) {
-          using T = decltype(x);
-          if constexpr (!std::is_same_v<T, double>) {
-            if (vectorized && x == std::numeric_limits<T>::infinity()) {
-              return std::numeric_limits<T>::quiet_NaN();
-            }
-          }
-          return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(M_SQRT1_2)));
-        });
+    return unary_op_out<kAcceptFloat>(ctx, in, out, {"gelu", kAcceptFloating}, [](auto x) {
+      using T = decltype(x);
+      return T(0.5) * x * (T(1) + std::erf(x * static_cast<T>(M_SQRT1_2)));
+    });
   }
   if (approximate == "tanh") {
     return unary_op_out<kAcceptFloat>(ctx, in, out, {"gelu", kAcceptFloating}, [](auto x) {

@@ -1,8 +1,9 @@
-"""Written by hand from the fuzzer's gelu findings (seeds 100011, 100748, 101670, 102660):
-gelu of +-inf in float32, where eager gives NaN for both (its vectorized kernel: every float32,
-float16 and bfloat16 tensor of two or more elements; exact arithmetic would give inf and 0).
-Before the fix the portable kernel gave inf for +inf; the cpu backend's oneDNN gelu gave what
-its own formula gives.
+"""Written by hand from the fuzzer's gelu findings (seeds 100011, 100748, 101670, 102660, 103245,
+200420): gelu of +-inf in float32. Eager's vectorized kernel (contiguous float32, float16 and
+bfloat16 tensors of two or more elements) gives NaN for +inf, its scalar one (one element, a
+strided tensor, a transposed view cast to float16) and float64 give inf, as exact arithmetic does;
+Ember gives inf (as ExecuTorch's portable kernel does), and the fuzzer does not compare an element
+where eager alone gives NaN and exact arithmetic a value. gelu(-inf) is NaN everywhere (-inf * 0).
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
 
