@@ -327,7 +327,7 @@ void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const m
           float& out = y[(q * m + i) * n + j];
           if (std::isfinite(out)) continue;
           // Products of floats are exact in double, and no sum of them overflows it.
-          double sum = -0.0;
+          double sum = 0.0;
           int64_t pa[3] = {q, 0, 0}, pb[3] = {q, 0, 0};
           pa[at] = i;
           pb[at + 1] = j;
@@ -374,7 +374,7 @@ void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const me
       for (int64_t j = 0; j < width && p.n0 + j < n; ++j) {
         float& out = y[p.n0 + j];
         if (std::isfinite(out)) continue;
-        double sum = -0.0;
+        double sum = 0.0;
         const float* col = b->data.data() + p.offset + j;
         for (int64_t kk = 0; kk < k; ++kk) {
           sum += static_cast<double>(x[kk]) * static_cast<double>(col[kk * width]);
@@ -455,7 +455,7 @@ void CpuDelegate::add_conv_redo_step(const memory& src, const memory& wei, const
               float& out = y[element_offset(o_d, po)];
               if (std::isfinite(out)) continue;
               const int64_t grp = oc / ocg;
-              double sum = -0.0;
+              double sum = 0.0;
               for (int64_t ic = 0; ic < icg; ++ic) {
                 for (int64_t k0 = 0; k0 < g.kernel[0]; ++k0) {
                   for (int64_t k1 = 0; k1 < g.kernel[1]; ++k1) {

@@ -284,8 +284,8 @@ Why check_reshape_like(const Node& n) {
 
 // A product over one element (K = 1, an outer product): ATen's result is the product itself,
 // -0.0 for 0 * -x, where oneDNN's sum starts from +0.0 and gives +0.0 (a later division or atan2
-// shows the sign: fuzzer seed 106352). The portable GEMM sums from -0.0. `a` names the operand
-// whose last dim is K.
+// shows the sign: fuzzer seed 106352). The portable mm computes that product alone. `a` names the
+// operand whose last dim is K.
 Why check_depth(const Node& n, const char* a) {
   if (auto w = all_static(n)) return w;
   const Value* v = value_arg(n, a);

@@ -97,11 +97,14 @@ UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 *
 
 
 def _perturbed(t, generator):
-    """t (float64) times 1 + d, d the unit roundoff of t's original dtype with a random sign: a
-    change of the size of the rounding that made t."""
+    """t (float64) times 1 + d, |d| between half and all of the unit roundoff of t's original
+    dtype, with a random sign: a change of the size of the rounding that made t."""
     u = UNIT_ROUNDOFF.get(str(t.dtype).replace("torch.", ""), 2.0 ** -24)
+    # A random sign, and a random size in [u/2, u]: equal values move apart, so that x - x of two
+    # inputs shows the cancellation it hides (a mean of [3e38, 0.43, -3e38]).
     sign = torch.randint(0, 2, t.shape, generator=generator, dtype=torch.int64) * 2 - 1
-    return t.double() * (1 + u * sign.double())
+    size = 0.5 + 0.5 * torch.rand(t.shape, generator=generator, dtype=torch.float64)
+    return t.double() * (1 + u * size * sign.double())
 
 
 def _make_float32_as_float64():

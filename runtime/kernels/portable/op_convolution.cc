@@ -81,9 +81,7 @@ void conv_direct(const Conv& c, const T* in, const T* wt, const T* bias, T* out,
       const T* image = in + b * c.in_s[0] + g * cin_g * c.in_s[1];
       for (int64_t y = 0; y < c.oh; ++y) {
         for (int64_t x = 0; x < c.ow; ++x) {
-          // -0.0 is the identity of floating addition: a sum of -0.0 products stays -0.0.
-          Acc acc = bias != nullptr ? static_cast<Acc>(bias[co])
-                                    : (std::is_integral_v<Acc> ? Acc(0) : Acc(-0.0));
+          Acc acc = bias == nullptr ? Acc(0) : static_cast<Acc>(bias[co]);
           for (int64_t ci = 0; ci < cin_g; ++ci) {
             const T* plane = image + ci * c.in_s[1];
             const T* kernel = c.transposed

@@ -74,6 +74,15 @@ void matmul_typed(const MatmulArgs& m, int64_t batch, int64_t rows, int64_t cols
     const T* bi = pb + (m.batched ? i * b.stride(0) : 0);
     T* ci = pc + (m.batched ? i * out.stride(0) : 0);
     if constexpr (kGemm) {
+      if (depth == 1 && !m.batched) {
+        // ATen's mm over one element is the product itself (0 * -x is -0.0); its sums over more
+        // elements, and bmm's, start from +0.0, as the GEMM's do.
+        for (int64_t y = 0; y < rows; ++y) {
+          for (int64_t x = 0; x < cols; ++x)
+            ci[y * c_rs + x * c_cs] = alpha * ai[y * a_rs] * bi[x * b_cs];
+        }
+        return;
+      }
       gemm(GemmProblem<T>{rows, cols, depth, alpha, ai, a_rs, a_cs, bi, b_rs, b_cs, T(0), ci, c_rs,
                           c_cs},
            pool);

@@ -68,7 +68,7 @@ void redo_non_finite(const GemmProblem<float>& p) {
     for (int64_t j = 0; j < p.n; ++j) {
       float& c = p.c[i * p.c_rs + j * p.c_cs];
       if (std::isfinite(c)) continue;
-      double sum = -0.0;
+      double sum = 0.0;
       for (int64_t r = 0; r < p.k; ++r) {
         sum += static_cast<double>(p.a[i * p.a_rs + r * p.a_cs]) * b_at(p, r, j);
       }
