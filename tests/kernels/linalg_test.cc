@@ -144,6 +144,42 @@ TEST(Linalg, BetaZeroIgnoresNanInSelfAndManySmallBatches) {
   expect_matches(many.out(), at::bmm(x, y), matmul_tolerance(at::kFloat));
 }
 
+// The sign of a sum of zero products follows ATen: sums over two or more elements, and bmm,
+// start from +0.0. (mm over one element is the product itself in PyTorch 2, -0.0 for 0 * -x, and
+// +0.0 in libtorch 1.13, this suite's reference: the fuzzer's regression
+// all_wrong_mm_one_element.py checks it against the pinned torch.) Float sums that overflow in the
+// GEMM's order (values near float32's maximum) are summed again in double: the reference is ATen in
+// float64, rounded once.
+TEST(Linalg, ZeroSignsAndOverflowedSumsLikeATen) {
+  for (int64_t k : {1, 2, 7}) {
+    const at::Tensor a = at::zeros({3, k}), b = -at::ones({k, 4});
+    const at::Tensor want = at::mm(a, b);
+    KernelCall call("aten::mm.out");
+    call.tensor(a).tensor(b).out_like(want).repeat_out();
+    ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+    if (k > 1) {
+      EXPECT_TRUE(at::equal(at::signbit(aten_view(call.out())), at::signbit(want))) << "K = " << k;
+    }
+    KernelCall batched("aten::bmm.out");
+    const at::Tensor want3 = at::bmm(a.unsqueeze(0), b.unsqueeze(0));
+    batched.tensor(a.unsqueeze(0)).tensor(b.unsqueeze(0)).out_like(want3).repeat_out();
+    ASSERT_EQ(batched.run(), Error::Ok) << last_error_message();
+    EXPECT_TRUE(at::equal(at::signbit(aten_view(batched.out())), at::signbit(want3)))
+        << "bmm, K = " << k;
+  }
+  // Every partial sum of the row is exact unless it overflows: 2^127 + 2^127 does, in the order
+  // the row is stored; the exact value is 2^127 + 1.
+  const float big = std::ldexp(1.0f, 127);
+  const at::Tensor a = at::tensor({big, big, -big, 1.0f}).reshape({1, 4}).repeat({5, 1});
+  const at::Tensor b = at::ones({4, 3});
+  const at::Tensor want = at::mm(a.to(at::kDouble), b.to(at::kDouble)).to(at::kFloat);
+  ASSERT_TRUE(at::isfinite(want).all().item<bool>());
+  KernelCall call("aten::mm.out");
+  call.tensor(a).tensor(b).out_like(want).repeat_out();
+  ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+  EXPECT_TRUE(at::equal(aten_view(call.out()), want)) << aten_view(call.out());
+}
+
 TEST(Linalg, DynamicOutResizedWrongShapesAndDtypesRefused) {
   const at::Tensor a = at::randn({3, 4}), b = at::randn({4, 5});
   KernelCall dynamic("aten::mm.out");

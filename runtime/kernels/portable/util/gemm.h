@@ -40,6 +40,9 @@ struct GemmProblem {
 };
 
 // C = alpha * A·B + beta * C for float or double, split over `threads` (may be null) when large.
+// Float, with beta 0: an element that comes out inf or NaN is summed again in double (gemm.cc,
+// redo_non_finite), so an overflow of the float partial sums that exact arithmetic avoids is
+// undone; with beta != 0 C's old value is gone by then, so callers add a bias after the GEMM.
 // Runs the widest ISA variant this CPU supports (see gemm.cc).
 void gemm(const GemmProblem<float>& p, ThreadPool* threads);
 void gemm(const GemmProblem<double>& p, ThreadPool* threads);

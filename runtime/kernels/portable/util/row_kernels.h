@@ -9,7 +9,8 @@
 // call); on x86-64 they are also compiled for AVX2 and AVX-512 and picked at load time (the rest of
 // the library is built for the baseline ISA). Results match the strided kernels' semantics: NaN
 // anywhere in a softmax row makes the row NaN, sums are accumulated in double, and layer norm's
-// statistics are the two-pass mean and biased variance of row_stats (normalization.h).
+// statistics are the two-pass mean and biased variance of row_stats (normalization.h), in double,
+// and the row is normalized in double too.
 #pragma once
 
 #include <cstdint>
