@@ -144,15 +144,26 @@ class CpuDelegate {
   // --- NaN-exact steps (cpu_exact.cc, nan_exact.h) -----------------------------------------
   // Whether `p` is relu or hardtanh, as a clamp.
   static bool is_clamp(const PostOp& p, Clamp* c);
-  // The post-ops oneDNN runs inside the op's primitive: those before the first clamp. oneDNN
-  // computes relu and clip with max/min, which turn NaN (an input's, or one arising inside,
-  // inf - inf) into a bound; the clamp and what follows it run as steps of their own.
+  // Whether `p` is an element-wise op that oneDNN may compute wrongly on NaN: a clamp (relu and
+  // clip by max/min turn NaN into a bound) or sigmoid (the reference logistic, which oneDNN runs
+  // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0).
+  static bool is_own_eltwise(const PostOp& p);
+  // The post-ops oneDNN runs inside the op's primitive: those before the first own element-wise
+  // op (is_own_eltwise). That op and what follows it run as steps of their own.
   static std::span<const PostOp> fused_post_ops(const OpDesc& op);
-  // Steps for post-ops [from, end) of `op`, in place on its output `dst`: clamps by Ember's
-  // NaN-keeping kernel, other element-wise ops and sums by oneDNN.
+  // Steps for post-ops [from, end) of `op`, in place on its output `dst`: clamps and sigmoid by
+  // Ember's NaN-keeping kernels, other element-wise ops and sums by oneDNN.
   void add_post_op_steps(const OpDesc& op, size_t from, const memory& dst);
   // dst = clamp(src), NaN kept; src and dst have one layout (the same memory: in place).
   void add_clamp_step(const memory& src, const memory& dst, Clamp act);
+  // dst = sigmoid(src), NaN kept; as add_clamp_step.
+  void add_sigmoid_step(const memory& src, const memory& dst);
+  // dst = f(src) by `kernel` (in place, over n floats, on `threads`), src and dst of one layout;
+  // the padding of a channel-blocked layout stays zero (unless f(0) = 0, every block is one
+  // run). `name` and `info` are the profiler's.
+  using InPlaceKernel = std::function<void(float* y, int64_t n, int threads)>;
+  void add_in_place_step(const memory& src, const memory& dst, bool zero_stays_zero,
+                         std::string name, std::string info, InPlaceKernel kernel);
   // Marks the memories the last step (an own step) reads as its args, so that build keeps the
   // storage of those that are views.
   void keep_storage(std::initializer_list<memory> reads);

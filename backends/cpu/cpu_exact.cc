@@ -103,10 +103,14 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
   return false;
 }
 
+bool CpuDelegate::is_own_eltwise(const PostOp& p) {
+  Clamp c;
+  return is_clamp(p, &c) || (!p.is_sum && p.alg == EltwiseAlg::Logistic);
+}
+
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
   size_t k = 0;
-  Clamp c;
-  while (k < op.post_ops.size() && !is_clamp(op.post_ops[k], &c)) ++k;
+  while (k < op.post_ops.size() && !is_own_eltwise(op.post_ops[k])) ++k;
   return std::span<const PostOp>(op.post_ops).first(k);
 }
 
@@ -116,6 +120,8 @@ void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory&
     Clamp c;
     if (is_clamp(p, &c)) {
       add_clamp_step(dst, dst, c);
+    } else if (is_own_eltwise(p)) {
+      add_sigmoid_step(dst, dst);
     } else if (!p.is_sum) {
       auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
@@ -138,27 +144,36 @@ void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory&
 }
 
 void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act) {
+  add_in_place_step(
+      src, dst, act.lo <= 0.f && 0.f <= act.hi, "eltwise,ember:clamp,forward_inference,,",
+      cat({"alg:clip alpha:", std::to_string(act.lo), " beta:", std::to_string(act.hi)}),
+      [act](float* y, int64_t n, int threads) { clamp_in_place(y, n, act, threads); });
+}
+
+void CpuDelegate::add_sigmoid_step(const memory& src, const memory& dst) {
+  add_in_place_step(src, dst, false, "eltwise,ember:logistic,forward_inference,,", "alg:logistic",
+                    sigmoid_in_place);
+}
+
+void CpuDelegate::add_in_place_step(const memory& src, const memory& dst, bool zero_stays_zero,
+                                    std::string name, std::string info, InPlaceKernel kernel) {
   const memory::desc md = dst.get_desc();
   if (src.get_desc() != md || md.data_type() != dt::f32) {
-    refuse("clamp: source and destination layouts differ");
+    refuse(cat({name, ": source and destination layouts differ"}));
   }
   const int64_t total = static_cast<int64_t>(md.get_size() / sizeof(float));
-  OwnStep s{OwnKind::Exact,
-            "eltwise,ember:clamp,forward_inference,,",
-            cat({"alg:clip alpha:", std::to_string(act.lo), " beta:", std::to_string(act.hi), " ",
-                 dims_text(md.dims())}),
-            {}};
+  OwnStep s{OwnKind::Exact, std::move(name), cat({info, " ", dims_text(md.dims())}), {}};
   const dnnl_memory_desc_t& d = md.data;
   bool padded = false;
   for (int i = 0; i < d.ndims; ++i) padded = padded || d.padded_dims[i] != d.dims[i];
   const int threads = threads_;
-  if (!padded || (act.lo <= 0.f && 0.f <= act.hi)) {
+  if (!padded || zero_stays_zero) {
     // Every element, the zeros of a blocked layout's padding included (they stay zero).
-    s.run = [src, dst, total, act, threads]() {
+    s.run = [src, dst, total, kernel = std::move(kernel), threads]() {
       const float* x = data_of(src);
       float* y = data_of(dst);
       if (x != y) std::copy(x, x + total, y);
-      clamp_in_place(y, total, act, threads);
+      kernel(y, total, threads);
     };
   } else {
     // The padding must stay zero: the real channels of each block only.
@@ -169,9 +184,10 @@ void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act
     for (int i = 0; ok && i < d.ndims; ++i) ok = i == 1 || d.padded_dims[i] == d.dims[i];
     const int64_t b = ok ? blk.inner_blks[0] : 1;
     ok = ok && blk.strides[1] == spatial * b && blk.strides[0] == d.padded_dims[1] * spatial;
-    if (!ok) refuse("clamp of a padded layout it does not know");
+    if (!ok) refuse(cat({s.what, " of a padded layout it does not know"}));
     const int64_t batch = d.dims[0], channels = d.dims[1], blocks = d.padded_dims[1] / b;
-    s.run = [src, dst, total, act, batch, channels, blocks, b, spatial, threads]() {
+    s.run = [src, dst, total, kernel = std::move(kernel), batch, channels, blocks, b, spatial,
+             threads]() {
       const float* x = data_of(src);
       float* y = data_of(dst);
       if (x != y) std::copy(x, x + total, y);
@@ -180,10 +196,10 @@ void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act
           float* chunk = y + (n * blocks + cb) * spatial * b;
           const int64_t valid = std::min(b, channels - cb * b);
           if (valid == b) {
-            clamp_in_place(chunk, spatial * b, act, threads);
+            kernel(chunk, spatial * b, threads);
             continue;
           }
-          for (int64_t i = 0; i < spatial; ++i) clamp_in_place(chunk + i * b, valid, act, 1);
+          for (int64_t i = 0; i < spatial; ++i) kernel(chunk + i * b, valid, 1);
         }
       }
     };

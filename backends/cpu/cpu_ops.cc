@@ -25,6 +25,10 @@ void CpuDelegate::build_op(const OpDesc& op) {
         add_clamp_step(src, make_output(op, src.get_desc()), c);
         return;
       }
+      if (is_own_eltwise(as_post)) {
+        add_sigmoid_step(src, make_output(op, src.get_desc()));
+        return;
+      }
       auto [a, b] = eltwise_params(static_cast<EltwiseAlg>(op.ints[0]), op.floats[0], op.floats[1]);
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
                                     eltwise_alg(static_cast<EltwiseAlg>(op.ints[0])),

@@ -60,6 +60,49 @@ EMBER_TARGET_AVX2 void clamp_avx2(float* x, int64_t n, float lo, float hi) {
 }
 void clamp_generic(float* x, int64_t n, float lo, float hi) { clamp_body(x, n, lo, hi); }
 
+// sigmoid(x) = 1 / (1 + exp(-x)), ATen's formula, with exp(t) = 2^n * e^r (n = round(t / ln 2),
+// |r| <= ln 2 / 2, e^r by its Taylor series to r^7: under 1e-8 relative) and 2^n as two factors,
+// so that n from -151 to 128 needs no special case: exp(t) overflows to inf above 88.72 (sigmoid
+// 0) and is below the smallest float under -103.3 (sigmoid 1), as in ATen. Bit operations and
+// selects only, so that the loop becomes one vector loop; a NaN x is returned as it is.
+EMBER_INLINE void sigmoid_body(float* x, int64_t n) {
+  constexpr float kLog2e = 1.44269504f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
+  uint32_t round_bits;
+  std::memcpy(&round_bits, &kRound, sizeof round_bits);
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    float t = -v;
+    t = t > 89.f ? 89.f : t;  // exp(89) is inf already; NaN passes both
+    t = t < -104.f ? -104.f : t;
+    const float k = t * kLog2e + kRound;  // round(t / ln 2) + 1.5 * 2^23
+    const float nf = k - kRound;
+    uint32_t kb;
+    std::memcpy(&kb, &k, sizeof kb);
+    const int32_t m = static_cast<int32_t>(kb - round_bits);  // n
+    const float r = (t - nf * kLn2Hi) - nf * kLn2Lo;          // nf * kLn2Hi is exact
+    float p = 1.f / 5040;
+    p = p * r + 1.f / 720;
+    p = p * r + 1.f / 120;
+    p = p * r + 1.f / 24;
+    p = p * r + 1.f / 6;
+    p = p * r + .5f;
+    p = p * r + 1.f;
+    p = p * r + 1.f;
+    const int32_t half = m / 2;
+    const uint32_t b1 = static_cast<uint32_t>(half + 127) << 23;
+    const uint32_t b2 = static_cast<uint32_t>(m - half + 127) << 23;
+    float s1, s2;
+    std::memcpy(&s1, &b1, sizeof s1);
+    std::memcpy(&s2, &b2, sizeof s2);
+    const float y = 1.f / (1.f + p * s1 * s2);
+    x[i] = v != v ? v : y;
+  }
+}
+EMBER_TARGET_AVX512 void sigmoid_avx512(float* x, int64_t n) { sigmoid_body(x, n); }
+EMBER_TARGET_AVX2 void sigmoid_avx2(float* x, int64_t n) { sigmoid_body(x, n); }
+void sigmoid_generic(float* x, int64_t n) { sigmoid_body(x, n); }
+
 // The running maximum of L channels, NaN skipped, and the last NaN seen (ATen's result is NaN
 // where any value was). Two selects and no branch, so that the lanes become one vector.
 template <int L>
@@ -288,6 +331,19 @@ void clamp_in_place(float* x, int64_t n, Clamp act, int threads) {
       clamp_avx2(x + begin, end - begin, act.lo, act.hi);
     } else {
       clamp_generic(x + begin, end - begin, act.lo, act.hi);
+    }
+  });
+}
+
+void sigmoid_in_place(float* x, int64_t n, int threads) {
+  const CpuIsa isa = cpu_isa();
+  split(n, n * 8, threads, [&](int64_t begin, int64_t end) {
+    if (isa >= CpuIsa::Avx512) {
+      sigmoid_avx512(x + begin, end - begin);
+    } else if (isa >= CpuIsa::Avx2) {
+      sigmoid_avx2(x + begin, end - begin);
+    } else {
+      sigmoid_generic(x + begin, end - begin);
     }
   });
 }

@@ -1,6 +1,7 @@
 // Issue 20's repros against ATen: relu, relu6 and hardtanh (standalone and after a convolution, a
-// matmul or a residual sum whose result is NaN inside), max pooling of windows holding NaN, and
-// softmax of rows holding +inf, NaN or only -inf. Every expectation is ATen's result.
+// matmul or a residual sum whose result is NaN inside), sigmoid of NaN, max pooling of windows
+// holding NaN, and softmax of rows holding +inf, NaN or only -inf. Every expectation is ATen's
+// result.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -103,6 +104,79 @@ TEST(CpuBackendNan, ConvolutionThenClampKeepsNanMadeInside) {
       p.outputs = {p.node("y", want, "aten::relu.default(self=" + s + ")")};
     }
     check_exact(p, want, 1e-4);
+  }
+}
+
+// Sigmoid of NaN is NaN: after a grouped convolution (oneDNN runs it by GEMM, whose reference
+// logistic post-op maps NaN to 0; found by the fuzzer), after a convolution whose output has 6
+// channels in a layout blocked by 16 (a standalone sigmoid of it is oneDNN's reference form), after
+// a matmul, and alone on edge values; and the kernel's accuracy over the whole float range.
+TEST(CpuBackendNan, SigmoidKeepsNan) {
+  {
+    SCOPED_TRACE("grouped convolution");
+    at::Tensor x = at::randn({1, 3, 9});
+    x[0][1][4] = kNan;
+    x[0][2][0] = kInf;
+    x[0][0][3] = -kInf;
+    const at::Tensor w = at::randn({6, 1, 1}), b = at::randn({6});
+    const at::Tensor conv = at::convolution(x, w, b, {1}, {0}, {1}, false, {0}, 3);
+    const at::Tensor want = at::sigmoid(conv);
+    Prog p;
+    auto xi = p.input("x", x);
+    auto c = p.node("c", conv,
+                    "aten::convolution.default(input=" + xi + ", weight=" + p.weight("w", w) +
+                        ", bias=" + p.weight("b", b) +
+                        ", stride=[1], padding=[0], dilation=[1], transposed=false, "
+                        "output_padding=[0], groups=3)");
+    p.outputs = {p.node("y", want, "aten::sigmoid.default(self=" + c + ")")};
+    EXPECT_GE(check_exact(p, want).exact_steps, 1);
+  }
+  {
+    SCOPED_TRACE("6 channels of a blocked layout, after average pooling");
+    at::Tensor x = at::randn({1, 4, 8, 8});
+    x[0][2][3][3] = kNan;
+    const at::Tensor w = at::randn({6, 4, 3, 3}), b = at::randn({6});
+    const at::Tensor conv = conv2d(x, w, b, 1, 1);
+    const at::Tensor pool = at::avg_pool2d(conv, {2, 2}, {2, 2});
+    const at::Tensor want = at::sigmoid(pool);
+    ASSERT_TRUE(at::isnan(want).any().item<bool>());
+    Prog p;
+    auto xi = p.input("x", x);
+    auto c = p.node("c", conv, conv_call(xi, p.weight("w", w), p.weight("b", b), 1, 1));
+    auto pl = p.node("pl", pool,
+                     "aten::avg_pool2d.default(self=" + c +
+                         ", kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=false, "
+                         "count_include_pad=true)");
+    p.outputs = {p.node("y", want, "aten::sigmoid.default(self=" + pl + ")")};
+    EXPECT_GE(check_exact(p, want, 1e-4).exact_steps, 1);
+  }
+  {
+    SCOPED_TRACE("matmul");
+    at::Tensor a = at::randn({4, 8});
+    a[1][0] = kNan;
+    a[2][3] = kInf;
+    const at::Tensor w = at::randn({8, 24});
+    const at::Tensor want = at::sigmoid(at::mm(a, w));
+    Prog p;
+    auto ai = p.input("a", a);
+    auto mm =
+        p.node("mm", want, "aten::mm.default(self=" + ai + ", mat2=" + p.weight("w", w) + ")");
+    p.outputs = {p.node("y", want, "aten::sigmoid.default(self=" + mm + ")")};
+    check_exact(p, want, 1e-4);
+  }
+  {
+    SCOPED_TRACE("edge values and the float range");
+    // -120 to 120 in small steps (both tails: 0 and 1, and the denormal results below -87),
+    // then the edge values.
+    const at::Tensor x = at::cat({at::arange(-120.f, 120.f, 0.01f),
+                                  at::tensor({kNan, kInf, -kInf, -0.f, 0.f, 88.72f, -88.72f})})
+                             .view({1, -1});
+    const at::Tensor want = at::sigmoid(x.to(at::kDouble)).to(at::kFloat);
+    Prog p;
+    p.input("x", x);
+    p.outputs = {p.node("y", want, "aten::sigmoid.default(self=%x)")};
+    // Within 1e-6, relative and absolute (the kernel is within a few units in the last place).
+    EXPECT_GE(check_exact(p, want, 1e-6).exact_steps, 1);
   }
 }
 

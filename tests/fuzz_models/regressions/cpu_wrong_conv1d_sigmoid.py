@@ -33,5 +33,5 @@ def inputs():
 CALLS = 1
 FLOWS = ['cpu']
 FOUND = "wrong"
-# Open (issue 20): a grouped conv1d then sigmoid on the cpu backend turns a NaN input into 0.
-KNOWN = "cpu: grouped conv1d + sigmoid loses NaN"
+# Fixed: oneDNN ran this convolution by GEMM, whose reference logistic post-op maps NaN to 0; the
+# cpu backend now computes sigmoid itself (nan_exact.h), NaN kept.
