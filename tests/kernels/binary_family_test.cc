@@ -253,6 +253,49 @@ TEST(BinaryFamily, DivisionModesAndSignsLikePython) {
   check_binary("aten::remainder.Tensor_out", mn, m1, at::zeros({1}, at::kLong));
 }
 
+// Where two values compare equal (-0.0 and 0.0), ATen's maximum, minimum, clamp, hardtanh and
+// relu keep the first operand (the input), so a -0.0 input stays -0.0; atan2 and division then
+// tell the signs apart (found by the fuzzer: atan2(relu(-0.0), relu(-0.0)) is -pi in eager).
+TEST(BinaryFamily, EqualZerosKeepTheFirstOperandLikeATen) {
+  const at::Tensor z = at::tensor({-0.0f, 0.0f, -0.0f, 0.0f}),
+                   w = at::tensor({0.0f, -0.0f, -0.0f, 0.0f});
+  auto expect_signs = [](KernelCall& call, const at::Tensor& want, const char* what) {
+    ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+    EXPECT_TRUE(at::equal(at::signbit(aten_view(call.out())), at::signbit(want)))
+        << what << ": got " << aten_view(call.out()) << ", ATen " << want;
+  };
+  for (const bool max : {true, false}) {
+    const at::Tensor want = max ? at::maximum(z, w) : at::minimum(z, w);
+    KernelCall call(max ? "aten::maximum.out" : "aten::minimum.out");
+    call.tensor(z).tensor(w).out_like(want).repeat_out();
+    expect_signs(call, want, max ? "maximum" : "minimum");
+  }
+  {
+    const at::Tensor want = at::relu(z);
+    KernelCall call("aten::relu.out");
+    call.tensor(z).out_like(want).repeat_out();
+    expect_signs(call, want, "relu");
+  }
+  {
+    const at::Tensor want = at::clamp(z, 0.0, 6.0);
+    KernelCall call("aten::clamp.out");
+    call.tensor(z).scalar(0.0).scalar(6.0).out_like(want).repeat_out();
+    expect_signs(call, want, "clamp");
+  }
+  {
+    const at::Tensor want = at::clamp(z, w, at::full_like(z, 6.0));
+    KernelCall call("aten::clamp.Tensor_out");
+    call.tensor(z).tensor(w).tensor(at::full_like(z, 6.0)).out_like(want).repeat_out();
+    expect_signs(call, want, "clamp with tensor bounds");
+  }
+  {
+    const at::Tensor want = at::hardtanh(z, 0.0, 6.0);
+    KernelCall call("aten::hardtanh.out");
+    call.tensor(z).scalar(0.0).scalar(6.0).out_like(want).repeat_out();
+    expect_signs(call, want, "hardtanh");
+  }
+}
+
 TEST(BinaryFamily, RefusesWhatATenRefuses) {
   const at::Tensor i = at::tensor({4, 5, 6}), zero = at::tensor({1, 0, 1});
   // Integer division (floor/trunc), remainder and fmod by zero raise in ATen.

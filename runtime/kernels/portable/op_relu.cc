@@ -7,7 +7,7 @@ namespace ember {
 Error relu_out(KernelContext& ctx, std::span<EValue*> args) {
   return unary_op_out(ctx, args, {"relu", kAcceptInt | kAcceptFloating}, [](auto x) {
     using T = decltype(x);
-    return is_nan_value(x) || x > T(0) ? x : T(0);
+    return x < T(0) ? T(0) : x;  // NaN and -0.0 stay, as in ATen (clamp_min)
   });
 }
 

@@ -116,13 +116,13 @@ template <typename T>
 T nan_max(T a, T b) {
   if (is_nan_value(a)) return a;
   if (is_nan_value(b)) return b;
-  return a > b ? a : b;
+  return a < b ? b : a;  // a when they are equal: ATen's maximum(-0.0, 0.0) is -0.0
 }
 template <typename T>
 T nan_min(T a, T b) {
   if (is_nan_value(a)) return a;
   if (is_nan_value(b)) return b;
-  return a < b ? a : b;
+  return b < a ? b : a;  // a when they are equal, as ATen's minimum
 }
 
 }  // namespace ember
