@@ -1,4 +1,5 @@
 // Method load: backend delegates and the instruction list (kernels resolved, arguments checked).
+#include <cstring>
 #include <new>
 
 #include "runtime/executor/method_internal.h"
@@ -89,7 +90,8 @@ Error Method::init_instructions() {
   const auto* operators = plan_->operators();
   const auto* values = plan_->values();
 
-  char missing[768] = {0};
+  char missing[768];
+  missing[0] = '\0';
   size_t missing_len = 0, num_missing = 0;
   auto check_index = [&](int32_t idx, size_t pc, const char* what) -> Error {
     EMBER_CHECK(idx >= 0 && static_cast<size_t>(idx) < num_values_, Error::InvalidProgram,
@@ -126,22 +128,27 @@ Error Method::init_instructions() {
             operators->Get(static_cast<flatbuffers::uoffset_t>(call->op_index()));
         EMBER_CHECK(op->name() != nullptr, Error::InvalidProgram,
                     "instruction %zu: operator %d has no name", pc, call->op_index());
+        // "name.overload" (or "name"), assembled by hand: this runs for every instruction.
         char name[kMaxOperatorNameLength];
-        const bool has_overload = op->overload() != nullptr && op->overload()->size() > 0;
-        const int len =
-            std::snprintf(name, sizeof(name), "%s%s%s", op->name()->c_str(),
-                          has_overload ? "." : "", has_overload ? op->overload()->c_str() : "");
-        EMBER_CHECK(len > 0 && static_cast<size_t>(len) < sizeof(name), Error::InvalidProgram,
-                    "instruction %zu: operator name '%.40s...' is %d characters (limit %zu)", pc,
+        const size_t base = op->name()->size();
+        const size_t extra = op->overload() == nullptr ? 0 : op->overload()->size();
+        const size_t len = base + (extra > 0 ? 1 + extra : 0);
+        EMBER_CHECK(base > 0 && len < sizeof(name), Error::InvalidProgram,
+                    "instruction %zu: operator name '%.40s...' is %zu characters (limit %zu)", pc,
                     op->name()->c_str(), len, kMaxOperatorNameLength - 1);
+        std::memcpy(name, op->name()->data(), base);
+        if (extra > 0) {
+          name[base] = '.';
+          std::memcpy(name + base + 1, op->overload()->data(), extra);
+        }
+        name[len] = '\0';
         out.kind = Instruction::Kind::Kernel;
         EMBER_TRY(gather_args(call->args(), pc, out));
         out.et_view = std::strcmp(name, kEtView) == 0 && out.num_args == 3;
         if (out.et_view) value_flags_[out.args[2] - values_] |= kView;
-        out.kernel = find_kernel(name);
+        out.kernel = find_kernel(std::string_view(name, len));
         if (out.kernel == nullptr) {
-          if (std::strstr(missing, name) == nullptr &&
-              missing_len + static_cast<size_t>(len) + 24 < sizeof(missing)) {
+          if (std::strstr(missing, name) == nullptr && missing_len + len + 24 < sizeof(missing)) {
             missing_len += static_cast<size_t>(
                 std::snprintf(missing + missing_len, sizeof(missing) - missing_len,
                               "%s%s (instruction %zu)", num_missing ? ", " : "", name, pc));

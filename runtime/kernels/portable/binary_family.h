@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/executor/kernel_registry.h"
@@ -82,20 +83,25 @@ Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>&
   std::array<const EValue*, N> scalars{};
   std::array<const Tensor*, N> promoted{};
   size_t num_promoted = 0;
-  // Scalars are read through 0-dim tensors of their own type; they join promotion as numbers.
-  ScalarTensor wrapped[N];
+  // Scalars are read through 0-dim tensors of their own type (made only for scalar operands);
+  // they join promotion as numbers.
+  std::array<std::optional<ScalarTensor>, N> wrapped;
   static_assert(N == 2 || N == 3, "elementwise_op_out takes two or three operands");
+  bool one_dtype = true;  // every operand a tensor, all of one dtype
   for (size_t k = 0; k < N; ++k) {
     if (operands[k]->is_tensor()) {
       tensors[k] = &operands[k]->to_tensor();
       promoted[num_promoted++] = tensors[k];
+      one_dtype = one_dtype && tensors[k]->dtype() == tensors[0]->dtype();
     } else {
-      wrapped[k].reset(*operands[k]);
-      tensors[k] = &wrapped[k].tensor();
+      tensors[k] = &wrapped[k].emplace(*operands[k]).tensor();
       if (!operands[k]->is_none()) scalars[k] = operands[k];
+      one_dtype = false;
     }
   }
-  ScalarType common = result_type({promoted.data(), num_promoted}, scalars);
+  // Tensors of one dtype promote to it, whatever their ranks.
+  ScalarType common =
+      one_dtype ? tensors[0]->dtype() : result_type({promoted.data(), num_promoted}, scalars);
   if (spec.int_to_float && !is_floating(common)) common = ScalarType::Float;
   EMBER_TRY(check_accepts(spec, common));
   const ScalarType result = spec.bool_result ? ScalarType::Bool : common;

@@ -1,5 +1,7 @@
 #include "runtime/kernels/portable/util/elementwise.h"
 
+#include <algorithm>
+
 #include "runtime/kernels/portable/util/copy.h"
 
 namespace ember {
@@ -23,6 +25,17 @@ Error broadcast_shape(std::span<const Tensor* const> ins, int32_t* sizes, int& r
 }
 
 Error resize_to_broadcast(std::span<const Tensor* const> ins, Tensor& out) {
+  // Operands of one shape (the common case): that shape, with no broadcasting to work out.
+  bool same = true;
+  for (const Tensor* t : ins) {
+    same = same && t->dim() == ins[0]->dim() &&
+           std::equal(t->sizes().begin(), t->sizes().end(), ins[0]->sizes().begin());
+  }
+  if (same && !ins.empty()) {
+    EMBER_CHECK(out.dim() == ins[0]->dim(), Error::InvalidArgument,
+                "out has rank %d; the broadcast result has rank %d", out.dim(), ins[0]->dim());
+    return out.resize(ins[0]->sizes());
+  }
   int32_t sizes[kMaxRank];
   int n = 0;
   EMBER_TRY(broadcast_shape(ins, sizes, n));

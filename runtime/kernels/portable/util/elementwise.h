@@ -44,8 +44,8 @@ void for_each_broadcast_n(const std::array<const Tensor*, N>& ins, const Tensor&
   if (numel == 0) return;
   bool flat = out.is_contiguous();
   for (const Tensor* t : ins) flat = flat && t->is_contiguous() && t->numel() == numel;
-  const int n = out.dim();
-  int64_t st[N + 1][kMaxRank] = {};
+  const int n = flat ? 0 : out.dim();  // a flat loop needs no strides
+  int64_t st[N + 1][kMaxRank];
   for (int d = 0; d < n; ++d) {
     for (size_t k = 0; k < N; ++k) {
       const int dk = d - (n - ins[k]->dim());
