@@ -1,0 +1,33 @@
+"""Found by the differential fuzzer (tests/fuzz_models), seed 401770, minimized:
+cpu gave `wrong`: call 0 output 0 (float32): 1 of 1 elements differ; at [0, 0, 0, 0]: got np.float32(-inf), eager np.float32(inf)
+
+Open: the cpu backend's gelu (oneDNN's gelu_erf) of -3e38 is +0.0 where ATen's is -0.0
+(x * Phi(x) with Phi(x) = +0), and x / gelu(x) turns the sign of that zero into +inf against -inf.
+The values agree; only a later division or atan2 can tell.
+
+A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
+
+import torch
+import torch.nn.functional as F
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x0):
+        v5 = F.gelu(x0)
+        v7 = torch.div(x0, v5)
+        return (v7,)
+
+
+nan, inf = float('nan'), float('inf')
+
+
+def inputs():
+    return [torch.tensor([-3e+38], dtype=torch.float32).reshape((1, 1, 1, 1))]
+
+
+CALLS = 1
+FLOWS = ['cpu']
+FOUND = "wrong"
+KNOWN = "cpu: oneDNN gelu gives +0.0 for large negative inputs, ATen -0.0"
