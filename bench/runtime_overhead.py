@@ -19,9 +19,10 @@ import statistics
 import subprocess
 
 
-def run_once(binary, repetitions):
+def run_once(binary, repetitions, min_time):
     out = subprocess.run([binary, f"--benchmark_repetitions={repetitions}",
-                          "--benchmark_format=json"], check=True, capture_output=True, text=True)
+                          f"--benchmark_min_time={min_time}", "--benchmark_format=json"],
+                         check=True, capture_output=True, text=True)
     times = {}
     for b in json.loads(out.stdout)["benchmarks"]:
         if b.get("run_type") == "iteration":
@@ -40,13 +41,15 @@ def main():
     ap.add_argument("--baseline", required=True, help="the baseline's ember_runtime_bench")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--repetitions", type=int, default=10)
+    ap.add_argument("--min-time", type=float, default=0.05, help="seconds per repetition")
     args = ap.parse_args()
     samples = {"baseline": {}, "ember": {}}
     for _ in range(args.rounds):
         for name, binary in (("baseline", args.baseline), ("ember", args.ember)):
-            for bench, t in run_once(binary, args.repetitions).items():
+            for bench, t in run_once(binary, args.repetitions, args.min_time).items():
                 samples[name].setdefault(bench, []).extend(t)
-    print(f"ns per call, {args.rounds} alternating rounds x {args.repetitions} repetitions each")
+    print(f"ns per call, {args.rounds} alternating rounds x {args.repetitions} repetitions of "
+          f"{args.min_time} s each")
     print("| benchmark | baseline p10 | baseline median | this p10 | this median | ratio p10 | "
           "ratio median |")
     print("|---|---|---|---|---|---|---|")

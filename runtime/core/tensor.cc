@@ -1,5 +1,6 @@
 #include "runtime/core/tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -32,6 +33,13 @@ Result<size_t> checked_nbytes(ScalarType type, std::span<const int32_t> sizes) {
 Result<Tensor> Tensor::make(ScalarType dtype, std::span<const int32_t> sizes,
                             std::span<const uint8_t> dim_order, void* data,
                             ShapeDynamism dynamism) {
+  Tensor t;
+  EMBER_TRY(make_at(&t, dtype, sizes, dim_order, data, dynamism));
+  return t;
+}
+
+Error Tensor::make_at(Tensor* out, ScalarType dtype, std::span<const int32_t> sizes,
+                      std::span<const uint8_t> dim_order, void* data, ShapeDynamism dynamism) {
   EMBER_CHECK(is_supported(dtype), Error::NotSupported, "dtype %s (code %d) is not supported",
               to_string(dtype), static_cast<int>(dtype));
   EMBER_CHECK(sizes.size() <= static_cast<size_t>(kMaxRank), Error::InvalidArgument,
@@ -43,7 +51,12 @@ Result<Tensor> Tensor::make(ScalarType dtype, std::span<const int32_t> sizes,
   Result<size_t> nbytes = checked_nbytes(dtype, sizes);
   if (!nbytes.ok()) return nbytes.error();
 
-  Tensor t;
+  // Field by field into *out (a zeroed temporary copied over it stalled on the copy); the unused
+  // entries zeroed whole first, a fixed size (a variable one became a slow `rep stos`).
+  Tensor& t = *out;
+  std::fill_n(t.sizes_, kMaxRank, 0);
+  std::fill_n(t.dim_order_, kMaxRank, uint8_t{0});
+  std::fill_n(t.strides_, kMaxRank, int64_t{0});
   t.dtype_ = dtype;
   t.dynamism_ = dynamism;
   t.dim_ = static_cast<int8_t>(sizes.size());
@@ -57,14 +70,7 @@ Result<Tensor> Tensor::make(ScalarType dtype, std::span<const int32_t> sizes,
   t.capacity_bytes_ = *nbytes;
   t.data_ = data;
   t.compute_strides();
-  return t;
-}
-
-bool Tensor::is_contiguous() const {
-  for (int i = 0; i < dim_; ++i) {
-    if (dim_order_[i] != i) return false;
-  }
-  return true;
+  return Error::Ok;
 }
 
 void Tensor::compute_strides() {
@@ -83,7 +89,7 @@ void Tensor::compute_strides() {
 Error Tensor::resize(std::span<const int32_t> new_sizes) {
   EMBER_CHECK(new_sizes.size() == static_cast<size_t>(dim_), Error::InvalidArgument,
               "cannot resize a tensor of rank %d to rank %zu", dim_, new_sizes.size());
-  if (new_sizes.empty() || std::memcmp(new_sizes.data(), sizes_, new_sizes.size_bytes()) == 0) {
+  if (same_sizes(new_sizes, sizes())) {
     return Error::Ok;
   }
   if (dynamism_ == ShapeDynamism::Static) {

@@ -30,6 +30,15 @@ enum class ShapeDynamism : uint8_t {
 // Checks that `dim_order` is a permutation of 0..rank-1.
 bool is_valid_dim_order(std::span<const uint8_t> dim_order);
 
+// Whether two shapes are equal (a loop: ranks are small, and a memcmp call costs more).
+inline bool same_sizes(std::span<const int32_t> a, std::span<const int32_t> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 // numel of `sizes` and numel * element_size(type), or InvalidArgument on overflow or a negative
 // size.
 Result<size_t> checked_nbytes(ScalarType type, std::span<const int32_t> sizes);
@@ -45,6 +54,11 @@ class Tensor {
   static Result<Tensor> make(ScalarType dtype, std::span<const int32_t> sizes,
                              std::span<const uint8_t> dim_order, void* data,
                              ShapeDynamism dynamism = ShapeDynamism::Static);
+  // make() into *out (unchanged on error), without the copies of a Result: for tables of
+  // tensors, such as a method's at load.
+  static Error make_at(Tensor* out, ScalarType dtype, std::span<const int32_t> sizes,
+                       std::span<const uint8_t> dim_order, void* data,
+                       ShapeDynamism dynamism = ShapeDynamism::Static);
 
   ScalarType dtype() const { return dtype_; }
   ShapeDynamism dynamism() const { return dynamism_; }
@@ -59,7 +73,12 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel_) * element_size(); }
   // Bytes the storage holds: the byte size at the sizes the tensor was made with.
   size_t capacity_bytes() const { return capacity_bytes_; }
-  bool is_contiguous() const;
+  bool is_contiguous() const {
+    for (int i = 0; i < dim_; ++i) {
+      if (dim_order_[i] != i) return false;
+    }
+    return true;
+  }
 
   void* mutable_data() const { return data_; }
   const void* data() const { return data_; }

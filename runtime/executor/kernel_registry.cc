@@ -1,6 +1,7 @@
 #include "runtime/executor/kernel_registry.h"
 
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 
 namespace ember {
@@ -12,7 +13,8 @@ constexpr size_t kMaxKernels = 2048;
 constexpr size_t kSlots = 2 * kMaxKernels;
 const Kernel* g_kernels[kMaxKernels];
 uint64_t g_hashes[kMaxKernels];
-uint16_t g_slots[kSlots];  // index + 1 into g_kernels; 0 is empty
+uint32_t g_lengths[kMaxKernels];  // of the names: compared before the bytes, no strlen
+uint16_t g_slots[kSlots];         // index + 1 into g_kernels; 0 is empty
 size_t g_num_kernels = 0;
 std::mutex g_mutex;
 
@@ -27,7 +29,10 @@ size_t slot_of(std::string_view name, uint64_t h) {
   size_t s = h & (kSlots - 1);
   while (g_slots[s] != 0) {
     const size_t i = g_slots[s] - 1u;
-    if (g_hashes[i] == h && name == g_kernels[i]->name) return s;
+    if (g_hashes[i] == h && g_lengths[i] == name.size() &&
+        std::memcmp(name.data(), g_kernels[i]->name, name.size()) == 0) {
+      return s;
+    }
     s = (s + 1) & (kSlots - 1);
   }
   return s;
@@ -47,6 +52,7 @@ Error register_kernels(std::span<const Kernel> kernels) {
                 "kernel table full (%zu entries) registering '%s'", kMaxKernels, k.name);
     g_kernels[g_num_kernels] = &k;
     g_hashes[g_num_kernels] = h;
+    g_lengths[g_num_kernels] = static_cast<uint32_t>(std::strlen(k.name));
     g_slots[s] = static_cast<uint16_t>(++g_num_kernels);
   }
   return Error::Ok;

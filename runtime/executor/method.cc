@@ -21,33 +21,48 @@ struct MemoryCount {
 };
 }  // namespace
 
-size_t Method::required_memory(const fb::ExecutionPlan* plan) {
+size_t Method::required_memory(const fb::ExecutionPlan* plan) { return count(plan).bytes; }
+
+Method::PlanCounts Method::count(const fb::ExecutionPlan* plan) {
   MemoryCount c;
   const auto* values = plan->values();
   const size_t n = values == nullptr ? 0 : values->size();
   size_t tensors = 0, externals = 0;
   c.add<EValue>(n);
   c.add<uint8_t>(n);
+  // One switch on each value's type (the val_as_X accessors each read the type and the value
+  // again: this runs at every method load).
   for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
     const fb::EValue* v = values->Get(i);
-    if (const fb::Tensor* t = v->val_as_Tensor()) {
-      ++tensors;
-      if (t->extra_tensor_info() != nullptr &&
-          t->extra_tensor_info()->location() == fb::TensorDataLocation::EXTERNAL) {
-        ++externals;
+    const void* payload = v->val();
+    if (payload == nullptr) continue;
+    switch (v->val_type()) {
+      case fb::KernelTypes::Tensor: {
+        const auto* t = static_cast<const fb::Tensor*>(payload);
+        ++tensors;
+        const fb::ExtraTensorInfo* extra = t->extra_tensor_info();
+        if (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL) ++externals;
+        break;
       }
-    } else if (const fb::IntList* il = v->val_as_IntList()) {
-      const size_t k = il->items() == nullptr ? 0 : il->items()->size();
-      c.add<EValue*>(k);
-      c.add<int64_t>(k);
-    } else if (const fb::TensorList* tl = v->val_as_TensorList()) {
-      const size_t k = tl->items() == nullptr ? 0 : tl->items()->size();
-      c.add<EValue*>(k);
-      c.add<Tensor*>(k);
-    } else if (const fb::OptionalTensorList* ol = v->val_as_OptionalTensorList()) {
-      const size_t k = ol->items() == nullptr ? 0 : ol->items()->size();
-      c.add<EValue*>(k);
-      c.add<Tensor*>(k);
+      case fb::KernelTypes::IntList: {
+        const auto* items = static_cast<const fb::IntList*>(payload)->items();
+        const size_t k = items == nullptr ? 0 : items->size();
+        c.add<EValue*>(k);
+        c.add<int64_t>(k);
+        break;
+      }
+      case fb::KernelTypes::TensorList:
+      case fb::KernelTypes::OptionalTensorList: {
+        const auto* items = v->val_type() == fb::KernelTypes::TensorList
+                                ? static_cast<const fb::TensorList*>(payload)->items()
+                                : static_cast<const fb::OptionalTensorList*>(payload)->items();
+        const size_t k = items == nullptr ? 0 : items->size();
+        c.add<EValue*>(k);
+        c.add<Tensor*>(k);
+        break;
+      }
+      default:
+        break;
     }
   }
   c.add<Tensor>(tensors);
@@ -69,13 +84,18 @@ size_t Method::required_memory(const fb::ExecutionPlan* plan) {
     const auto* instructions = plan->chains()->Get(0)->instructions();
     c.add<Instruction>(instructions->size());
     for (const fb::Instruction* ins : *instructions) {
+      const void* payload = ins->instr_args();
+      if (payload == nullptr) continue;
       const flatbuffers::Vector<int32_t>* args = nullptr;
-      if (const fb::KernelCall* k = ins->instr_args_as_KernelCall()) args = k->args();
-      if (const fb::DelegateCall* d = ins->instr_args_as_DelegateCall()) args = d->args();
+      if (ins->instr_args_type() == fb::InstructionArguments::KernelCall) {
+        args = static_cast<const fb::KernelCall*>(payload)->args();
+      } else if (ins->instr_args_type() == fb::InstructionArguments::DelegateCall) {
+        args = static_cast<const fb::DelegateCall*>(payload)->args();
+      }
       if (args != nullptr) c.add<EValue*>(args->size());
     }
   }
-  return c.total;
+  return {c.total, tensors, externals};
 }
 
 Method::Method(Method&& o) noexcept
@@ -153,7 +173,8 @@ Error Method::init(const NamedDataMap* external_data) {
 
   // Everything the method keeps comes from one block, sized up front: a caller whose allocator is
   // too small learns the exact size needed, and nothing is half-allocated.
-  const size_t needed = required_memory(plan_);
+  const PlanCounts counts = count(plan_);
+  const size_t needed = counts.bytes;
   MemoryAllocator* pool = memory_->method_allocator;
   void* block = pool->allocate(needed, 16);
   EMBER_CHECK(block != nullptr, Error::MemoryAllocationFailed,
@@ -162,7 +183,7 @@ Error Method::init(const NamedDataMap* external_data) {
               needed, pool->capacity() - pool->used(), pool->capacity());
   block_ = MemoryAllocator(block, needed);
 
-  EMBER_TRY(parse_values(external_data));
+  EMBER_TRY(parse_values(external_data, counts));
   EMBER_TRY(check_io());
   EMBER_TRY(init_delegates(external_data));
   EMBER_TRY(init_instructions());

@@ -84,8 +84,13 @@ class Method {
   Method(const Program* program, const executorch_flatbuffer::ExecutionPlan* plan,
          MemoryManager* memory)
       : program_(program), plan_(plan), memory_(memory) {}
+  // What loading a plan takes: bytes of method memory, and its tensors and external tensors.
+  struct PlanCounts {
+    size_t bytes = 0, tensors = 0, externals = 0;
+  };
+  static PlanCounts count(const executorch_flatbuffer::ExecutionPlan* plan);
   Error init(const NamedDataMap* external_data);
-  Error parse_values(const NamedDataMap* external_data);
+  Error parse_values(const NamedDataMap* external_data, const PlanCounts& counts);
   Error parse_tensor(const executorch_flatbuffer::Tensor* t, size_t value_index,
                      const NamedDataMap* external_data, Tensor* out);
   Error init_delegates(const NamedDataMap* external_data);
@@ -93,8 +98,12 @@ class Method {
   Error check_io();
   Error check_storage();
   Error check_view_args(const Instruction& ins, size_t pc) const;
+  // `count` Ts from the method's block, default-constructed; or left for the caller to build
+  // (trivially destructible Ts only: Tensor::make_at builds tensors in place).
   template <typename T>
   Result<T*> allocate(size_t count, const char* what);
+  template <typename T>
+  Result<T*> allocate_unconstructed(size_t count, const char* what);
   void release();
 
   const Program* program_;

@@ -90,9 +90,8 @@ Error Method::set_input(const EValue& value, size_t index) {
   if ((value_flags_[vi] & kPlanned) != 0) {
     if (nbytes > 0 && src.data() != t.data()) std::memmove(t.mutable_data(), src.data(), nbytes);
   } else {
-    EMBER_CHECK(reinterpret_cast<uintptr_t>(src.data()) % alignment_for(src.dtype()) == 0,
-                Error::InvalidArgument, "input %zu: data is not aligned to its element size",
-                index);
+    EMBER_CHECK(is_aligned_for(src.data(), src.dtype()), Error::InvalidArgument,
+                "input %zu: data is not aligned to its element size", index);
     t.set_data(src.mutable_data());
   }
   input_set_[index] = true;
@@ -114,8 +113,8 @@ Error Method::set_output_data_ptr(void* buffer, size_t size, size_t index) {
               index, size, t.capacity_bytes());
   EMBER_CHECK(buffer != nullptr || t.capacity_bytes() == 0, Error::InvalidArgument,
               "output %zu: the buffer is null", index);
-  EMBER_CHECK(reinterpret_cast<uintptr_t>(buffer) % alignment_for(t.dtype()) == 0,
-              Error::InvalidArgument, "output %zu: the buffer is not aligned to %zu bytes", index,
+  EMBER_CHECK(is_aligned_for(buffer, t.dtype()), Error::InvalidArgument,
+              "output %zu: the buffer is not aligned to %zu bytes", index,
               alignment_for(t.dtype()));
   t.set_data(buffer);
   return Error::Ok;

@@ -1,6 +1,7 @@
 // Method load: backend delegates and the instruction list (kernels resolved, arguments checked).
 #include <cstring>
 #include <new>
+#include <string_view>
 
 #include "runtime/executor/method_internal.h"
 #include "runtime/executor/program.h"
@@ -17,7 +18,7 @@ namespace {
 constexpr size_t kMaxOperatorNameLength = 100;
 
 // The prim op whose result takes its operand's storage (a view without a copy).
-constexpr const char* kEtView = "executorch_prim::et_view.default";
+constexpr std::string_view kEtView = "executorch_prim::et_view.default";
 
 }  // namespace
 
@@ -144,7 +145,7 @@ Error Method::init_instructions() {
         name[len] = '\0';
         out.kind = Instruction::Kind::Kernel;
         EMBER_TRY(gather_args(call->args(), pc, out));
-        out.et_view = std::strcmp(name, kEtView) == 0 && out.num_args == 3;
+        out.et_view = std::string_view(name, len) == kEtView && out.num_args == 3;
         if (out.et_view) value_flags_[out.args[2] - values_] |= kView;
         out.kernel = find_kernel(std::string_view(name, len));
         if (out.kernel == nullptr) {

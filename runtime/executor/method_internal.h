@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "ember/schema/program_generated.h"
 #include "runtime/executor/method.h"
@@ -25,6 +26,11 @@ enum ValueFlag : uint8_t {
 inline size_t alignment_for(ScalarType dtype) {
   const size_t e = element_size(dtype);
   return e == 0 ? 1 : (e > 8 ? 8 : e);
+}
+
+// Whether `p` has that alignment (a power of two: a mask, not a division).
+inline bool is_aligned_for(const void* p, ScalarType dtype) {
+  return (reinterpret_cast<uintptr_t>(p) & (alignment_for(dtype) - 1)) == 0;
 }
 
 }  // namespace method_internal
@@ -54,6 +60,20 @@ template <typename T>
 Result<T*> Method::allocate(size_t count, const char* what) {
   // The block was sized by required_memory(), so running out here means the estimate is wrong.
   T* p = block_.allocate_array<T>(count);
+  EMBER_CHECK(p != nullptr, Error::Internal,
+              "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
+              what, block_.used(), block_.capacity());
+  return p;
+}
+
+template <typename T>
+Result<T*> Method::allocate_unconstructed(size_t count, const char* what) {
+  static_assert(std::is_trivially_destructible_v<T>);
+  size_t bytes = 0;
+  T* p = nullptr;
+  if (!__builtin_mul_overflow(count, sizeof(T), &bytes)) {
+    p = static_cast<T*>(block_.allocate(bytes == 0 ? 1 : bytes, alignof(T)));
+  }
   EMBER_CHECK(p != nullptr, Error::Internal,
               "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
               what, block_.used(), block_.capacity());

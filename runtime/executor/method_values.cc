@@ -19,25 +19,18 @@ const char* fb_tag_name(const fb::EValue* v) {
 
 }  // namespace
 
-Error Method::parse_values(const NamedDataMap* external_data) {
+Error Method::parse_values(const NamedDataMap* external_data, const PlanCounts& counts) {
   const auto* values = plan_->values();
   const size_t n = values->size();
   EMBER_ASSIGN_OR_RETURN(values_, allocate<EValue>(n, "values"));
   EMBER_ASSIGN_OR_RETURN(value_flags_, allocate<uint8_t>(n, "value flags"));
   num_values_ = n;
-
-  size_t num_tensors = 0, num_external = 0;
-  for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
-    const fb::EValue* v = values->Get(i);
-    if (v->val_type() != fb::KernelTypes::Tensor || v->val_as_Tensor() == nullptr) continue;
-    ++num_tensors;
-    const fb::ExtraTensorInfo* extra = v->val_as_Tensor()->extra_tensor_info();
-    if (extra != nullptr && extra->location() == fb::TensorDataLocation::EXTERNAL) ++num_external;
-  }
-  EMBER_ASSIGN_OR_RETURN(Tensor * tensors, allocate<Tensor>(num_tensors, "tensors"));
+  // Unconstructed: parse_tensor builds each in place, and nothing reads one it did not build.
+  EMBER_ASSIGN_OR_RETURN(Tensor * tensors,
+                         allocate_unconstructed<Tensor>(counts.tensors, "tensors"));
   EMBER_ASSIGN_OR_RETURN(external_buffers_,
-                         allocate<FreeableBuffer>(num_external, "external buffers"));
-  num_external_buffers_ = num_external;
+                         allocate<FreeableBuffer>(counts.externals, "external buffers"));
+  num_external_buffers_ = counts.externals;
 
   size_t tensor_index = 0;
   for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
@@ -171,12 +164,11 @@ Error Method::parse_tensor(const fb::Tensor* ft, size_t value_index,
   std::span<const uint8_t> dim_order(ft->dim_order()->data(), ft->dim_order()->size());
   EMBER_CHECK(dim_order.size() == sizes.size(), Error::InvalidProgram,
               "dim_order has %zu entries for rank %zu", dim_order.size(), sizes.size());
-  Result<Tensor> made = Tensor::make(dtype, sizes, dim_order, nullptr, dynamism);
-  if (!made.ok()) {
+  const Error made = Tensor::make_at(out, dtype, sizes, dim_order, nullptr, dynamism);
+  if (made != Error::Ok) {
     // Tensor::make reports InvalidArgument for bad metadata; from a file that is a bad program.
-    return made.error() == Error::InvalidArgument ? Error::InvalidProgram : made.error();
+    return made == Error::InvalidArgument ? Error::InvalidProgram : made;
   }
-  *out = *made;
   const size_t nbytes = out->capacity_bytes();
 
   const fb::AllocationDetails* alloc = ft->allocation_info();
@@ -238,7 +230,7 @@ Error Method::parse_tensor(const fb::Tensor* ft, size_t value_index,
     EMBER_ASSIGN_OR_RETURN(data, planned_address());
     flags = kPlanned;
   }
-  EMBER_CHECK(reinterpret_cast<uintptr_t>(data) % alignment_for(dtype) == 0, Error::InvalidProgram,
+  EMBER_CHECK(is_aligned_for(data, dtype), Error::InvalidProgram,
               "data of a %s tensor is not aligned to %zu bytes", to_string(dtype),
               alignment_for(dtype));
   out->set_data(data);

@@ -13,7 +13,7 @@
 #pragma once
 
 #include <array>
-#include <optional>
+#include <new>
 #include <type_traits>
 
 #include "runtime/executor/kernel_registry.h"
@@ -85,7 +85,12 @@ Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>&
   size_t num_promoted = 0;
   // Scalars are read through 0-dim tensors of their own type (made only for scalar operands);
   // they join promotion as numbers.
-  std::array<std::optional<ScalarTensor>, N> wrapped;
+  // (A union, not std::optional: gcc zeroes an optional's whole storage, 264 bytes each.)
+  union Slot {
+    Slot() {}
+    ScalarTensor scalar;
+  } wrapped[N];
+  static_assert(std::is_trivially_destructible_v<ScalarTensor>);
   static_assert(N == 2 || N == 3, "elementwise_op_out takes two or three operands");
   bool one_dtype = true;  // every operand a tensor, all of one dtype
   for (size_t k = 0; k < N; ++k) {
@@ -94,7 +99,7 @@ Error elementwise_op_out(KernelContext& ctx, const std::array<const EValue*, N>&
       promoted[num_promoted++] = tensors[k];
       one_dtype = one_dtype && tensors[k]->dtype() == tensors[0]->dtype();
     } else {
-      tensors[k] = &wrapped[k].emplace(*operands[k]).tensor();
+      tensors[k] = &(new (&wrapped[k].scalar) ScalarTensor(*operands[k]))->tensor();
       if (!operands[k]->is_none()) scalars[k] = operands[k];
       one_dtype = false;
     }

@@ -1,7 +1,5 @@
 #include "runtime/kernels/portable/util/elementwise.h"
 
-#include <algorithm>
-
 #include "runtime/kernels/portable/util/copy.h"
 
 namespace ember {
@@ -28,8 +26,7 @@ Error resize_to_broadcast(std::span<const Tensor* const> ins, Tensor& out) {
   // Operands of one shape (the common case): that shape, with no broadcasting to work out.
   bool same = true;
   for (const Tensor* t : ins) {
-    same = same && t->dim() == ins[0]->dim() &&
-           std::equal(t->sizes().begin(), t->sizes().end(), ins[0]->sizes().begin());
+    same = same && same_sizes(t->sizes(), ins[0]->sizes());
   }
   if (same && !ins.empty()) {
     EMBER_CHECK(out.dim() == ins[0]->dim(), Error::InvalidArgument,
