@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ember/schema/program_generated.h"
+#include "runtime/kernels/prim/prim_ops.h"
 
 namespace {
 namespace fb = executorch_flatbuffer;
@@ -111,12 +112,14 @@ int main(int argc, char** argv) {
       found.insert(op);
     }
   }
+  // The prim ops are always registered (register_portable_kernels calls register_prim_ops).
+  std::set<std::string> prims;
+  for (const ember::Kernel& k : ember::prim_kernels()) prims.insert(k.name);
   std::string missing;
   for (const std::string& op : wanted) {
-    // The prim ops (runtime/kernels/prim/prim_ops.cc) are always registered.
-    const bool prim = op.rfind("executorch_prim::", 0) == 0 || op == "aten::sym_size.int" ||
-                      op == "aten::sym_numel" || op == "aten::_local_scalar_dense";
-    if (found.count(op) == 0 && !prim) missing.append(missing.empty() ? "" : ", ").append(op);
+    if (found.count(op) == 0 && prims.count(op) == 0) {
+      missing.append(missing.empty() ? "" : ", ").append(op);
+    }
   }
   if (!missing.empty()) {
     std::fprintf(stderr,

@@ -148,6 +148,7 @@ class CpuDelegate {
   // clip by max/min turn NaN into a bound) or sigmoid (the reference logistic, which oneDNN runs
   // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0).
   static bool is_own_eltwise(const PostOp& p);
+  static bool is_sigmoid(const PostOp& p) { return !p.is_sum && p.alg == EltwiseAlg::Logistic; }
   // The post-ops oneDNN runs inside the op's primitive: those before the first own element-wise
   // op (is_own_eltwise). That op and what follows it run as steps of their own.
   static std::span<const PostOp> fused_post_ops(const OpDesc& op);

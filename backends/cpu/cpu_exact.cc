@@ -105,7 +105,7 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
 
 bool CpuDelegate::is_own_eltwise(const PostOp& p) {
   Clamp c;
-  return is_clamp(p, &c) || (!p.is_sum && p.alg == EltwiseAlg::Logistic);
+  return is_clamp(p, &c) || is_sigmoid(p);
 }
 
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
@@ -120,7 +120,7 @@ void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory&
     Clamp c;
     if (is_clamp(p, &c)) {
       add_clamp_step(dst, dst, c);
-    } else if (is_own_eltwise(p)) {
+    } else if (is_sigmoid(p)) {
       add_sigmoid_step(dst, dst);
     } else if (!p.is_sum) {
       auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);

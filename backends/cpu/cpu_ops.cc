@@ -25,7 +25,7 @@ void CpuDelegate::build_op(const OpDesc& op) {
         add_clamp_step(src, make_output(op, src.get_desc()), c);
         return;
       }
-      if (is_own_eltwise(as_post)) {
+      if (is_sigmoid(as_post)) {
         add_sigmoid_step(src, make_output(op, src.get_desc()));
         return;
       }

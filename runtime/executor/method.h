@@ -99,7 +99,7 @@ class Method {
   Error check_storage();
   Error check_view_args(const Instruction& ins, size_t pc) const;
   // `count` Ts from the method's block, default-constructed; or left for the caller to build
-  // (trivially destructible Ts only: Tensor::make_at builds tensors in place).
+  // (Tensor::make_at builds tensors in place).
   template <typename T>
   Result<T*> allocate(size_t count, const char* what);
   template <typename T>

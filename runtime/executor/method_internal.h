@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 
 #include "ember/schema/program_generated.h"
@@ -57,18 +58,8 @@ struct Method::Delegate {
 };
 
 template <typename T>
-Result<T*> Method::allocate(size_t count, const char* what) {
-  // The block was sized by required_memory(), so running out here means the estimate is wrong.
-  T* p = block_.allocate_array<T>(count);
-  EMBER_CHECK(p != nullptr, Error::Internal,
-              "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
-              what, block_.used(), block_.capacity());
-  return p;
-}
-
-template <typename T>
 Result<T*> Method::allocate_unconstructed(size_t count, const char* what) {
-  static_assert(std::is_trivially_destructible_v<T>);
+  // The block was sized by required_memory(), so running out here means the estimate is wrong.
   size_t bytes = 0;
   T* p = nullptr;
   if (!__builtin_mul_overflow(count, sizeof(T), &bytes)) {
@@ -77,6 +68,13 @@ Result<T*> Method::allocate_unconstructed(size_t count, const char* what) {
   EMBER_CHECK(p != nullptr, Error::Internal,
               "method memory estimate too small allocating %zu %s (%zu of %zu bytes used)", count,
               what, block_.used(), block_.capacity());
+  return p;
+}
+
+template <typename T>
+Result<T*> Method::allocate(size_t count, const char* what) {
+  EMBER_ASSIGN_OR_RETURN(T * p, allocate_unconstructed<T>(count, what));
+  for (size_t i = 0; i < count; ++i) new (&p[i]) T();
   return p;
 }
 

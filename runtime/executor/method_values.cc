@@ -25,7 +25,9 @@ Error Method::parse_values(const NamedDataMap* external_data, const PlanCounts& 
   EMBER_ASSIGN_OR_RETURN(values_, allocate<EValue>(n, "values"));
   EMBER_ASSIGN_OR_RETURN(value_flags_, allocate<uint8_t>(n, "value flags"));
   num_values_ = n;
-  // Unconstructed: parse_tensor builds each in place, and nothing reads one it did not build.
+  // Unconstructed: parse_tensor builds each in place, nothing reads one it did not build, and
+  // none needs destroying.
+  static_assert(std::is_trivially_destructible_v<Tensor>);
   EMBER_ASSIGN_OR_RETURN(Tensor * tensors,
                          allocate_unconstructed<Tensor>(counts.tensors, "tensors"));
   EMBER_ASSIGN_OR_RETURN(external_buffers_,

@@ -23,22 +23,21 @@ Error broadcast_shape(std::span<const Tensor* const> ins, int32_t* sizes, int& r
 }
 
 Error resize_to_broadcast(std::span<const Tensor* const> ins, Tensor& out) {
-  // Operands of one shape (the common case): that shape, with no broadcasting to work out.
-  bool same = true;
-  for (const Tensor* t : ins) {
-    same = same && same_sizes(t->sizes(), ins[0]->sizes());
-  }
-  if (same && !ins.empty()) {
-    EMBER_CHECK(out.dim() == ins[0]->dim(), Error::InvalidArgument,
-                "out has rank %d; the broadcast result has rank %d", out.dim(), ins[0]->dim());
-    return out.resize(ins[0]->sizes());
-  }
+  // Operands of one shape (the common case) give that shape with no broadcasting to work out.
+  bool same = !ins.empty();
+  for (const Tensor* t : ins) same = same && same_sizes(t->sizes(), ins[0]->sizes());
   int32_t sizes[kMaxRank];
-  int n = 0;
-  EMBER_TRY(broadcast_shape(ins, sizes, n));
-  EMBER_CHECK(out.dim() == n, Error::InvalidArgument,
-              "out has rank %d; the broadcast result has rank %d", out.dim(), n);
-  return out.resize({sizes, static_cast<size_t>(n)});
+  std::span<const int32_t> shape;
+  if (same) {
+    shape = ins[0]->sizes();
+  } else {
+    int n = 0;
+    EMBER_TRY(broadcast_shape(ins, sizes, n));
+    shape = {sizes, static_cast<size_t>(n)};
+  }
+  EMBER_CHECK(static_cast<size_t>(out.dim()) == shape.size(), Error::InvalidArgument,
+              "out has rank %d; the broadcast result has rank %zu", out.dim(), shape.size());
+  return out.resize(shape);
 }
 
 Error resize_to_broadcast(const Tensor& a, const Tensor& b, Tensor& out) {
