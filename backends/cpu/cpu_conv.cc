@@ -244,9 +244,9 @@ void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
   add_step<dnnl::matmul>(pd, std::move(args));
   // oneDNN's float sums overflow in an order of their own near float32's maximum: the redo finds
   // such elements by their non-finite value, which only the raw sum (plus bias) keeps. A fused
-  // sum or element-wise post-op (gelu, tanh, a residual: clamps never fuse) can map it to a finite
-  // one, or lose the summand the redo would need, so such matmuls keep oneDNN's result (they
-  // stay fused: unfusing them would cost every call a pass over the output). bf16 math is not
+  // sum or element-wise post-op (tanh, a residual: clamps, sigmoid and gelu never fuse) can map it
+  // to a finite one, or lose the summand the redo would need, so such matmuls keep oneDNN's result
+  // (they stay fused: unfusing them would cost every call a pass over the output). bf16 math is not
   // float32's result anyway.
   if (wdt == dt::f32 && fused_post_ops(op).empty()) add_matmul_redo_step(a, b, bias, dst);
   add_post_op_steps(op, fused_post_ops(op).size(), dst);

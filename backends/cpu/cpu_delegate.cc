@@ -88,7 +88,7 @@ CpuDelegate::CpuDelegate(CpuGraph g, int threads, bool winograd, bool own_kernel
     : graph_(std::move(g)),
       threads_(threads),
       winograd_(winograd),
-      own_kernels_(own_kernels && graph_.precision == Precision::Fp32 && avx512_supported()),
+      own_kernels_(own_kernels && graph_.precision == Precision::Fp32 && own_kernels_supported()),
       verbose_(std::getenv("EMBER_CPU_VERBOSE") != nullptr),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),

@@ -144,21 +144,22 @@ class CpuDelegate {
   // --- NaN-exact steps (cpu_exact.cc, nan_exact.h) -----------------------------------------
   // Whether `p` is relu or hardtanh, as a clamp.
   static bool is_clamp(const PostOp& p, Clamp* c);
-  // Whether `p` is an element-wise op that oneDNN may compute wrongly on NaN: a clamp (relu and
-  // clip by max/min turn NaN into a bound) or sigmoid (the reference logistic, which oneDNN runs
-  // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0).
+  // Whether `p` is an element-wise op that oneDNN computes wrongly for some input: a clamp (relu
+  // and clip by max/min turn NaN into a bound), sigmoid (the reference logistic, which oneDNN runs
+  // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0) or the exact gelu
+  // (gelu_erf gives +0.0 where ATen gives -0.0).
   static bool is_own_eltwise(const PostOp& p);
-  static bool is_sigmoid(const PostOp& p) { return !p.is_sum && p.alg == EltwiseAlg::Logistic; }
   // The post-ops oneDNN runs inside the op's primitive: those before the first own element-wise
   // op (is_own_eltwise). That op and what follows it run as steps of their own.
   static std::span<const PostOp> fused_post_ops(const OpDesc& op);
-  // Steps for post-ops [from, end) of `op`, in place on its output `dst`: clamps and sigmoid by
-  // Ember's NaN-keeping kernels, other element-wise ops and sums by oneDNN.
+  // Steps for post-ops [from, end) of `op`, in place on its output `dst`: own element-wise ops by
+  // Ember's kernels (add_own_eltwise_step), other element-wise ops and sums by oneDNN.
   void add_post_op_steps(const OpDesc& op, size_t from, const memory& dst);
   // dst = clamp(src), NaN kept; src and dst have one layout (the same memory: in place).
   void add_clamp_step(const memory& src, const memory& dst, Clamp act);
-  // dst = sigmoid(src), NaN kept; as add_clamp_step.
-  void add_sigmoid_step(const memory& src, const memory& dst);
+  // dst = p(src) for an own element-wise op `p` (is_own_eltwise) by Ember's kernel; as
+  // add_clamp_step.
+  void add_own_eltwise_step(const memory& src, const memory& dst, const PostOp& p);
   // dst = f(src) by `kernel` (in place, over n floats, on `threads`), src and dst of one layout;
   // the padding of a channel-blocked layout stays zero (unless f(0) = 0, every block is one
   // run). `name` and `info` are the profiler's.

@@ -8,7 +8,6 @@
 #include <limits>
 #include <string>
 
-#include "backends/cpu/avx512.h"
 #include "backends/cpu/cpu_delegate.h"
 #include "backends/cpu/nan_exact.h"
 #include "runtime/kernels/portable/util/row_kernels.h"
@@ -105,7 +104,8 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
 
 bool CpuDelegate::is_own_eltwise(const PostOp& p) {
   Clamp c;
-  return is_clamp(p, &c) || is_sigmoid(p);
+  return is_clamp(p, &c) ||
+         (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf));
 }
 
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
@@ -117,11 +117,8 @@ std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
 void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory& dst) {
   for (size_t i = from; i < op.post_ops.size(); ++i) {
     const PostOp& p = op.post_ops[i];
-    Clamp c;
-    if (is_clamp(p, &c)) {
-      add_clamp_step(dst, dst, c);
-    } else if (is_sigmoid(p)) {
-      add_sigmoid_step(dst, dst);
+    if (is_own_eltwise(p)) {
+      add_own_eltwise_step(dst, dst, p);
     } else if (!p.is_sum) {
       auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
       dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
@@ -150,9 +147,18 @@ void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act
       [act](float* y, int64_t n, int threads) { clamp_in_place(y, n, act, threads); });
 }
 
-void CpuDelegate::add_sigmoid_step(const memory& src, const memory& dst) {
-  add_in_place_step(src, dst, false, "eltwise,ember:logistic,forward_inference,,", "alg:logistic",
-                    sigmoid_in_place);
+void CpuDelegate::add_own_eltwise_step(const memory& src, const memory& dst, const PostOp& p) {
+  if (Clamp c; is_clamp(p, &c)) {
+    add_clamp_step(src, dst, c);
+  } else if (p.alg == EltwiseAlg::Logistic) {
+    add_in_place_step(src, dst, false, "eltwise,ember:logistic,forward_inference,,", "alg:logistic",
+                      sigmoid_in_place);
+  } else if (p.alg == EltwiseAlg::GeluErf) {
+    add_in_place_step(src, dst, true, "eltwise,ember:gelu_erf,forward_inference,,", "alg:gelu_erf",
+                      gelu_in_place);
+  } else {
+    refuse("an element-wise op Ember has no kernel of");
+  }
 }
 
 void CpuDelegate::add_in_place_step(const memory& src, const memory& dst, bool zero_stays_zero,
@@ -386,7 +392,7 @@ void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const me
     const float* x = data_of(a);
     for (const PackedMatrix::Panel& p : b->panels) {
       // Column j of the panel is row kk's element p.offset + kk * width + j (PackedMatrix::pack).
-      const int64_t width = p.nv * avx512::kVec;
+      const int64_t width = p.nv * kGroup;
       for (int64_t j = 0; j < width && p.n0 + j < n; ++j) {
         float& out = y[p.n0 + j];
         if (std::isfinite(out)) continue;

@@ -21,12 +21,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
       as_post.alg = static_cast<EltwiseAlg>(op.ints[0]);
       as_post.alpha = op.floats[0];
       as_post.beta = op.floats[1];
-      if (Clamp c; is_clamp(as_post, &c)) {
-        add_clamp_step(src, make_output(op, src.get_desc()), c);
-        return;
-      }
-      if (is_sigmoid(as_post)) {
-        add_sigmoid_step(src, make_output(op, src.get_desc()));
+      if (is_own_eltwise(as_post)) {
+        add_own_eltwise_step(src, make_output(op, src.get_desc()), as_post);
         return;
       }
       auto [a, b] = eltwise_params(static_cast<EltwiseAlg>(op.ints[0]), op.floats[0], op.floats[1]);

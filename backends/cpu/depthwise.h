@@ -8,9 +8,9 @@
 // oneDNN 2.6's depthwise kernel (brdgmm_dw) takes about 2.5 cycles a vector FMA on MobileNetV2's
 // 14x14 and 7x7 layers in the model, and splits their few rows badly between two threads; this
 // one loads each input column once for the three windows over it (1.7-2 cycles an FMA there)
-// and splits rows between threads evenly (the row where two threads meet, by channels). AVX-512F:
-// callers check avx512_supported() (packed_gemm.h) first. NaN passes through the clamp as NaN, as
-// in PyTorch.
+// and splits rows between threads evenly (the row where two threads meet, by channels). AVX-512
+// or AVX2 (simd_kernels.h): callers check own_kernels_supported() (packed_gemm.h) first. NaN
+// passes through the clamp as NaN, as in PyTorch.
 #pragma once
 
 #include <cstdint>

@@ -1,31 +1,19 @@
 #include "backends/cpu/inverted_residual.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "backends/cpu/avx512.h"
 #include "backends/cpu/depthwise.h"
 
 namespace ember::cpu {
 namespace {
 
-using avx512::clamp;
-using avx512::kVec;
-using avx512::round_up;
-
 // w pixels of c channels (stride c) into rows of stride ld (the padding channels untouched).
-EMBER_AVX512 void copy_row(const float* in, int64_t c, int64_t w, float* out, int64_t ld) {
-  for (int64_t x = 0; x < w; ++x) {
-    for (int64_t c0 = 0; c0 < c; c0 += kVec) {
-      const auto m = static_cast<__mmask16>(
-          c - c0 >= kVec ? 0xFFFF : (1u << static_cast<unsigned>(c - c0)) - 1);
-      _mm512_mask_storeu_ps(out + x * ld + c0, m, _mm512_maskz_loadu_ps(m, in + x * c + c0));
-    }
-  }
+void copy_row(const float* in, int64_t c, int64_t w, float* out, int64_t ld) {
+  for (int64_t x = 0; x < w; ++x) std::copy_n(in + x * c, c, out + x * ld);
 }
 
 }  // namespace
@@ -42,7 +30,7 @@ InvertedResidual::InvertedResidual(const Params& p, int threads)
     : p_(p), threads_(std::max(threads, 1)) {
   out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1
   out_w_ = (p.w - 1) / p.stride + 1;
-  ce_pad_ = round_up(p.ce);
+  ce_pad_ = round_up_group(p.ce);
   dw_w_.assign(9 * ce_pad_, 0.f);
   dw_b_.assign(ce_pad_, 0.f);
   for (int64_t c = 0; c < p.ce; ++c) {
@@ -73,7 +61,7 @@ InvertedResidual::InvertedResidual(const Params& p, int threads)
   p_.expand_w = p_.expand_b = p_.dw_w = p_.dw_b = p_.project_w = p_.project_b = nullptr;
   p_.stem_w = p_.stem_b = nullptr;
   scratch_per_thread_ = ((group_ * p.stride + 2) * p.w + group_ * out_w_) * ce_pad_ +
-                        round_up(p.cin * 3 * image_row_floats_);
+                        round_up_group(p.cin * 3 * image_row_floats_);
   // Zeroed once: the padding channels of the band rows are read (and never used) by the
   // depthwise pass.
   scratch_.assign(scratch_per_thread_ * threads_, 0.f);
@@ -96,8 +84,8 @@ void InvertedResidual::run(const float* src, const float* residual, float* dst) 
   }
 }
 
-EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* residual, float* dst,
-                                             int64_t row_begin, int64_t row_end, float* scratch) {
+void InvertedResidual::run_rows(const float* src, const float* residual, float* dst,
+                                int64_t row_begin, int64_t row_end, float* scratch) {
   const int64_t h = p_.h, w = p_.w, cin = p_.cin, s = p_.stride;
   // The band: a ring of expanded input rows (row y in slot y % slots), each [w][ce_pad]; then
   // the group's depthwise rows, [group][out_w][ce_pad]. Without expansion, rows whose channels
@@ -160,8 +148,8 @@ EMBER_AVX512 void InvertedResidual::run_rows(const float* src, const float* resi
 
 // Row y of the stem's output, [w][ce_pad]: the 3 x cin image rows its windows cover, zero-padded
 // left and right (zero rows past the top and bottom), then one GEMM over the patches in place.
-EMBER_AVX512 void InvertedResidual::stem_row(const float* src, int64_t img, int64_t y,
-                                             float* image_rows, float* out) {
+void InvertedResidual::stem_row(const float* src, int64_t img, int64_t y, float* image_rows,
+                                float* out) {
   const int64_t ih = p_.image_h, iw = p_.image_w, s = p_.stem_stride;
   for (int64_t c = 0; c < p_.cin; ++c) {
     for (int64_t ky = 0; ky < 3; ++ky) {

@@ -19,9 +19,9 @@
 //
 // Activations are clamps: relu is [0, inf), relu6/hardtanh [lo, hi], none (-inf, inf); NaN passes
 // through as NaN, as in PyTorch. Sums are in a different order from ATen's, so results agree to
-// rounding (the tests compare with ATen at 1e-4). The kernel needs AVX-512F:
-// `avx512_supported()` (packed_gemm.h) says whether this CPU has it; callers fall back to oneDNN
-// when it does not.
+// rounding (the tests compare with ATen at 1e-4). The kernel needs AVX2 or AVX-512:
+// `own_kernels_supported()` (packed_gemm.h) says whether this CPU has one; callers fall back to
+// oneDNN when it does not.
 #pragma once
 
 #include <cstdint>

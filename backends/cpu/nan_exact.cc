@@ -60,45 +60,98 @@ EMBER_TARGET_AVX2 void clamp_avx2(float* x, int64_t n, float lo, float hi) {
 }
 void clamp_generic(float* x, int64_t n, float lo, float hi) { clamp_body(x, n, lo, hi); }
 
-// sigmoid(x) = 1 / (1 + exp(-x)), ATen's formula, with exp(t) = 2^n * e^r (n = round(t / ln 2),
-// |r| <= ln 2 / 2, e^r by its Taylor series to r^7: under 1e-8 relative) and 2^n as two factors,
-// so that n from -151 to 128 needs no special case: exp(t) overflows to inf above 88.72 (sigmoid
-// 0) and is below the smallest float under -103.3 (sigmoid 1), as in ATen. Bit operations and
-// selects only, so that the loop becomes one vector loop; a NaN x is returned as it is.
-EMBER_INLINE void sigmoid_body(float* x, int64_t n) {
+// exp(t) for t in [-104, 89] (callers clamp; NaN passes through as some NaN or a finite value,
+// which callers replace): 2^n * e^r with n = round(t / ln 2), |r| <= ln 2 / 2, e^r by its Taylor
+// series to r^7 (under 1e-8 relative) and 2^n as two factors, so that n from -151 to 128 needs
+// no special case (exp(89) is inf, exp(-104) below the smallest float). Bit operations and
+// arithmetic only, so that a loop calling it becomes one vector loop.
+EMBER_INLINE float exp_clamped(float t) {
   constexpr float kLog2e = 1.44269504f, kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding it rounds to an integer
   uint32_t round_bits;
   std::memcpy(&round_bits, &kRound, sizeof round_bits);
+  const float k = t * kLog2e + kRound;  // round(t / ln 2) + 1.5 * 2^23
+  const float nf = k - kRound;
+  uint32_t kb;
+  std::memcpy(&kb, &k, sizeof kb);
+  const int32_t m = static_cast<int32_t>(kb - round_bits);  // n
+  const float r = (t - nf * kLn2Hi) - nf * kLn2Lo;          // nf * kLn2Hi is exact
+  float p = 1.f / 5040;
+  p = p * r + 1.f / 720;
+  p = p * r + 1.f / 120;
+  p = p * r + 1.f / 24;
+  p = p * r + 1.f / 6;
+  p = p * r + .5f;
+  p = p * r + 1.f;
+  p = p * r + 1.f;
+  const int32_t half = m / 2;
+  const uint32_t b1 = static_cast<uint32_t>(half + 127) << 23;
+  const uint32_t b2 = static_cast<uint32_t>(m - half + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  return p * s1 * s2;
+}
+
+// sigmoid(x) = 1 / (1 + exp(-x)), ATen's formula: exp(-x) overflows to inf above x = -88.72
+// (sigmoid 0) and is below the smallest float under x = -103.3 (sigmoid 1), as in ATen. A NaN x
+// is returned as it is.
+EMBER_INLINE void sigmoid_body(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
     float t = -v;
-    t = t > 89.f ? 89.f : t;  // exp(89) is inf already; NaN passes both
+    t = t > 89.f ? 89.f : t;
     t = t < -104.f ? -104.f : t;
-    const float k = t * kLog2e + kRound;  // round(t / ln 2) + 1.5 * 2^23
-    const float nf = k - kRound;
-    uint32_t kb;
-    std::memcpy(&kb, &k, sizeof kb);
-    const int32_t m = static_cast<int32_t>(kb - round_bits);  // n
-    const float r = (t - nf * kLn2Hi) - nf * kLn2Lo;          // nf * kLn2Hi is exact
-    float p = 1.f / 5040;
-    p = p * r + 1.f / 720;
-    p = p * r + 1.f / 120;
-    p = p * r + 1.f / 24;
-    p = p * r + 1.f / 6;
-    p = p * r + .5f;
-    p = p * r + 1.f;
-    p = p * r + 1.f;
-    const int32_t half = m / 2;
-    const uint32_t b1 = static_cast<uint32_t>(half + 127) << 23;
-    const uint32_t b2 = static_cast<uint32_t>(m - half + 127) << 23;
-    float s1, s2;
-    std::memcpy(&s1, &b1, sizeof s1);
-    std::memcpy(&s2, &b2, sizeof s2);
-    const float y = 1.f / (1.f + p * s1 * s2);
+    const float y = 1.f / (1.f + exp_clamped(t));
     x[i] = v != v ? v : y;
   }
 }
+
+// erf(z) within 2 ulp (of the exact value, over every float): z * P(z^2) for |z| < 1, and
+// 1 - exp(Q(|z|) - z^2) up to |z| = 4 (above, erf rounds to 1), the sign then restored. P and Q
+// are least-squares fits on Chebyshev nodes, P to erf(z) / z, Q to log(erfc(a)) + a^2 (relative
+// error, float64), made for this kernel. erf(+-inf) = +-1; NaN gives some value (callers select).
+EMBER_INLINE float erf_body(float z) {
+  const float a = z < 0.f ? -z : z;
+  const float z2 = z * z;
+  float p = 7.898209878476337e-05f;
+  p = p * z2 - 8.024353883229196e-04f;
+  p = p * z2 + 5.190053489059210e-03f;
+  p = p * z2 - 2.685480937361717e-02f;
+  p = p * z2 + 1.128361225128174e-01f;
+  p = p * z2 - 3.761262893676758e-01f;
+  p = p * z2 + 1.128379225730896e+00f;
+  const float small = z * p;
+  const float c = a > 4.f ? 4.f : a;  // NaN stays NaN (the select at the end drops it)
+  float q = -5.164791261336177e-08f;
+  q = q * c + 2.775908114927006e-06f;
+  q = q * c - 5.694536230294034e-05f;
+  q = q * c + 6.559432949870825e-04f;
+  q = q * c - 4.960371181368828e-03f;
+  q = q * c + 2.686224691569805e-02f;
+  q = q * c - 1.107063740491867e-01f;
+  q = q * c + 3.687274754047394e-01f;
+  q = q * c - 1.130509614944458e+00f;
+  q = q * c + 3.794099029619247e-04f;
+  const float big = 1.f - exp_clamped(q - c * c);
+  const float large = a >= 4.f ? 1.f : big;
+  return a < 1.f ? small : (z < 0.f ? -large : large);
+}
+
+// gelu(x) = x / 2 * (1 + erf(x / sqrt 2)), ATen's formula and its zero signs: -0.0 for x = -0.0
+// and where 1 + erf rounds to 0 (x below about -5.5), NaN for -inf and NaN.
+EMBER_INLINE void gelu_body(float* x, int64_t n) {
+  constexpr float kSqrtHalf = 0.707106781186547524f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float y = v * .5f * (1.f + erf_body(v * kSqrtHalf));
+    x[i] = v != v ? v : y;
+  }
+}
+EMBER_TARGET_AVX512 void gelu_avx512(float* x, int64_t n) { gelu_body(x, n); }
+EMBER_TARGET_AVX2 void gelu_avx2(float* x, int64_t n) { gelu_body(x, n); }
+void gelu_generic(float* x, int64_t n) { gelu_body(x, n); }
+
 EMBER_TARGET_AVX512 void sigmoid_avx512(float* x, int64_t n) { sigmoid_body(x, n); }
 EMBER_TARGET_AVX2 void sigmoid_avx2(float* x, int64_t n) { sigmoid_body(x, n); }
 void sigmoid_generic(float* x, int64_t n) { sigmoid_body(x, n); }
@@ -188,7 +241,8 @@ EMBER_TARGET_AVX512 void row16_avx512(const float* x, const PoolLayout& in, cons
         for (int64_t c = l2[2]; c < h2[2]; ++c) {
           const __m512 v = _mm512_loadu_ps(row + (first + c * w.dilation[2]) * in.spatial[2]);
           nan = static_cast<__mmask16>(nan | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q));
-          m = _mm512_maskz_max_ps(0xFFFF, v, m);  // the zero-masking form: see avx512.h
+          m = _mm512_maskz_max_ps(0xFFFF, v, m);  // the zero-masking form (gcc 12 warns of an
+                                                  // uninitialized value in the plain one)
         }
       }
     }
@@ -344,6 +398,19 @@ void sigmoid_in_place(float* x, int64_t n, int threads) {
       sigmoid_avx2(x + begin, end - begin);
     } else {
       sigmoid_generic(x + begin, end - begin);
+    }
+  });
+}
+
+void gelu_in_place(float* x, int64_t n, int threads) {
+  const CpuIsa isa = cpu_isa();
+  split(n, n * 12, threads, [&](int64_t begin, int64_t end) {
+    if (isa >= CpuIsa::Avx512) {
+      gelu_avx512(x + begin, end - begin);
+    } else if (isa >= CpuIsa::Avx2) {
+      gelu_avx2(x + begin, end - begin);
+    } else {
+      gelu_generic(x + begin, end - begin);
     }
   });
 }

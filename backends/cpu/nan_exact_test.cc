@@ -1,7 +1,7 @@
 // Issue 20's repros against ATen: relu, relu6 and hardtanh (standalone and after a convolution, a
 // matmul or a residual sum whose result is NaN inside), sigmoid of NaN, max pooling of windows
-// holding NaN, and softmax of rows holding +inf, NaN or only -inf. Every expectation is ATen's
-// result.
+// holding NaN, softmax of rows holding +inf, NaN or only -inf, and gelu's zero signs. Every
+// expectation is ATen's result.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -177,6 +177,88 @@ TEST(CpuBackendNan, SigmoidKeepsNan) {
     p.outputs = {p.node("y", want, "aten::sigmoid.default(self=%x)")};
     // Within 1e-6, relative and absolute (the kernel is within a few units in the last place).
     EXPECT_GE(check_exact(p, want, 1e-6).exact_steps, 1);
+  }
+}
+
+// ATen's gelu without oneDNN (its own formula, x / 2 * (1 + erf(x / sqrt 2))). ATen has two CPU
+// paths for it: a contiguous float tensor of more than one element goes to oneDNN's gelu_erf
+// (use_mkldnn), anything else (one element, a strided view, torch.backends.mkldnn off) to its own
+// formula. They agree up to rounding but for the sign of zero: oneDNN's gives +0.0 for -0.0 and
+// below about -5.5, where the formula gives -0.0 (x times a product that rounded to +0).
+at::Tensor aten_gelu_formula(const at::Tensor& x) {
+  at::globalContext().setUserEnabledMkldnn(false);
+  at::Tensor y = at::gelu(x);
+  at::globalContext().setUserEnabledMkldnn(true);
+  return y;
+}
+
+// gelu gives the zero signs of ATen's formula: -0.0 for -0.0 and below about -5.5 (Ember's
+// kernel; the fuzzer found oneDNN's +0.0 against eager's -0.0 for a one-element tensor, and a
+// later x / gelu(x) turned it into the other infinity). After a matmul (fused into oneDNN's
+// before), after a convolution (a blocked layout), and alone over -12..12 against ATen's float64
+// gelu.
+TEST(CpuBackendNan, GeluKeepsZeroSigns) {
+  const at::Tensor edges = at::tensor(
+      {-0.f, 0.f, -5.6f, -6.f, -7.f, -30.f, -1e30f, kNan, kInf, -kInf, 1e-40f, -1e-40f, 3.f, -3.f});
+  // Where ATen's formula gives zero, the sign of the zero must be the formula's too.
+  auto check_signs = [](const at::Tensor& got, const at::Tensor& want) {
+    const at::Tensor zero = want == 0;
+    ASSERT_TRUE(zero.any().item<bool>());
+    EXPECT_TRUE(at::signbit(got).masked_select(zero).equal(at::signbit(want).masked_select(zero)))
+        << "got\n"
+        << got << "\nATen\n"
+        << want;
+  };
+  {
+    SCOPED_TRACE("matmul");
+    // Results of about N(0, 30): many below -5.5, where ATen's gelu is -0.0.
+    at::Tensor a = at::randn({4, 8});
+    a[1][0] = kNan;
+    const at::Tensor w = at::randn({8, 14}) * 10;
+    const at::Tensor mm = at::mm(a, w);
+    const at::Tensor want = at::gelu(mm);
+    Prog p;
+    auto ai = p.input("a", a);
+    auto m = p.node("mm", mm, "aten::mm.default(self=" + ai + ", mat2=" + p.weight("w", w) + ")");
+    p.outputs = {p.node("y", want, "aten::gelu.default(self=" + m + ")")};
+    auto program = parse_text(p.text());
+    ASSERT_TRUE(program);
+    DelegateSummary summary;
+    auto out = run(compile(*program), {a}, {want}, {}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_GE(summary.exact_steps, 1);
+    expect_same(out[0], want, 1e-5);
+    check_signs(out[0], aten_gelu_formula(mm));
+  }
+  {
+    SCOPED_TRACE("convolution, 6 channels blocked by 16");
+    at::Tensor x = at::randn({1, 4, 6, 6}) * 4;
+    x[0][1][2][2] = -0.f;
+    const at::Tensor w = at::randn({6, 4, 1, 1}), b = at::randn({6});
+    const at::Tensor conv = conv2d(x, w, b, 1, 0);
+    const at::Tensor want = at::gelu(conv);
+    Prog p;
+    auto xi = p.input("x", x);
+    auto c = p.node("c", conv, conv_call(xi, p.weight("w", w), p.weight("b", b), 1, 0));
+    p.outputs = {p.node("y", want, "aten::gelu.default(self=" + c + ")")};
+    check_exact(p, want, 1e-4);
+  }
+  {
+    SCOPED_TRACE("alone, edge values and -12..12");
+    const at::Tensor x = at::cat({at::arange(-12.f, 12.f, 0.001f), edges}).view({1, -1});
+    const at::Tensor want = at::gelu(x.to(at::kDouble)).to(at::kFloat);
+    Prog p;
+    p.input("x", x);
+    p.outputs = {p.node("y", want, "aten::gelu.default(self=%x)")};
+    auto program = parse_text(p.text());
+    ASSERT_TRUE(program);
+    DelegateSummary summary;
+    auto out = run(compile(*program), {x}, {want}, {}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_GE(summary.exact_steps, 1);
+    // Within 1e-6, relative and absolute (the kernel is within a few units in the last place).
+    expect_same(out[0], want, 1e-6);
+    check_signs(out[0], aten_gelu_formula(x));
   }
 }
 

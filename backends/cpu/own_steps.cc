@@ -1,5 +1,7 @@
 #include "backends/cpu/own_steps.h"
 
+#include "backends/cpu/simd_kernels.h"
+
 #include <initializer_list>
 #include <string_view>
 #include <utility>
@@ -35,8 +37,11 @@ std::string cat(std::initializer_list<std::string_view> parts) {
 OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
                                const InvertedResidual::Params& p, dnnl::memory src,
                                dnnl::memory residual, dnnl::memory dst) {
-  OwnStep s{
-      OwnKind::InvertedResidual, "inverted_residual,ember:avx512,forward_inference,,", "", {}};
+  // The implementation names the instruction set of the kernels (ember:avx2, ember:avx512).
+  OwnStep s{OwnKind::InvertedResidual,
+            cat({"inverted_residual,ember:", simd::kernels()->name, ",forward_inference,,"}),
+            "",
+            {}};
   s.problem = cat({"mb",
                    n(p.batch),
                    "_ic",

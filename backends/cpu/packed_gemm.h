@@ -4,11 +4,12 @@
 //   PackedMatrix b = PackedMatrix::pack(w, bias, k, n);     // w: [n][k], PyTorch's [out][in]
 //   gemm(m, b, a, lda, residual_or_null, ldr, c, ldc, clamp);   // c = clamp(a b + bias (+ r))
 //
-// B is stored in panels of at most 4 vectors (64 columns), each [k][16 nv] contiguous, so the k
-// loop streams through memory: what matters where B is read once per call (a matrix-vector
-// product streams the whole weight from DRAM; oneDNN 2.6's matmul reaches half this kernel's
-// bandwidth there). A tile is up to 12 rows x 4 vectors of accumulators in registers, the
-// columns past n masked. AVX-512F and VL: callers check avx512_supported() first.
+// B is stored in panels of at most 4 groups of 16 columns (64 columns), each [k][16 nv]
+// contiguous, so the k loop streams through memory: what matters where B is read once per call
+// (a matrix-vector product streams the whole weight from DRAM; oneDNN 2.6's matmul reaches half
+// this kernel's bandwidth there). A register tile is up to 12 rows x 4 vectors on AVX-512 and 6
+// rows x 2 vectors on AVX2 (simd_kernels.h: one source, both instruction sets), the columns past
+// n neither read nor written. Callers check own_kernels_supported() first.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,11 @@
 #include <vector>
 
 namespace ember::cpu {
+
+// PackedMatrix's column group, and the channel unit of the depthwise and inverted residual
+// kernels: a 512-bit vector, two 256-bit ones.
+inline constexpr int64_t kGroup = 16;
+inline int64_t round_up_group(int64_t n) { return (n + kGroup - 1) / kGroup * kGroup; }
 
 // Storage aligned to a cache line: a 512-bit load that straddles two lines costs about twice one
 // that does not (the depthwise pass measured 1.9 against 3.6 cycles an FMA at stride 2).
@@ -47,16 +53,16 @@ struct PackedMatrix {
   };
   int64_t k = 0, n = 0;
   AlignedFloats data;  // each panel starts on a cache line (its size is a multiple of 16 floats)
-  AlignedFloats bias;  // [n rounded up to 16], zero-padded
+  AlignedFloats bias;  // [round_up_group(n)], zero-padded
   std::vector<Panel> panels;
 
   // w: [n][k] dense (a 1x1 convolution's or a linear layer's weight); bias: [n] or null.
   static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n);
 };
 
-// Whether Ember's AVX-512 kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is at least
-// Avx512, so the CPU has them and EMBER_CPU_ISA does not cap them off.
-bool avx512_supported();
+// Whether Ember's own kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is AVX2 or
+// AVX-512 (each has its variant), so the CPU has it and EMBER_CPU_ISA does not cap it off.
+bool own_kernels_supported();
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
 // panel (a matrix-vector product: one unit a panel). Threads split [0, gemm_units(m, b)).

@@ -150,9 +150,13 @@ def _make_float32_as_float64():
 FLOAT32_MAX = 3.4028234663852886e38
 
 
-def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False):
+def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False, onednn=True):
     """The outputs of `calls` executions in a row of a fresh M (state carries over).
 
+    onednn=False: with torch.backends.mkldnn off, ATen's other CPU path. ATen hands some float32
+    ops of contiguous tensors of more than one element to oneDNN (gelu: +0.0 below -5.5, where
+    its own formula, which a one-element or strided tensor gets, gives -0.0); either is PyTorch's
+    result.
     double: the reference, in float64 (the module's state, every floating input, and float32
     wherever the program names it; its casts to float16 and bfloat16 stay, unless all_floats).
     perturb (a seed, with double): every floating input and state tensor also changed by one
@@ -172,7 +176,7 @@ def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False):
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64 if double else default)
     try:
-        with torch.no_grad(), eager_cond(), \
+        with torch.no_grad(), eager_cond(), torch.backends.mkldnn.flags(enabled=onednn), \
                 (Float32AsFloat64(all_floats) if double else contextlib.nullcontext()):
             for _ in range(calls):
                 # Contiguous, as Ember gets them (.npy, C order): eager's kernels can give other
@@ -213,6 +217,7 @@ def prepare(M, inputs, calls, work):
     case = {"dir": work, "calls": calls, "inputs": len(inputs)}
     try:
         case["expected"] = run_eager(M, inputs, calls)
+        case["expected_alt"] = run_eager(M, inputs, calls, onednn=False)
     except Exception as e:  # the generator built something eager rejects
         case["skip"] = f"eager: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         return case
@@ -240,7 +245,7 @@ TOL = {"float32": (1e-3, 1e-4), "float64": (1e-3, 1e-4), "float16": (1e-2, 1e-3)
        "bfloat16": (4e-2, 1e-2)}
 
 
-def compare(expected, reference, got, perturbed=None, exact=None):
+def compare(expected, reference, got, perturbed=None, exact=None, alternative=None):
     """None when `got` (a NumPy array) agrees with eager's `expected`, else the reason.
 
     Integers and bools must be equal; floats within a tolerance for their dtype, widened by three
@@ -254,7 +259,9 @@ def compare(expected, reference, got, perturbed=None, exact=None):
     value or the sign of an infinity, and float elements that the perturbation alone moves by
     more than the tolerance, are ill-conditioned (a summation order or one rounding decides them:
     any float32 evaluation may give either): not compared. Where eager is infinite and exact
-    arithmetic finite (an overflow inside eager's kernel), the exact value is accepted too.
+    arithmetic finite (an overflow inside eager's kernel), the exact value is accepted too. So is
+    eager's `alternative` result (its other CPU path, run_eager's onednn=False), within the same
+    tolerance.
     """
     dtype = str(expected.dtype).replace("torch.", "")
     e = expected.float().numpy() if dtype == "bfloat16" else expected.numpy()
@@ -275,6 +282,8 @@ def compare(expected, reference, got, perturbed=None, exact=None):
             mask &= r == last
             last = r
         bad = mask & (got != e)
+        if alternative is not None and tuple(alternative.shape) == tuple(e.shape):
+            bad &= got != alternative.numpy()
     else:
         e64, g64 = e.astype(np.float64), got.astype(np.float64)
         rtol, atol = TOL.get(dtype, TOL["float32"])
@@ -315,6 +324,12 @@ def compare(expected, reference, got, perturbed=None, exact=None):
         # An infinite eager value has an infinite tolerance: there only the same infinity is close.
         close = np.where(np.isinf(e64), g64 == e64, close) | exact_close
         close |= np.isnan(g64) & np.isnan(e64)
+        if alternative is not None and tuple(alternative.shape) == tuple(e.shape):
+            a64 = alternative.double().numpy()
+            with np.errstate(invalid="ignore"):
+                close_alt = (np.abs(g64 - a64) <= tol) | (g64 == a64)
+            close |= np.where(np.isinf(a64), g64 == a64, close_alt)
+            close |= np.isnan(g64) & np.isnan(a64)
         bad = mask & ~close
     if not bad.any():
         return None
@@ -334,11 +349,12 @@ def classify(case, flow, status, message):
         refs = case["reference"][c] if case.get("reference") else [None] * len(outs)
         perturbed = case["perturbed"][c] if case.get("perturbed") else [None] * len(outs)
         exact = case["exact"][c] if case.get("exact") else [None] * len(outs)
-        for i, (e, r, p, x) in enumerate(zip(outs, refs, perturbed, exact)):
+        alt = case["expected_alt"][c] if case.get("expected_alt") else [None] * len(outs)
+        for i, (e, r, p, x, a) in enumerate(zip(outs, refs, perturbed, exact, alt)):
             path = os.path.join(work, f"{flow}_call{c}_out{i}.npy")
             if not os.path.exists(path):
                 return "wrong", f"call {c} output {i}: missing (only some outputs came back)"
-            why = compare(e, r, np.load(path), p, x)
+            why = compare(e, r, np.load(path), p, x, a)
             if why:
                 return "wrong", f"call {c} output {i} ({str(e.dtype)[6:]}): {why}"
     return "match", ""

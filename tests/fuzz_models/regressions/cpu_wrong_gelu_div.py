@@ -1,9 +1,10 @@
 """Found by the differential fuzzer (tests/fuzz_models), seed 401770, minimized:
 cpu gave `wrong`: call 0 output 0 (float32): 1 of 1 elements differ; at [0, 0, 0, 0]: got np.float32(-inf), eager np.float32(inf)
 
-Open: the cpu backend's gelu (oneDNN's gelu_erf) of -3e38 is +0.0 where ATen's is -0.0
-(x * Phi(x) with Phi(x) = +0), and x / gelu(x) turns the sign of that zero into +inf against -inf.
-The values agree; only a later division or atan2 can tell.
+The cpu backend's gelu (oneDNN's gelu_erf) of -3e38 was +0.0 where ATen's is -0.0
+(x / 2 * (1 + erf(x / sqrt 2)) with 1 + erf = +0), and x / gelu(x) turned the sign of that zero
+into -inf against +inf. Fixed: the exact gelu is Ember's own kernel (backends/cpu/nan_exact.cc),
+never oneDNN's.
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
 
@@ -30,4 +31,3 @@ def inputs():
 CALLS = 1
 FLOWS = ['cpu']
 FOUND = "wrong"
-KNOWN = "cpu: oneDNN gelu gives +0.0 for large negative inputs, ATen -0.0"

@@ -1,0 +1,39 @@
+// The instruction-set variants of the cpu backend's own kernels: the packed GEMM's register tiles
+// (packed_gemm.h) and the 3x3 depthwise row (depthwise.h). Each is written once, in
+// simd_kernels.inc (GCC/Clang vector extensions, no intrinsics), and compiled once per variant:
+// simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a vector, 16 registers) and simd_kernels_avx512.cc
+// (AVX-512F, 16 floats a vector, 32 registers), each with its own tile sizes. kernels() picks the
+// variant cpu_isa() allows (EMBER_CPU_ISA caps it), or none below AVX2, where the backend leaves
+// every op to oneDNN. Callers use packed_gemm.h and depthwise.h, not this header.
+#pragma once
+
+#include <cstdint>
+
+#include "backends/cpu/packed_gemm.h"
+
+namespace ember::cpu::simd {
+
+struct Kernels {
+  const char* name;  // "avx2", "avx512"
+  // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
+  int64_t (*rows_for)(int64_t nv);
+  // C = clamp(bias + A B (+ R)) over the row tiles [unit_begin, unit_end) of gemm_units();
+  // the gathered form reads A's column kk of row i at a[i * lda + k_offsets[kk]] (no residual).
+  void (*gemm)(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const float* r,
+               int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin, int64_t unit_end);
+  void (*gemm_gathered)(int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
+                        const int32_t* k_offsets, float* c, int64_t ldc, Clamp act,
+                        int64_t unit_begin, int64_t unit_end);
+  // depthwise_row() of depthwise.h.
+  void (*depthwise_row)(int64_t stride, const float* const rows[3], int64_t ld, int64_t w,
+                        int64_t wo, const float* wts, const float* bias, int64_t cpad,
+                        int64_t c_begin, int64_t c_end, float* out, Clamp act);
+};
+
+const Kernels& kernels_avx2();
+const Kernels& kernels_avx512();
+
+// The variant cpu_isa() allows, or null (below AVX2). Decided once.
+const Kernels* kernels();
+
+}  // namespace ember::cpu::simd
