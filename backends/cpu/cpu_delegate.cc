@@ -198,7 +198,17 @@ Error CpuDelegate::execute(std::span<EValue*> args, ExecutionObserver* observer)
     }
   }
   for (auto& [m, a] : bound_) m.set_data_handle(args[a]->to_tensor().mutable_data());
-  if (omp_get_max_threads() != threads_) omp_set_num_threads(threads_);
+  // oneDNN's OpenMP primitives run on omp_get_max_threads() threads: the delegate's count for the
+  // call, and the caller's own again after it (an ICV of the calling thread, left as found).
+  struct OmpThreads {
+    int previous;
+    explicit OmpThreads(int threads) : previous(omp_get_max_threads()) {
+      if (previous != threads) omp_set_num_threads(threads);
+    }
+    ~OmpThreads() {
+      if (omp_get_max_threads() != previous) omp_set_num_threads(previous);
+    }
+  } omp_threads(threads_);
   for (Step& s : steps_) {
     const uint64_t start = observer != nullptr ? now_ns() : 0;
     if (Error e = run_step(s); e != Error::Ok) return e;
