@@ -151,22 +151,25 @@ def format_report(rows, peak_gflops, threads, top):
 
 
 # --- Running ---------------------------------------------------------------------------------------
-def fma_peak_gflops(runner):
-    """One core's float32 FMA peak in GFLOP/s, measured by `ember_bench_runner --fma-peak`."""
-    r = subprocess.run([runner, "--fma-peak"], capture_output=True, text=True, check=True)
+def fma_peak_gflops(runner, env=None):
+    """One core's float32 FMA peak in GFLOP/s, measured by `ember_bench_runner --fma-peak` (on
+    the instruction set EMBER_CPU_ISA allows, in `env`)."""
+    r = subprocess.run([runner, "--fma-peak"], capture_output=True, text=True, check=True,
+                       env=dict(os.environ, **(env or {})))
     return float(r.stdout.split()[1])
 
 
-def run_report(ember, runner, pte, ptd=None, inputs=(), threads=1, repeat=20, top=15):
-    """The report of one program (see the module text); raises RuntimeError when it cannot run."""
-    peak = fma_peak_gflops(runner) * threads
+def run_report(ember, runner, pte, ptd=None, inputs=(), threads=1, repeat=20, top=15, env=None):
+    """The report of one program (see the module text); raises RuntimeError when it cannot run.
+    env: more environment for `ember run` (EMBER_CPU_ISA, ONEDNN_MAX_CPU_ISA)."""
+    peak = fma_peak_gflops(runner, env) * threads
     cmd = [ember, "run", pte, "--repeat", str(repeat), "--threads", str(threads)]
     for x in inputs:
         cmd += ["--input", x]
     if ptd:
         cmd += ["--ptd", ptd]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, ONEDNN_VERBOSE="1",
-                                                                  EMBER_CPU_VERBOSE="1"))
+    r = subprocess.run(cmd, capture_output=True, text=True,
+                       env=dict(os.environ, ONEDNN_VERBOSE="1", EMBER_CPU_VERBOSE="1", **(env or {})))
     if r.returncode != 0:
         raise RuntimeError("ember run failed: " + (r.stderr or r.stdout).strip()[-500:])
     try:

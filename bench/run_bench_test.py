@@ -116,6 +116,15 @@ class ReportTest(unittest.TestCase):
         self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
         self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
 
+    def test_isa_paths_have_pages_of_their_own(self):
+        # --isa avx2 forces the AVX2 path on any CPU; auto takes what the CPU has.
+        self.assertEqual(rb.isa_path("avx2"), "avx2")
+        self.assertEqual(rb.isa_path("auto"),
+                         "avx512" if "avx512f" in rb.cpu_flags() else "avx2")
+        self.assertEqual(rb.doc_name("avx512"), "performance")
+        self.assertEqual(rb.doc_name("avx2"), "performance-avx2")
+        self.assertEqual(rb.AVX2_ENV, {"EMBER_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"})
+
 
 class WorkerTest(unittest.TestCase):
     """The Python workers' shared protocol loop and the driver's worker command lines."""
