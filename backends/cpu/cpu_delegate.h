@@ -196,6 +196,10 @@ class CpuDelegate {
   // Max pooling by Ember's kernel (oneDNN's skips NaN), into the layout oneDNN's would write
   // (`dst_md`) where the kernel reads it.
   void build_max_pool(const OpDesc& op, memory src, memory::desc dst_md);
+  // The exact redo after oneDNN's average pooling of `op` (src -> dst): the non-finite outputs
+  // again, in double (cpu_exact.cc).
+  void add_avg_pool_redo_step(const OpDesc& op, const memory& src, const memory& dst,
+                              bool include_pad);
   // After oneDNN's softmax along `axis` of plain src -> dst: the rows ATen makes NaN.
   void add_softmax_rows_step(const memory& src, const memory& dst, int64_t axis);
   // The op reading each tensor last (delegate outputs: never dead), and which tensors share

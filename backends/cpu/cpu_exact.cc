@@ -250,6 +250,86 @@ void CpuDelegate::build_max_pool(const OpDesc& op, memory src, memory::desc dst_
   add_own_step(std::move(s));
 }
 
+// After oneDNN's average pooling: each output element that came out inf or NaN (a float sum that
+// overflowed near float32's maximum, where ATen's mean is finite, or a window holding inf or NaN)
+// is recomputed from the input in double, divided as ATen's avg_pool divides (the window clipped
+// to the padded input with count_include_pad, to the input without).
+void CpuDelegate::add_avg_pool_redo_step(const OpDesc& op, const memory& src, const memory& dst,
+                                         bool include_pad) {
+  const int64_t r = op.ints[1];
+  const memory::dims sd = dims_of(op.inputs[0]), od = dims_of(op.output);
+  const dnnl_memory_desc_t s_d = src.get_desc().data, o_d = dst.get_desc().data;
+  if (s_d.format_kind != dnnl_blocked || o_d.format_kind != dnnl_blocked || r < 1 || r > 3) {
+    refuse("average pooling: a layout the exact redo cannot read");
+  }
+  // Over 3 spatial dims (lower ranks: size 1, kernel 1, no padding).
+  struct Window {
+    int64_t in[3], out[3], kernel[3], stride[3], pad[3];
+  } g{};
+  for (int64_t d = 0; d < 3; ++d) {
+    const bool real = d >= 3 - r;
+    const int64_t k = d - (3 - r);
+    g.in[d] = real ? sd[2 + k] : 1;
+    g.out[d] = real ? od[2 + k] : 1;
+    g.kernel[d] = real ? op.ints[2 + k] : 1;
+    g.stride[d] = real ? op.ints[2 + r + k] : 1;
+    g.pad[d] = real ? op.ints[2 + 2 * r + k] : 0;
+  }
+  const int64_t batch = od[0], channels = od[1];
+  const int64_t total = static_cast<int64_t>(dst.get_desc().get_size() / sizeof(float));
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact,
+            "pooling,ember:redo_non_finite_f64,forward_inference,,",
+            cat({include_pad ? "alg:pooling_avg_include_padding " : "alg:pooling_avg ",
+                 dims_text(sd), ":", dims_text(od)}),
+            {}};
+  s.run = [src, dst, g, r, s_d, o_d, batch, channels, total, include_pad, threads]() {
+    float* y = data_of(dst);
+    if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;
+    const float* x = data_of(src);
+    const int64_t lead = 3 - r;
+    int64_t po[5], ps[5];
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t o0 = 0; o0 < g.out[0]; ++o0) {
+          for (int64_t o1 = 0; o1 < g.out[1]; ++o1) {
+            for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+              const int64_t o[3] = {o0, o1, o2};
+              po[0] = ps[0] = n;
+              po[1] = ps[1] = c;
+              for (int64_t d = lead; d < 3; ++d) po[2 + d - lead] = o[d];
+              float& out = y[element_offset(o_d, po)];
+              if (std::isfinite(out)) continue;
+              int64_t lo[3], hi[3], padded = 1, inside = 1;
+              for (int64_t d = 0; d < 3; ++d) {
+                const int64_t start = o[d] * g.stride[d] - g.pad[d];
+                const int64_t end = std::min(start + g.kernel[d], g.in[d] + g.pad[d]);
+                padded *= end - start;
+                lo[d] = std::max<int64_t>(start, 0);
+                hi[d] = std::min(end, g.in[d]);
+                inside *= std::max<int64_t>(hi[d] - lo[d], 0);
+              }
+              double sum = 0.0;
+              for (int64_t i0 = lo[0]; i0 < hi[0]; ++i0) {
+                for (int64_t i1 = lo[1]; i1 < hi[1]; ++i1) {
+                  for (int64_t i2 = lo[2]; i2 < hi[2]; ++i2) {
+                    const int64_t i[3] = {i0, i1, i2};
+                    for (int64_t d = lead; d < 3; ++d) ps[2 + d - lead] = i[d];
+                    sum += static_cast<double>(x[element_offset(s_d, ps)]);
+                  }
+                }
+              }
+              out = static_cast<float>(sum / static_cast<double>(include_pad ? padded : inside));
+            }
+          }
+        }
+      }
+    }
+  };
+  add_own_step(std::move(s));
+  keep_storage({src, dst});
+}
+
 void CpuDelegate::add_softmax_rows_step(const memory& src, const memory& dst, int64_t axis) {
   const memory::dims d = src.get_desc().dims();
   int64_t outer = 1, inner = 1;

@@ -209,6 +209,8 @@ void CpuDelegate::build_pool(const OpDesc& op) {
   if (alg == PoolAlg::Max) return build_max_pool(op, src, pd.dst_desc());
   memory dst = make_output(op, pd.dst_desc());
   add_step<dnnl::pooling_v2_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  // oneDNN's float sums overflow near float32's maximum where ATen's mean does not.
+  add_avg_pool_redo_step(op, src, dst, alg == PoolAlg::AvgIncludePad);
 }
 
 memory CpuDelegate::channel_param(int32_t id, int64_t channels) {

@@ -1,7 +1,7 @@
 // Issue 20's repros against ATen: relu, relu6 and hardtanh (standalone and after a convolution, a
 // matmul or a residual sum whose result is NaN inside), sigmoid of NaN, max pooling of windows
-// holding NaN, softmax of rows holding +inf, NaN or only -inf, and gelu's zero signs. Every
-// expectation is ATen's result.
+// holding NaN, softmax of rows holding +inf, NaN or only -inf, gelu's zero signs, and average
+// pooling near float32's maximum. Every expectation is ATen's result.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -259,6 +259,40 @@ TEST(CpuBackendNan, GeluKeepsZeroSigns) {
     // Within 1e-6, relative and absolute (the kernel is within a few units in the last place).
     expect_same(out[0], want, 1e-6);
     check_signs(out[0], aten_gelu_formula(x));
+  }
+}
+
+// Average pooling near float32's maximum: oneDNN's float sum of a window holding -3e38, -3e38 and
+// 3e38 overflows to -inf, where ATen's mean (adaptive_avg_pool2d to 1x1; found by the fuzzer) is
+// -1.25e37; the redo step sums such elements again in double. With and without padding counted;
+// windows holding inf or NaN stay inf and NaN. Expectations: ATen in float64.
+TEST(CpuBackendNan, AvgPoolSumsExactNearFloatMax) {
+  at::Tensor x = at::randn({1, 2, 3, 8});
+  x[0][0][0][7] = -3e38f;
+  x[0][0][1][5] = -3e38f;
+  x[0][0][2][4] = 3e38f;
+  x[0][1][0][0] = kInf;
+  x[0][1][2][7] = kNan;
+  for (bool include_pad : {true, false}) {
+    SCOPED_TRACE(include_pad ? "count_include_pad" : "padding not counted");
+    // The whole 3x8 map (as adaptive_avg_pool2d to 1x1), and 3x3 windows with padding 1.
+    for (int64_t kw : {8, 3}) {
+      SCOPED_TRACE(kw);
+      const int64_t pad = kw == 3 ? 1 : 0;
+      const at::Tensor want =
+          at::avg_pool2d(x.to(at::kDouble), {3, kw}, {1, 1}, {pad, pad}, false, include_pad)
+              .to(at::kFloat);
+      ASSERT_TRUE(at::isnan(want).any().item<bool>());
+      Prog p;
+      auto xi = p.input("x", x);
+      const std::string ks = std::to_string(kw), ps = std::to_string(pad);
+      p.outputs = {p.node(
+          "y", want,
+          "aten::avg_pool2d.default(self=" + xi + ", kernel_size=[3, " + ks +
+              "], stride=[1, 1], padding=[" + ps + ", " + ps +
+              "], ceil_mode=false, count_include_pad=" + (include_pad ? "true" : "false") + ")")};
+      EXPECT_GE(check_exact(p, want, 1e-5).exact_steps, 1);
+    }
   }
 }
 

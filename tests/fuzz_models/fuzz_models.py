@@ -96,10 +96,10 @@ UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float16": 2.0 ** -11, "bfloat16": 2.0 *
                  "float64": 2.0 ** -53}
 
 
-def _perturbed(t, generator):
+def _perturbed(t, generator, dtype=None):
     """t (float64) times 1 + d, |d| between half and all of the unit roundoff of t's original
-    dtype, with a random sign: a change of the size of the rounding that made t."""
-    u = UNIT_ROUNDOFF.get(str(t.dtype).replace("torch.", ""), 2.0 ** -24)
+    dtype (or `dtype`'s), with a random sign: a change of the size of the rounding that made t."""
+    u = UNIT_ROUNDOFF.get(str(dtype or t.dtype).replace("torch.", ""), 2.0 ** -24)
     # A random sign, and a random size in [u/2, u]: equal values move apart, so that x - x of two
     # inputs shows the cancellation it hides (a mean of [3e38, 0.43, -3e38]).
     sign = torch.randint(0, 2, t.shape, generator=generator, dtype=torch.int64) * 2 - 1
@@ -113,12 +113,17 @@ def _make_float32_as_float64():
     computes the program's float32 values wide, and a cast does not mix float32 with the float64
     state (which layer_norm and conv refuse). Mode(all_floats=True) widens float16 and bfloat16
     too: the program in exact arithmetic, whose distance to eager measures how much the roundings
-    of its 16-bit values move each output."""
+    of its 16-bit values move each output. Mode(perturb=generator) also moves every value an op
+    computes (not views, not in-place results) by one float32 rounding (_perturbed): the output's
+    condition under the roundings inside the program, which one at the inputs does not show
+    (x / logsumexp(log_softmax(y)): the divisor is 0 in exact arithmetic, for any y, and a
+    rounding residue of either sign in float32)."""
     from torch.overrides import TorchFunctionMode
 
     class Mode(TorchFunctionMode):
-        def __init__(self, all_floats=False):
+        def __init__(self, all_floats=False, perturb=None):
             super().__init__()
+            self.perturb = perturb
             self.narrow = ({torch.float32, torch.float16, torch.bfloat16} if all_floats
                            else {torch.float32})
             self.casts = ({torch.Tensor.float, torch.Tensor.half, torch.Tensor.bfloat16}
@@ -141,7 +146,15 @@ def _make_float32_as_float64():
                 for i, key in ((2, "posinf"), (3, "neginf")):
                     if len(args) <= i and kwargs.get(key) is None:
                         kwargs[key] = FLOAT32_MAX if key == "posinf" else -FLOAT32_MAX
-            return func(*self.widen(tuple(args)), **kwargs)
+            out = func(*self.widen(tuple(args)), **kwargs)
+            name = getattr(func, "__name__", "")
+            if (self.perturb is not None and isinstance(out, torch.Tensor)
+                    and out.dtype == torch.float64 and out._base is None
+                    and not name.endswith("_") and not name.startswith("__i")
+                    and not any(out is a for a in args)):
+                # (the mode is off inside its own handler: these ops are not seen again)
+                out = _perturbed(out, self.perturb, torch.float32)
+            return out
 
     nan_to_num = {torch.nan_to_num, torch.Tensor.nan_to_num, torch.Tensor.nan_to_num_}
     return Mode
@@ -177,7 +190,8 @@ def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False, on
     torch.set_default_dtype(torch.float64 if double else default)
     try:
         with torch.no_grad(), eager_cond(), torch.backends.mkldnn.flags(enabled=onednn), \
-                (Float32AsFloat64(all_floats) if double else contextlib.nullcontext()):
+                (Float32AsFloat64(all_floats, generator) if double
+                 else contextlib.nullcontext()):
             for _ in range(calls):
                 # Contiguous, as Ember gets them (.npy, C order): eager's kernels can give other
                 # values on other layouts (gelu(+inf): NaN vectorized, inf strided and in float64).
