@@ -297,44 +297,6 @@ TEST(CpuBackend, StandaloneOps) {
   }
 }
 
-TEST(CpuBackend, EluOnlyWhereExact) {  // C30
-  const auto* backend = compiler_backend();
-  auto program = parse_text(
-      "graph(\n    %x: f32[4]\n) {\n"
-      "  %a: f32[4] = aten::elu.default(self=%x)\n"
-      "  %b: f32[4] = aten::elu.default(self=%x, alpha=0.5)\n"
-      "  %c: f32[4] = aten::elu.default(self=%x, alpha=1.0, scale=1.0507, input_scale=1)\n"
-      "  %d: f32[4] = aten::elu.default(self=%x, alpha=1, scale=1, input_scale=0.5)\n"
-      "  %e: f32[4] = aten::selu.default(self=%x)\n"
-      "  %f: f32[4] = aten::celu.default(self=%x, alpha=2.0)\n"
-      "  return (%a, %b, %c, %d, %e, %f)\n}\n");
-  ASSERT_TRUE(program);
-  std::vector<partition::Support> s;
-  for (const ir::Node* n : program->graph().nodes()) s.push_back(backend->support().check(*n));
-  ASSERT_EQ(s.size(), 6u);
-  EXPECT_TRUE(s[0].supported) << s[0].reason;
-  EXPECT_TRUE(s[1].supported) << s[1].reason;
-  EXPECT_FALSE(s[2].supported);
-  EXPECT_NE(s[2].reason.find("scale"), std::string::npos) << s[2].reason;
-  EXPECT_FALSE(s[3].supported);
-  EXPECT_NE(s[3].reason.find("input_scale"), std::string::npos) << s[3].reason;
-  EXPECT_FALSE(s[4].supported);
-  EXPECT_FALSE(s[5].supported);
-
-  // Delegated ELU (alpha 0.5) matches eager, subnormal results flushed to zero allowed.
-  at::Tensor x = at::tensor({-3.f, -1e-40f, -0.5f, 0.f, 2.f, -1e-3f});
-  at::Tensor want = at::elu(x, 0.5);
-  Prog p;
-  auto xi = p.input("x", x);
-  p.outputs = {p.node("y", want, "aten::elu.default(self=" + xi + ", alpha=0.5)")};
-  auto prog = parse_text(p.text());
-  Compiled c = compile(*prog);
-  auto out = run(c, {x}, {want});
-  ASSERT_EQ(out.size(), 1u);
-  at::Tensor flushed = at::where(want.abs() < 1.1754944e-38f, at::zeros_like(want), want);
-  expect_close(out[0], flushed, 1e-6, 1e-6);
-}
-
 TEST(CpuBackend, UnsupportedStaysPortable) {  // C14
   const auto* backend = compiler_backend();
   auto program = parse_text(

@@ -146,8 +146,8 @@ class CpuDelegate {
   static bool is_clamp(const PostOp& p, Clamp* c);
   // Whether `p` is an element-wise op that oneDNN computes wrongly for some input: a clamp (relu
   // and clip by max/min turn NaN into a bound), sigmoid (the reference logistic, which oneDNN runs
-  // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0) or the exact gelu
-  // (gelu_erf gives +0.0 where ATen gives -0.0).
+  // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0), the exact gelu
+  // or elu (gelu_erf and elu give +0.0 where ATen gives -0.0).
   static bool is_own_eltwise(const PostOp& p);
   // The post-ops oneDNN runs inside the op's primitive: those before the first own element-wise
   // op (is_own_eltwise). That op and what follows it run as steps of their own.

@@ -105,7 +105,8 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
 bool CpuDelegate::is_own_eltwise(const PostOp& p) {
   Clamp c;
   return is_clamp(p, &c) ||
-         (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf));
+         (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf ||
+                        p.alg == EltwiseAlg::Elu));
 }
 
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
@@ -153,6 +154,12 @@ void CpuDelegate::add_own_eltwise_step(const memory& src, const memory& dst, con
   } else if (p.alg == EltwiseAlg::Logistic) {
     add_in_place_step(src, dst, false, "eltwise,ember:logistic,forward_inference,,", "alg:logistic",
                       sigmoid_in_place);
+  } else if (p.alg == EltwiseAlg::Elu) {
+    const float alpha = p.alpha;
+    add_in_place_step(
+        src, dst, true, "eltwise,ember:elu,forward_inference,,",
+        cat({"alg:elu alpha:", std::to_string(alpha)}),
+        [alpha](float* y, int64_t n, int threads) { elu_in_place(y, n, alpha, threads); });
   } else if (p.alg == EltwiseAlg::GeluErf) {
     add_in_place_step(src, dst, true, "eltwise,ember:gelu_erf,forward_inference,,", "alg:gelu_erf",
                       gelu_in_place);

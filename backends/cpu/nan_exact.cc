@@ -107,6 +107,32 @@ EMBER_INLINE void sigmoid_body(float* x, int64_t n) {
   }
 }
 
+// elu(x) = x for x > 0, alpha * expm1(x) otherwise: ATen's vectorized form, which keeps the sign
+// of -0.0 (expm1(-0.0) is -0.0; oneDNN's elu gives +0.0, and a later rsqrt +inf for ATen's -inf)
+// and subnormal results (oneDNN flushes them). expm1 by its Taylor series to x^9 above -0.5
+// (under 3e-10 relative), exp(x) - 1 below (where the result is at least 0.39 in magnitude).
+EMBER_INLINE void elu_body(float* x, int64_t n, float alpha) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float t = v < -104.f ? -104.f : v;  // exp(-104) is below the smallest float
+    float p = 1.f / 362880;
+    p = p * t + 1.f / 40320;
+    p = p * t + 1.f / 5040;
+    p = p * t + 1.f / 720;
+    p = p * t + 1.f / 120;
+    p = p * t + 1.f / 24;
+    p = p * t + 1.f / 6;
+    p = p * t + .5f;
+    p = p * t + 1.f;
+    const float series = t * p;
+    const float em1 = t > -.5f ? series : exp_clamped(t) - 1.f;
+    x[i] = v > 0.f ? v : alpha * em1;  // NaN: alpha * NaN
+  }
+}
+EMBER_TARGET_AVX512 void elu_avx512(float* x, int64_t n, float alpha) { elu_body(x, n, alpha); }
+EMBER_TARGET_AVX2 void elu_avx2(float* x, int64_t n, float alpha) { elu_body(x, n, alpha); }
+void elu_generic(float* x, int64_t n, float alpha) { elu_body(x, n, alpha); }
+
 // erf(z) within 2 ulp (of the exact value, over every float): z * P(z^2) for |z| < 1, and
 // 1 - exp(Q(|z|) - z^2) up to |z| = 4 (above, erf rounds to 1), the sign then restored. P and Q
 // are least-squares fits on Chebyshev nodes, P to erf(z) / z, Q to log(erfc(a)) + a^2 (relative
@@ -398,6 +424,19 @@ void sigmoid_in_place(float* x, int64_t n, int threads) {
       sigmoid_avx2(x + begin, end - begin);
     } else {
       sigmoid_generic(x + begin, end - begin);
+    }
+  });
+}
+
+void elu_in_place(float* x, int64_t n, float alpha, int threads) {
+  const CpuIsa isa = cpu_isa();
+  split(n, n * 8, threads, [&](int64_t begin, int64_t end) {
+    if (isa >= CpuIsa::Avx512) {
+      elu_avx512(x + begin, end - begin, alpha);
+    } else if (isa >= CpuIsa::Avx2) {
+      elu_avx2(x + begin, end - begin, alpha);
+    } else {
+      elu_generic(x + begin, end - begin, alpha);
     }
   });
 }

@@ -1,9 +1,9 @@
 // Kernels for the ops whose oneDNN 2.6 forms lose NaN, so that the cpu backend gives ATen's
 // result for every input (issue 20): relu and hardtanh (oneDNN's max/min map NaN to a bound),
 // sigmoid (oneDNN's reference form maps NaN to 0), max pooling (oneDNN's skips NaN) and softmax
-// (oneDNN's gives [nan, 0, 0] for a row holding +inf, ATen a NaN row); and gelu, whose oneDNN
-// form loses the sign of zero. They run on every instruction set (AVX-512, AVX2 or generic code,
-// chosen by cpu_isa()), on the delegate's OpenMP threads, and allocate nothing.
+// (oneDNN's gives [nan, 0, 0] for a row holding +inf, ATen a NaN row); and gelu and elu, whose
+// oneDNN forms lose the sign of zero. They run on every instruction set (AVX-512, AVX2 or generic
+// code, chosen by cpu_isa()), on the delegate's OpenMP threads, and allocate nothing.
 //
 //   clamp_in_place(y, n, {0.f, inf}, threads);               // relu after a convolution
 //   max_pool(x, in_layout, y, out_layout, window, threads);  // any plain or channel-blocked layout
@@ -48,6 +48,10 @@ void softmax_nan_rows(const float* x, float* y, int64_t outer, int64_t len, int6
 // x[i] = sigmoid(x[i]) = 1 / (1 + exp(-x[i])) for i < n, NaN kept (oneDNN's reference logistic,
 // which it runs for a convolution by GEMM or a channel-padded layout, maps NaN to 0).
 void sigmoid_in_place(float* x, int64_t n, int threads);
+
+// x[i] = elu(x[i]) = x > 0 ? x : alpha * expm1(x) for i < n, as ATen's vectorized elu: -0.0 stays
+// -0.0 and subnormal results stay (oneDNN's elu gives +0.0 and flushes them).
+void elu_in_place(float* x, int64_t n, float alpha, int threads);
 
 // x[i] = gelu(x[i]) = x[i] / 2 * (1 + erf(x[i] / sqrt 2)) for i < n, ATen's exact gelu with its
 // zero signs (oneDNN's gelu_erf gives +0.0 for -0.0 and below x = -5.5, where ATen gives -0.0,

@@ -296,6 +296,59 @@ TEST(CpuBackendNan, AvgPoolSumsExactNearFloatMax) {
   }
 }
 
+TEST(CpuBackend, EluOnlyWhereExact) {  // C30
+  const auto* backend = compiler_backend();
+  auto program = parse_text(
+      "graph(\n    %x: f32[4]\n) {\n"
+      "  %a: f32[4] = aten::elu.default(self=%x)\n"
+      "  %b: f32[4] = aten::elu.default(self=%x, alpha=0.5)\n"
+      "  %c: f32[4] = aten::elu.default(self=%x, alpha=1.0, scale=1.0507, input_scale=1)\n"
+      "  %d: f32[4] = aten::elu.default(self=%x, alpha=1, scale=1, input_scale=0.5)\n"
+      "  %e: f32[4] = aten::selu.default(self=%x)\n"
+      "  %f: f32[4] = aten::celu.default(self=%x, alpha=2.0)\n"
+      "  return (%a, %b, %c, %d, %e, %f)\n}\n");
+  ASSERT_TRUE(program);
+  std::vector<partition::Support> s;
+  for (const ir::Node* n : program->graph().nodes()) s.push_back(backend->support().check(*n));
+  ASSERT_EQ(s.size(), 6u);
+  EXPECT_TRUE(s[0].supported) << s[0].reason;
+  EXPECT_TRUE(s[1].supported) << s[1].reason;
+  EXPECT_FALSE(s[2].supported);
+  EXPECT_NE(s[2].reason.find("scale"), std::string::npos) << s[2].reason;
+  EXPECT_FALSE(s[3].supported);
+  EXPECT_NE(s[3].reason.find("input_scale"), std::string::npos) << s[3].reason;
+  EXPECT_FALSE(s[4].supported);
+  EXPECT_FALSE(s[5].supported);
+
+  // Delegated ELU (alpha 0.5) matches eager, subnormal results included (Ember's own step:
+  // oneDNN's flushes them), and keeps -0.0: ATen's elu is x * expm1-based and gives -0.0 for
+  // -0.0 (torch 2.15, every size; a later rsqrt tells -inf from +inf: fuzz seed 410289).
+  at::Tensor x = at::tensor({-3.f, -1e-40f, -0.5f, 0.f, 2.f, -1e-3f, -0.f, -200.f, -1e-6f});
+  at::Tensor want = at::elu(x, 0.5);
+  Prog p;
+  auto xi = p.input("x", x);
+  p.outputs = {p.node("y", want, "aten::elu.default(self=" + xi + ", alpha=0.5)")};
+  auto prog = parse_text(p.text());
+  Compiled c = compile(*prog);
+  DelegateSummary summary;
+  auto out = run(c, {x}, {want}, {}, &summary);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(summary.exact_steps, 1);
+  // Against ATen in float64 (libtorch 1.13's float elu of a short tensor is exp(x) - 1, off by
+  // up to half a unit of 1 near 0).
+  expect_close(out[0], at::elu(x.to(at::kDouble), 0.5).to(at::kFloat), 1e-6, 1e-12);
+  EXPECT_TRUE(std::signbit(out[0][6].item<float>()));
+  EXPECT_FALSE(std::signbit(out[0][3].item<float>()));
+  // And over -110..5 (both of the kernel's ranges, and exp's underflow).
+  at::Tensor r = at::arange(-110.f, 5.f, 0.003f);
+  Prog q;
+  auto ri = q.input("r", r);
+  q.outputs = {q.node("y", at::elu(r, 0.5), "aten::elu.default(self=" + ri + ", alpha=0.5)")};
+  auto out2 = run(compile(*parse_text(q.text())), {r}, {r});
+  ASSERT_EQ(out2.size(), 1u);
+  expect_close(out2[0], at::elu(r.to(at::kDouble), 0.5).to(at::kFloat), 1e-6, 1e-12);
+}
+
 // A matmul whose result is NaN (inf - inf), then relu: one row (Ember's matrix-vector kernel on
 // AVX-512) and four (oneDNN's matmul).
 TEST(CpuBackendNan, MatmulThenReluKeepsNanMadeInside) {
