@@ -8,7 +8,9 @@
 namespace ember::cpu::delegate {
 
 void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
-  if (own_kernels_ && (try_depthwise(op) || try_pointwise(op))) return;
+  if (own_kernels_ && own_conv_kernels_chosen() && (try_depthwise(op) || try_pointwise(op))) {
+    return;
+  }
   const int64_t r = op.ints[0], groups = op.ints[1];
   const bool transposed = op.ints[2] != 0;
   const memory::dims sd = dims_of(op.inputs[0]);

@@ -128,7 +128,7 @@ void CpuDelegate::build(const NamedDataMap* named) {
   for (size_t i = 0; i < graph_.ops.size();) {
     cur_op_ = static_cast<int>(i);
     try {
-      const size_t fused = own_kernels_ ? try_inverted_residual(i) : 0;
+      const size_t fused = own_kernels_ && own_conv_kernels_chosen() ? try_inverted_residual(i) : 0;
       if (fused == 0) build_op(graph_.ops[i]);
       const size_t next = i + std::max<size_t>(fused, 1);
       release_weights(i, next);

@@ -333,7 +333,7 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
       const DelegateSummary summary = run_checked(comp, x, want, own);
       const int64_t expanded_bytes = ce * (hw / s1) * (hw / s1) * 4;
       EXPECT_EQ(summary.inverted_residual_blocks,
-                own && own_kernels_supported() && expanded_bytes >= l2_cache_bytes() ? 1 : 0);
+                own && own_conv_kernels_chosen() && expanded_bytes >= l2_cache_bytes() ? 1 : 0);
     }
   }
 }
@@ -383,19 +383,15 @@ TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
     // Ember's pointwise step whenever own kernels are on; oneDNN's steps: the first 1x1 (of the
     // caller's NCHW image), the image's reorder to channels-last and the result's back, and the
     // depthwise convolution where it is oneDNN's. No reorder between the steps.
-    const bool kernels = v != "off" && own_kernels_supported();
+    const bool kernels = v != "off" && own_conv_kernels_chosen();
     const bool own_dw = kernels && (v == "stride 1" || v == "stride 2" || v == "residual");
-    // The pointwise step reads channels-last only. Where oneDNN's depthwise convolution runs, its
-    // layout stays: channels-last on AVX-512 but for the gelu step's (Ember's, after it) blocked
-    // one; blocks of 8 channels on AVX2, where oneDNN's first 1x1 also writes blocks, which one
-    // reorder makes channels-last for Ember's depthwise step.
-    const bool avx512 = cpu_isa() >= CpuIsa::Avx512;
-    const bool own_pw = kernels && v != "gelu" && (avx512 || own_dw);
-    const int reorders = own_dw && !avx512 ? 1 : 0;
+    // The gelu step (Ember's, after oneDNN's depthwise) leaves oneDNN's blocked layout, which
+    // the pointwise step does not read: that 1x1 is oneDNN's too.
+    const bool own_pw = kernels && v != "gelu";
     EXPECT_EQ(summary.depthwise_steps, own_dw ? 1 : 0);
     EXPECT_EQ(summary.pointwise_steps, own_pw ? 1 : 0);
     if (v != "residual") {  // (the summand's reorder to channels-last is one more)
-      EXPECT_EQ(summary.onednn_steps, 3 + (own_dw ? 0 : 1) + (own_pw ? 0 : 1) + reorders);
+      EXPECT_EQ(summary.onednn_steps, 3 + (own_dw ? 0 : 1) + (own_pw ? 0 : 1));
     }
   }
 }

@@ -20,6 +20,8 @@ const Kernels* kernels() {
 
 bool own_kernels_supported() { return simd::kernels() != nullptr; }
 
+bool own_conv_kernels_chosen() { return own_kernels_supported() && simd::kernels()->convolutions; }
+
 int64_t gemm_units(int64_t m, const PackedMatrix& packed) {
   const simd::Kernels& k = *simd::kernels();
   int64_t units = 0;

@@ -63,6 +63,9 @@ struct PackedMatrix {
 // Whether Ember's own kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is AVX2 or
 // AVX-512 (each has its variant), so the CPU has it and EMBER_CPU_ISA does not cap it off.
 bool own_kernels_supported();
+// Whether the backend runs convolutions on them too (simd_kernels.h: Kernels::convolutions):
+// AVX-512 only for now.
+bool own_conv_kernels_chosen();
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
 // panel (a matrix-vector product: one unit a panel). Threads split [0, gemm_units(m, b)).

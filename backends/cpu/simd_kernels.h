@@ -15,6 +15,10 @@ namespace ember::cpu::simd {
 
 struct Kernels {
   const char* name;  // "avx2", "avx512"
+  // Whether the backend takes convolutions with them (the inverted residual, depthwise and
+  // pointwise steps) rather than oneDNN's: on AVX-512; not yet on AVX2, where oneDNN's were
+  // faster on MobileNetV2 (Zen 3; the matrix-vector step is faster there, and runs).
+  bool convolutions;
   // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
   int64_t (*rows_for)(int64_t nv);
   // C = clamp(bias + A B (+ R)) over the row tiles [unit_begin, unit_end) of gemm_units();

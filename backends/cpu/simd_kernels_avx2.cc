@@ -3,4 +3,5 @@
 #define EMBER_SIMD_VBYTES 32
 #define EMBER_SIMD_TILE_VECS 2
 #define EMBER_SIMD_DW_COLS 4
+#define EMBER_SIMD_CONVOLUTIONS false
 #include "backends/cpu/simd_kernels.inc"

@@ -3,4 +3,5 @@
 #define EMBER_SIMD_VBYTES 64
 #define EMBER_SIMD_TILE_VECS 4
 #define EMBER_SIMD_DW_COLS 8
+#define EMBER_SIMD_CONVOLUTIONS true
 #include "backends/cpu/simd_kernels.inc"
