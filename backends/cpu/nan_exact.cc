@@ -402,56 +402,47 @@ EMBER_INLINE void softmax_rows(const float* x, float* y, int64_t len, int64_t in
 
 }  // namespace
 
-void clamp_in_place(float* x, int64_t n, Clamp act, int threads) {
+namespace {
+
+// f(x + begin, end - begin) over [0, n), split over the threads (cost: work per element, for the
+// decision), by the copy of the kernel compiled for the instruction set in force.
+template <typename Avx512, typename Avx2, typename Generic>
+void in_place_on_isa(float* x, int64_t n, int64_t cost, int threads, Avx512 avx512, Avx2 avx2,
+                     Generic generic) {
   const CpuIsa isa = cpu_isa();
-  split(n, n, threads, [&](int64_t begin, int64_t end) {
+  split(n, n * cost, threads, [&](int64_t begin, int64_t end) {
     if (isa >= CpuIsa::Avx512) {
-      clamp_avx512(x + begin, end - begin, act.lo, act.hi);
+      avx512(x + begin, end - begin);
     } else if (isa >= CpuIsa::Avx2) {
-      clamp_avx2(x + begin, end - begin, act.lo, act.hi);
+      avx2(x + begin, end - begin);
     } else {
-      clamp_generic(x + begin, end - begin, act.lo, act.hi);
+      generic(x + begin, end - begin);
     }
   });
+}
+
+}  // namespace
+
+void clamp_in_place(float* x, int64_t n, Clamp act, int threads) {
+  in_place_on_isa(
+      x, n, 1, threads, [act](float* p, int64_t m) { clamp_avx512(p, m, act.lo, act.hi); },
+      [act](float* p, int64_t m) { clamp_avx2(p, m, act.lo, act.hi); },
+      [act](float* p, int64_t m) { clamp_generic(p, m, act.lo, act.hi); });
 }
 
 void sigmoid_in_place(float* x, int64_t n, int threads) {
-  const CpuIsa isa = cpu_isa();
-  split(n, n * 8, threads, [&](int64_t begin, int64_t end) {
-    if (isa >= CpuIsa::Avx512) {
-      sigmoid_avx512(x + begin, end - begin);
-    } else if (isa >= CpuIsa::Avx2) {
-      sigmoid_avx2(x + begin, end - begin);
-    } else {
-      sigmoid_generic(x + begin, end - begin);
-    }
-  });
+  in_place_on_isa(x, n, 8, threads, sigmoid_avx512, sigmoid_avx2, sigmoid_generic);
 }
 
 void elu_in_place(float* x, int64_t n, float alpha, int threads) {
-  const CpuIsa isa = cpu_isa();
-  split(n, n * 8, threads, [&](int64_t begin, int64_t end) {
-    if (isa >= CpuIsa::Avx512) {
-      elu_avx512(x + begin, end - begin, alpha);
-    } else if (isa >= CpuIsa::Avx2) {
-      elu_avx2(x + begin, end - begin, alpha);
-    } else {
-      elu_generic(x + begin, end - begin, alpha);
-    }
-  });
+  in_place_on_isa(
+      x, n, 8, threads, [alpha](float* p, int64_t m) { elu_avx512(p, m, alpha); },
+      [alpha](float* p, int64_t m) { elu_avx2(p, m, alpha); },
+      [alpha](float* p, int64_t m) { elu_generic(p, m, alpha); });
 }
 
 void gelu_in_place(float* x, int64_t n, int threads) {
-  const CpuIsa isa = cpu_isa();
-  split(n, n * 12, threads, [&](int64_t begin, int64_t end) {
-    if (isa >= CpuIsa::Avx512) {
-      gelu_avx512(x + begin, end - begin);
-    } else if (isa >= CpuIsa::Avx2) {
-      gelu_avx2(x + begin, end - begin);
-    } else {
-      gelu_generic(x + begin, end - begin);
-    }
-  });
+  in_place_on_isa(x, n, 12, threads, gelu_avx512, gelu_avx2, gelu_generic);
 }
 
 namespace {
