@@ -257,11 +257,11 @@ void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
 bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
                              const memory::dims& od) {
   const size_t n = ad.size();
-  for (size_t i = 0; i + 1 < n; ++i) {
-    if (ad[i] != 1) return false;  // one row, no batch
+  for (size_t i = 0; i + 2 < n; ++i) {
+    if (ad[i] != 1) return false;  // no batch
   }
-  const int64_t k = ad[n - 1], cols = bd[n - 1];
-  if (k < 1 || cols < 1) return false;
+  const int64_t m = ad[n - 2], k = ad[n - 1], cols = bd[n - 1];
+  if (m < 1 || k < 1 || cols < 1 || (m > 1 && !own_linear_kernels_chosen())) return false;
   size_t post = 0;
   if (!op.post_ops.empty() && op.post_ops[0].is_sum) ++post;
   Clamp act;
@@ -294,10 +294,10 @@ bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const mem
   // after it, as a step of its own (one row: cheap). With a sum fused, the summand is gone (it may
   // share the output's buffer): such a matvec keeps the kernel's result, as build_matmul does.
   if (sum) {
-    add_own_step(matvec_step(std::move(packed), act, sum, threads_, a, dst));
+    add_own_step(matvec_step(std::move(packed), m, act, sum, threads_, a, dst));
   } else {
-    add_own_step(matvec_step(packed, Clamp{}, false, threads_, a, dst));
-    add_matvec_redo_step(std::move(packed), a, dst);
+    add_own_step(matvec_step(packed, m, Clamp{}, false, threads_, a, dst));
+    add_matvec_redo_step(std::move(packed), m, a, dst);
     if (clamp) add_clamp_step(dst, dst, act);
   }
   // The post-ops the kernel does not apply, in place, in order.

@@ -183,9 +183,10 @@ class CpuDelegate {
   // dst when every element is finite.
   void add_matmul_redo_step(const memory& a, const memory& b, const memory& bias,
                             const memory& dst);
-  // The same after Ember's matrix-vector kernel (matvec_step, no sum, no clamp) dst [n] =
-  // a [k] x b + b's bias, read from the packed matrix itself (no second copy of the weight).
-  void add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const memory& a, const memory& dst);
+  // The same after Ember's packed GEMM (matvec_step, no sum, no clamp) dst [m][n] =
+  // a [m][k] x b + b's bias, read from the packed matrix itself (no second copy of the weight).
+  void add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t m, const memory& a,
+                            const memory& dst);
   // The same after a float32 convolution (not transposed) with no post-op fused: dst =
   // conv(src, wei) + bias, with oneDNN's strides, left paddings and dilations (gaps: PyTorch's
   // minus 1) of `r` spatial dims; wei in the primitive's logical dims ([O, I, k...], or [G, O/G,
@@ -270,10 +271,10 @@ class CpuDelegate {
   memory reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want);
   void build_matmul(const OpDesc& op, dt wdt);
   // A matmul of one row by a constant matrix (a classifier, a decode step's projections) through
-  // Ember's matrix-vector kernel: it streams the weight at twice oneDNN 2.6's bandwidth
-  // (packed_gemm.h). The bias, a leading residual sum and a clamp happen in the kernel; other
-  // element-wise post-ops follow as oneDNN steps on its output. False (nothing built) when it
-  // does not apply.
+  // Ember's packed GEMM: it streams the weight at twice oneDNN 2.6's bandwidth (packed_gemm.h);
+  // of several rows (a linear layer over a sequence) where own_linear_kernels_chosen() (AVX2).
+  // The bias, a leading residual sum and a clamp happen in the kernel; other element-wise
+  // post-ops follow as steps on its output. False (nothing built) when it does not apply.
   bool try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
                   const memory::dims& od);
   void build_pool(const OpDesc& op);

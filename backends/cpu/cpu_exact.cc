@@ -461,34 +461,38 @@ void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const m
   keep_storage({a, b, bias, dst});
 }
 
-void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, const memory& a,
+void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t m, const memory& a,
                                        const memory& dst) {
   const int64_t k = b->k, n = b->n;
-  if (a.get_desc().get_size() != static_cast<size_t>(k) * sizeof(float) ||
-      dst.get_desc().get_size() != static_cast<size_t>(n) * sizeof(float)) {
+  if (a.get_desc().get_size() != static_cast<size_t>(m * k) * sizeof(float) ||
+      dst.get_desc().get_size() != static_cast<size_t>(m * n) * sizeof(float)) {
     refuse("matrix-vector product: operands the exact redo cannot read");
   }
+  const std::string mk = std::to_string(m), ks = std::to_string(k), ns = std::to_string(n);
   OwnStep s{OwnKind::Exact,
             "matmul,ember:redo_non_finite_f64,forward_inference,,",
-            cat({"1x", std::to_string(k), ":", std::to_string(k), "x", std::to_string(n), ":1x",
-                 std::to_string(n)}),
+            cat({mk, "x", ks, ":", ks, "x", ns, ":", mk, "x", ns}),
             {}};
-  s.run = [b = std::move(b), a, dst, k, n]() {
+  const int threads = threads_;
+  s.run = [b = std::move(b), a, dst, m, k, n, threads]() {
     float* y = data_of(dst);
-    if (all_within(y, n, std::numeric_limits<float>::max(), 1)) return;
-    const float* x = data_of(a);
-    for (const PackedMatrix::Panel& p : b->panels) {
-      // Column j of the panel is row kk's element p.offset + kk * width + j (PackedMatrix::pack).
-      const int64_t width = p.nv * kGroup;
-      for (int64_t j = 0; j < width && p.n0 + j < n; ++j) {
-        float& out = y[p.n0 + j];
-        if (std::isfinite(out)) continue;
-        double sum = 0.0;
-        const float* col = b->data.data() + p.offset + j;
-        for (int64_t kk = 0; kk < k; ++kk) {
-          sum += static_cast<double>(x[kk]) * static_cast<double>(col[kk * width]);
+    if (all_within(y, m * n, std::numeric_limits<float>::max(), threads)) return;
+    for (int64_t i = 0; i < m; ++i) {
+      const float* x = data_of(a) + i * k;
+      float* row = y + i * n;
+      for (const PackedMatrix::Panel& p : b->panels) {
+        // Column j of the panel is row kk's element p.offset + kk * width + j (PackedMatrix::pack).
+        const int64_t width = p.nv * kGroup;
+        for (int64_t j = 0; j < width && p.n0 + j < n; ++j) {
+          float& out = row[p.n0 + j];
+          if (std::isfinite(out)) continue;
+          double sum = 0.0;
+          const float* col = b->data.data() + p.offset + j;
+          for (int64_t kk = 0; kk < k; ++kk) {
+            sum += static_cast<double>(x[kk]) * static_cast<double>(col[kk * width]);
+          }
+          out = static_cast<float>(sum + static_cast<double>(b->bias[p.n0 + j]));
         }
-        out = static_cast<float>(sum + static_cast<double>(b->bias[p.n0 + j]));
       }
     }
   };

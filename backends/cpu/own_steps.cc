@@ -97,16 +97,16 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
   return s;
 }
 
-OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, Clamp act, bool sum, int threads,
+OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool sum, int threads,
                     dnnl::memory a, dnnl::memory dst) {
-  OwnStep s{
-      OwnKind::MatVec,
-      std::string("matmul,ember:matvec,forward_inference,,") + (sum ? "attr-post-ops:sum" : ""),
-      cat({"1x", n(b->k), ":", n(b->k), "x", n(b->n), ":1x", n(b->n)}),
-      {}};
-  s.run = [b = std::move(b), act, sum, threads, a, dst]() {
+  OwnStep s{OwnKind::MatVec,
+            cat({"matmul,ember:", m == 1 ? "matvec" : "packed_gemm", ",forward_inference,,",
+                 sum ? "attr-post-ops:sum" : ""}),
+            cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
+            {}};
+  s.run = [b = std::move(b), m, act, sum, threads, a, dst]() {
     float* y = out_of(dst);
-    gemm_threads(threads, 1, *b, in_of(a), b->k, sum ? y : nullptr, 0, y, 0, act);
+    gemm_threads(threads, m, *b, in_of(a), b->k, sum ? y : nullptr, b->n, y, b->n, act);
   };
   return s;
 }

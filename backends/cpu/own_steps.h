@@ -44,8 +44,9 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
                        Clamp act, int threads, dnnl::memory src, dnnl::memory residual,
                        dnnl::memory dst);
 
-// One row a [b.k] by b -> dst [b.n]; with `sum`, dst holds the summand when the step runs.
-OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, Clamp act, bool sum, int threads,
+// m rows a [m][b.k] by b -> dst [m][b.n] (a matrix-vector product for m = 1); with `sum`, dst
+// holds the summand when the step runs.
+OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool sum, int threads,
                     dnnl::memory a, dnnl::memory dst);
 
 }  // namespace ember::cpu

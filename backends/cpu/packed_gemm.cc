@@ -22,6 +22,8 @@ bool own_kernels_supported() { return simd::kernels() != nullptr; }
 
 bool own_conv_kernels_chosen() { return own_kernels_supported() && simd::kernels()->convolutions; }
 
+bool own_linear_kernels_chosen() { return own_kernels_supported() && simd::kernels()->linear; }
+
 int64_t gemm_units(int64_t m, const PackedMatrix& packed) {
   const simd::Kernels& k = *simd::kernels();
   int64_t units = 0;

@@ -66,6 +66,8 @@ bool own_kernels_supported();
 // Whether the backend runs convolutions on them too (simd_kernels.h: Kernels::convolutions):
 // AVX-512 only for now.
 bool own_conv_kernels_chosen();
+// Whether it runs matmuls of several rows by a constant matrix on them (Kernels::linear).
+bool own_linear_kernels_chosen();
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
 // panel (a matrix-vector product: one unit a panel). Threads split [0, gemm_units(m, b)).

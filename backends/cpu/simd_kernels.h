@@ -19,6 +19,10 @@ struct Kernels {
   // pointwise steps) rather than oneDNN's: on AVX-512; not yet on AVX2, where oneDNN's were
   // faster on MobileNetV2 (Zen 3; the matrix-vector step is faster there, and runs).
   bool convolutions;
+  // Whether the backend takes matmuls of several rows by a constant matrix (a linear layer over
+  // a sequence) with them rather than oneDNN's sgemm: on AVX2, where oneDNN 2.6's ran BERT's and
+  // Llama's at a third of the peak; not yet on AVX-512 (unmeasured). One row always.
+  bool linear;
   // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
   int64_t (*rows_for)(int64_t nv);
   // C = clamp(bias + A B (+ R)) over the row tiles [unit_begin, unit_end) of gemm_units();

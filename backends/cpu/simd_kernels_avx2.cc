@@ -4,4 +4,5 @@
 #define EMBER_SIMD_TILE_VECS 2
 #define EMBER_SIMD_DW_COLS 4
 #define EMBER_SIMD_CONVOLUTIONS false
+#define EMBER_SIMD_LINEAR true
 #include "backends/cpu/simd_kernels.inc"

@@ -4,4 +4,5 @@
 #define EMBER_SIMD_TILE_VECS 4
 #define EMBER_SIMD_DW_COLS 8
 #define EMBER_SIMD_CONVOLUTIONS true
+#define EMBER_SIMD_LINEAR false
 #include "backends/cpu/simd_kernels.inc"
