@@ -65,7 +65,7 @@ PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, in
   out.n = n;
   out.bias.assign(round_up_group(n), 0.f);
   if (bias != nullptr) std::copy(bias, bias + n, out.bias.begin());
-  // Panels of at most 4 vectors, as even as they go (96 columns: 3 + 3, not 4 + 2).
+  // Panels of at most 4 groups, as even as they go (96 columns: 3 + 3, not 4 + 2).
   const int64_t vectors = (n + kGroup - 1) / kGroup;
   const int64_t panels = (vectors + 3) / 4;
   int64_t v0 = 0;

@@ -49,7 +49,7 @@ struct Clamp {
 
 struct PackedMatrix {
   struct Panel {
-    int64_t n0, nv, offset;  // first column, vectors, offset in data
+    int64_t n0, nv, offset;  // first column, groups of kGroup columns, offset in data
   };
   int64_t k = 0, n = 0;
   AlignedFloats data;  // each panel starts on a cache line (its size is a multiple of 16 floats)
