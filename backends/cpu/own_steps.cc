@@ -1,10 +1,10 @@
 #include "backends/cpu/own_steps.h"
 
-#include "backends/cpu/simd_kernels.h"
-
 #include <initializer_list>
 #include <string_view>
 #include <utility>
+
+#include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu {
 namespace {
