@@ -507,15 +507,14 @@ AVX2_ENV = {"EMBER_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 
 def machine_info():
     cpu = "unknown CPU"
-    flags = set()
     try:
         for line in open("/proc/cpuinfo"):
-            if line.startswith("model name") and cpu == "unknown CPU":
+            if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
-            if line.startswith("flags") and not flags:
-                flags = set(line.split(":", 1)[1].split())
+                break
     except OSError:
         pass
+    flags = cpu_flags()
     isa = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
            if f in flags]
     amx = "" if "amx_tile" in flags else "; no AMX"

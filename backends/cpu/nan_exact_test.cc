@@ -186,9 +186,10 @@ TEST(CpuBackendNan, SigmoidKeepsNan) {
 // formula. They agree up to rounding but for the sign of zero: oneDNN's gives +0.0 for -0.0 and
 // below about -5.5, where the formula gives -0.0 (x times a product that rounded to +0).
 at::Tensor aten_gelu_formula(const at::Tensor& x) {
+  const bool was = at::globalContext().userEnabledMkldnn();
   at::globalContext().setUserEnabledMkldnn(false);
   at::Tensor y = at::gelu(x);
-  at::globalContext().setUserEnabledMkldnn(true);
+  at::globalContext().setUserEnabledMkldnn(was);
   return y;
 }
 

@@ -70,7 +70,7 @@ bool own_conv_kernels_chosen();
 bool own_linear_kernels_chosen();
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
-// panel (a matrix-vector product: one unit a panel). Threads split [0, gemm_units(m, b)).
+// panel (one row: one unit a panel). Threads split [0, gemm_units(m, b)).
 int64_t gemm_units(int64_t m, const PackedMatrix& b);
 
 // C[m][n] = clamp(bias + A B (+ R)) for the units [unit_begin, unit_end) (all by default):

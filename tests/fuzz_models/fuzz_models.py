@@ -333,17 +333,16 @@ def compare(expected, reference, got, perturbed=None, exact=None, alternative=No
             with np.errstate(invalid="ignore", over="ignore"):
                 noise = np.abs(e64 - x)
                 tol = tol + 8 * np.where(np.isfinite(noise), noise, 0)
-        with np.errstate(invalid="ignore"):
-            close = (np.abs(g64 - e64) <= tol) | (g64 == e64)
-        # An infinite eager value has an infinite tolerance: there only the same infinity is close.
-        close = np.where(np.isinf(e64), g64 == e64, close) | exact_close
-        close |= np.isnan(g64) & np.isnan(e64)
-        if alternative is not None and tuple(alternative.shape) == tuple(e.shape):
-            a64 = alternative.double().numpy()
+
+        def close_to(want):
             with np.errstate(invalid="ignore"):
-                close_alt = (np.abs(g64 - a64) <= tol) | (g64 == a64)
-            close |= np.where(np.isinf(a64), g64 == a64, close_alt)
-            close |= np.isnan(g64) & np.isnan(a64)
+                near = (np.abs(g64 - want) <= tol) | (g64 == want)
+            # An infinite value has an infinite tolerance: there only the same infinity is close.
+            return np.where(np.isinf(want), g64 == want, near) | (np.isnan(g64) & np.isnan(want))
+
+        close = close_to(e64) | exact_close
+        if alternative is not None and tuple(alternative.shape) == tuple(e.shape):
+            close |= close_to(alternative.double().numpy())
         bad = mask & ~close
     if not bad.any():
         return None
