@@ -47,11 +47,12 @@ BATCH = 8  # programs per driver process (times the flows)
 PERTURB_SEED = 20  # the perturbed reference's random changes: the same on every run
 
 torch = np = ember = gen = None  # imported by setup(): a missing torch is reported, not a trace
-Float32AsFloat64 = None  # made by setup(), from _make_float32_as_float64
+Float32AsFloat64 = ScalarMinMax = None  # made by setup(), from _make_float32_as_float64 and
+# _make_scalar_min_max
 
 
 def setup(python_dir):
-    global torch, np, ember, gen, Float32AsFloat64
+    global torch, np, ember, gen, Float32AsFloat64, ScalarMinMax
     try:
         import numpy
         import torch as torch_module
@@ -71,6 +72,7 @@ def setup(python_dir):
     import gen as gen_module
     ember, gen = ember_module, gen_module
     Float32AsFloat64 = _make_float32_as_float64()
+    ScalarMinMax = _make_scalar_min_max()
     from export_speed import cache_cia_ops
     cache_cia_ops()
 
@@ -163,13 +165,65 @@ def _make_float32_as_float64():
 FLOAT32_MAX = 3.4028234663852886e38
 
 
-def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False, onednn=True):
+def _make_scalar_min_max():
+    """A TorchFunctionMode in which maximum and minimum (torch.max and torch.min of two tensors
+    too) compute every element by ATen's scalar formula: NaN if either operand is NaN, else
+    std::max(a, b) (`a < b ? b : a`) or std::min(a, b) (`b < a ? b : a`), which keep the first of
+    two equal operands. ATen's vectorized body (`_mm256_max_ps(a, b)` and its AVX-512 twin) gives
+    the second of two equal zeros instead, so eager's maximum(-0.0, zeros(70)) is +0.0 in
+    elements 0-63 and -0.0 in 64-69 (`all_wrong_maximum_zero_sign.py`). Ember, like ATen's
+    scalar path and ExecuTorch's portable kernel, keeps the first operand everywhere."""
+    from torch.overrides import TorchFunctionMode
+
+    largest = {torch.maximum, torch.Tensor.maximum, torch.max, torch.Tensor.max}
+    smallest = {torch.minimum, torch.Tensor.minimum, torch.min, torch.Tensor.min}
+
+    class Mode(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            pair = (len(args) == 2 and not kwargs and isinstance(args[0], torch.Tensor)
+                    and isinstance(args[1], torch.Tensor))
+            if (func in largest or func in smallest) and pair:
+                dtype = torch.result_type(args[0], args[1])
+                a, b = torch.broadcast_tensors(args[0].to(dtype), args[1].to(dtype))
+                pick_b = (a < b) if func in largest else (b < a)
+                out = torch.where(pick_b, b, a)
+                if dtype.is_floating_point:
+                    out = torch.where(a.isnan() | b.isnan(), float("nan"), out)
+                return out.contiguous()
+            return func(*args, **kwargs)
+
+    return Mode
+
+
+def scalar_min_max_differs():
+    """None when ScalarMinMax gives what ATen's own scalar path gives (strided operands, which
+    its vectorized loop does not take), element for element and sign for sign, on equal zeros of
+    both orders, NaN and numbers; else what differs. ATen is the reference here, not the mode."""
+    a = torch.tensor([-0.0, 0.0, -0.0, 0.0, float("nan"), 1.0, -2.0, 0.0] * 8)
+    b = torch.tensor([0.0, -0.0, -0.0, 0.0, 1.0, float("nan"), 3.0, -1.0] * 8)
+    strided = (torch.stack([a, a], 1)[:, 0], torch.stack([b, b], 1)[:, 0])
+    assert not strided[0].is_contiguous()
+    for name in ("maximum", "minimum"):
+        aten = getattr(torch, name)(*strided)
+        with ScalarMinMax():
+            mode = getattr(torch, name)(a, b)
+        same = ((aten == mode) & (aten.signbit() == mode.signbit())) | (aten.isnan() & mode.isnan())
+        if not bool(same.all()):
+            i = int((~same).nonzero()[0])
+            return f"{name} at {i}: ATen's scalar path {aten[i].item()!r}, mode {mode[i].item()!r}"
+    return None
+
+
+def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False, other_path=False):
     """The outputs of `calls` executions in a row of a fresh M (state carries over).
 
-    onednn=False: with torch.backends.mkldnn off, ATen's other CPU path. ATen hands some float32
+    other_path: ATen's other CPU path, whose results are PyTorch's too. ATen hands some float32
     ops of contiguous tensors of more than one element to oneDNN (gelu: +0.0 below -5.5, where
-    its own formula, which a one-element or strided tensor gets, gives -0.0); either is PyTorch's
-    result.
+    its own formula, which a one-element or strided tensor gets, gives -0.0): here
+    torch.backends.mkldnn is off. And its maximum and minimum of two equal zeros give the second
+    operand in their vectorized body and the first in their scalar tail and on strided tensors
+    (ScalarMinMax): here every element gets the scalar formula.
     double: the reference, in float64 (the module's state, every floating input, and float32
     wherever the program names it; its casts to float16 and bfloat16 stay, unless all_floats).
     perturb (a seed, with double): every floating input and state tensor also changed by one
@@ -189,7 +243,8 @@ def run_eager(M, inputs, calls, double=False, perturb=None, all_floats=False, on
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64 if double else default)
     try:
-        with torch.no_grad(), eager_cond(), torch.backends.mkldnn.flags(enabled=onednn), \
+        with torch.no_grad(), eager_cond(), torch.backends.mkldnn.flags(enabled=not other_path), \
+                (ScalarMinMax() if other_path else contextlib.nullcontext()), \
                 (Float32AsFloat64(all_floats, generator) if double
                  else contextlib.nullcontext()):
             for _ in range(calls):
@@ -231,7 +286,7 @@ def prepare(M, inputs, calls, work):
     case = {"dir": work, "calls": calls, "inputs": len(inputs)}
     try:
         case["expected"] = run_eager(M, inputs, calls)
-        case["expected_alt"] = run_eager(M, inputs, calls, onednn=False)
+        case["expected_alt"] = run_eager(M, inputs, calls, other_path=True)
     except Exception as e:  # the generator built something eager rejects
         case["skip"] = f"eager: {type(e).__name__}: {str(e).splitlines()[0][:200]}"
         return case
@@ -274,7 +329,7 @@ def compare(expected, reference, got, perturbed=None, exact=None, alternative=No
     more than the tolerance, are ill-conditioned (a summation order or one rounding decides them:
     any float32 evaluation may give either): not compared. Where eager is infinite and exact
     arithmetic finite (an overflow inside eager's kernel), the exact value is accepted too. So is
-    eager's `alternative` result (its other CPU path, run_eager's onednn=False), within the same
+    eager's `alternative` result (its other CPU path, run_eager's other_path), within the same
     tolerance.
     """
     dtype = str(expected.dtype).replace("torch.", "")
@@ -895,6 +950,10 @@ def main():
         return 1 if bad else 0
 
     if args.command == "ctest":
+        why = scalar_min_max_differs()
+        if why:
+            print(f"FAILED the oracle's ScalarMinMax is not ATen's scalar path: {why}")
+            return 1
         # The fixed range: 35-80 s on two shared cores, every flow (--jobs 2).
         seeds = seed_range(args.seeds or "0:192", 0)
         summary = fuzz(args, seeds)

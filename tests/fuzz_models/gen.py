@@ -361,7 +361,8 @@ class Gen:
             return False
         s = r.choice(["2", "-3", "0.5", "1e-3", "float('inf')", "-0.0"])
         op = r.choice(["+", "*", "-", "/"])
-        odt = "float32" if (op == "/" or "." in s or "inf" in s) and a.dtype in INT else a.dtype
+        # A float literal ("1e-3" too) or a true division makes an integer tensor's result float32.
+        odt = "float32" if (op == "/" or s not in ("2", "-3")) and a.dtype in INT else a.dtype
         out = V(self.fresh(), a.shape, odt, False, owned=True)
         return self.emit(f"scalar{op}", f"{out.name} = {a.name} {op} {s}", [a], [out])
 
