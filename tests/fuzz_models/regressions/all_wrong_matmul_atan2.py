@@ -4,7 +4,9 @@ portable, cpu, loopback gave `wrong`: call 0 output 0 (float32): 1 of 1 elements
 Eager's own paths disagree on the sign of this zero: a 2-D matmul over one element gives the
 product (-0.0 here), a 3-D one and every longer sum +0.0, and torch.export turns this 3-D matmul
 into the 2-D `mm` Ember runs. atan2 turns the sign into 0 or pi, so the generator now gives
-atan2 exact operands only (gen.py); this file stays as the case, marked KNOWN.
+atan2 exact operands only (gen.py). Since session 12 the oracle's other eager run computes a
+matmul over one element as the product (OtherKernels in fuzz_models.py, checked against ATen's
+GEMM), which Ember's result is: it matches.
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
 
@@ -32,4 +34,3 @@ def inputs():
 CALLS = 1
 FLOWS = ['portable', 'cpu', 'loopback']
 FOUND = "wrong"
-KNOWN = "the sign of a zero product: eager's 3-D matmul gives +0.0, its mm (what export makes) -0.0"
