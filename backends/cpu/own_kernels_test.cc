@@ -341,8 +341,8 @@ TEST(OwnKernels, MobileNetBlocksFusedByTheBackend) {
 // Through the backend: MobileNetV2's later depthwise convolutions (batch norm folded, relu6;
 // 14x14 at stride 1 and 2) run as Ember's depthwise step and the 1x1 after them as Ember's
 // pointwise step, and match ATen, with no reorder added; with 24 channels (not whole vectors)
-// or with a gelu after it, the depthwise convolution stays on oneDNN (and with the gelu, the 1x1
-// after it); with ember_kernels=off, everything does.
+// or with a gelu after it, the depthwise convolution stays on oneDNN; with ember_kernels=off,
+// everything does.
 TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
   at::manual_seed(26);
   for (const char* variant : {"stride 1", "stride 2", "residual", "24 channels", "gelu", "off"}) {
@@ -385,9 +385,9 @@ TEST(OwnKernels, DepthwiseAndPointwiseThroughTheBackend) {
     // depthwise convolution where it is oneDNN's. No reorder between the steps.
     const bool kernels = v != "off" && own_conv_kernels_chosen();
     const bool own_dw = kernels && (v == "stride 1" || v == "stride 2" || v == "residual");
-    // The gelu step (Ember's, after oneDNN's depthwise) leaves oneDNN's blocked layout, which
-    // the pointwise step does not read: that 1x1 is oneDNN's too.
-    const bool own_pw = kernels && v != "gelu";
+    // With the gelu, the depthwise convolution is oneDNN's and the gelu Ember's own step on its
+    // channels-last result, which the pointwise step reads: that 1x1 is Ember's too.
+    const bool own_pw = kernels;
     EXPECT_EQ(summary.depthwise_steps, own_dw ? 1 : 0);
     EXPECT_EQ(summary.pointwise_steps, own_pw ? 1 : 0);
     if (v != "residual") {  // (the summand's reorder to channels-last is one more)

@@ -20,6 +20,16 @@ Error where_out(KernelContext& ctx, std::span<EValue*> args) {
   EMBER_SWITCH_ALL_TYPES(
       common, CTYPE, status = fail(Error::NotSupported, "where: dtype %s", to_string(common)), {
         const bool* pc = cond.data<bool>();
+        if (a.dtype() == common && b.dtype() == common && out.dtype() == common) {
+          // One dtype (a masked attention score): typed reads and writes, no conversion calls.
+          const CTYPE* ta = a.data<CTYPE>();
+          const CTYPE* tb = b.data<CTYPE>();
+          CTYPE* to = out.data<CTYPE>();
+          for_each_broadcast_n<3>(
+              {&cond, &a, &b}, out, ctx.threads,
+              [&](const int64_t* in, int64_t o) { to[o] = pc[in[0]] ? ta[in[1]] : tb[in[2]]; });
+          return Error::Ok;
+        }
         const LoadFn<CTYPE> la = load_fn<CTYPE>(a.dtype());
         const LoadFn<CTYPE> lb = load_fn<CTYPE>(b.dtype());
         const StoreFn<CTYPE> so = store_fn<CTYPE>(out.dtype());
