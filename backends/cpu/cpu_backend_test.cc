@@ -663,8 +663,7 @@ TEST(CpuBackend, ConvolutionExactWhereFloatSumsOverflow) {
     Compiled c = compile(*program);
     for (bool winograd : {true, false}) {
       SCOPED_TRACE(winograd ? "winograd on" : "winograd off");
-      std::vector<CompileSpec> specs;
-      if (!winograd) specs.push_back(turned_off("fp32_winograd"));
+      std::vector<CompileSpec> specs = {switched("fp32_winograd", winograd)};
       auto out = run(c, {x}, {want}, specs);
       ASSERT_EQ(out.size(), 1u);
       EXPECT_TRUE(at::allclose(out[0], want, 0, 0, /*equal_nan=*/true)) << out[0] << want;

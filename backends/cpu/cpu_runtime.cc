@@ -35,15 +35,15 @@ int threads_from(std::span<const CompileSpec> specs) {
   return ThreadPool::global().num_threads();
 }
 
-// An on/off compile spec ("fp32_winograd", "ember_kernels"): "off" turns it off; on by default.
-bool switch_from(std::span<const CompileSpec> specs, std::string_view key) {
+// An on/off compile spec ("fp32_winograd", off by default; "ember_kernels", on by default).
+bool switch_from(std::span<const CompileSpec> specs, std::string_view key, bool by_default) {
   for (const CompileSpec& s : specs) {
     if (s.key == key) {
-      return std::string_view(reinterpret_cast<const char*>(s.value.data()), s.value.size()) !=
-             "off";
+      return std::string_view(reinterpret_cast<const char*>(s.value.data()), s.value.size()) ==
+             "on";
     }
   }
-  return true;
+  return by_default;
 }
 
 // oneDNN's instruction set in force (the CPU's, capped by ONEDNN_MAX_CPU_ISA), by oneDNN's name.
@@ -241,8 +241,9 @@ class CpuBackend final : public Backend {
     if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
     std::unique_ptr<CpuHandle> h;
     try {
-      h = std::make_unique<CpuHandle>(std::move(*g), threads, switch_from(specs, "fp32_winograd"),
-                                      switch_from(specs, "ember_kernels"), context.named_data);
+      h = std::make_unique<CpuHandle>(
+          std::move(*g), threads, switch_from(specs, "fp32_winograd", false),
+          switch_from(specs, "ember_kernels", true), context.named_data);
     } catch (const std::bad_alloc&) {
       return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
     }

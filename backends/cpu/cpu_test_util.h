@@ -170,14 +170,16 @@ inline void expect_close(const at::Tensor& got, const at::Tensor& want, double r
       << "max abs diff " << (got - want).abs().max().item<float>();
 }
 
-// The compile spec KEY=off.
-inline CompileSpec turned_off(const char* key) {
-  static const std::string off = "off";
-  return {key, {reinterpret_cast<const uint8_t*>(off.data()), off.size()}};
+// The compile spec KEY=off, and KEY=on or off.
+inline CompileSpec switched(const char* key, bool on) {
+  static const std::string on_text = "on", off_text = "off";
+  const std::string& v = on ? on_text : off_text;
+  return {key, {reinterpret_cast<const uint8_t*>(v.data()), v.size()}};
 }
+inline CompileSpec turned_off(const char* key) { return switched(key, false); }
 
 // Compiles and runs `p`, comparing its single output with `want`; with Winograd on (the
-// default) and off.
+// fp32_winograd=on compile spec) and off (the default).
 inline Compiled check(const Prog& p, const at::Tensor& want, double atol = 1e-4) {
   auto program = parse_text(p.text());
   if (!program) return {};
@@ -186,8 +188,7 @@ inline Compiled check(const Prog& p, const at::Tensor& want, double atol = 1e-4)
   for (const auto& [n, t] : p.inputs) in.push_back(t);
   for (bool winograd : {true, false}) {
     SCOPED_TRACE(winograd ? "winograd on" : "winograd off");
-    std::vector<CompileSpec> specs;
-    if (!winograd) specs.push_back(turned_off("fp32_winograd"));
+    std::vector<CompileSpec> specs = {switched("fp32_winograd", winograd)};
     auto out = run(c, in, {want}, specs);
     if (!out.empty()) expect_close(out[0], want, 1e-4, atol);
   }

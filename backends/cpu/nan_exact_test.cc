@@ -27,9 +27,10 @@ void expect_same(const at::Tensor& got, const at::Tensor& want, double tol = 1e-
                                                                      << want;
 }
 
-// Compiles `p` (every node claimed), runs it with Ember's kernels on and off, and compares its one
-// output with `want`; the steps it ran, the last time.
-DelegateSummary check_exact(const Prog& p, const at::Tensor& want, double tol = 1e-5) {
+// Compiles `p` (every node claimed), runs it with Ember's kernels on and off (and the compile specs
+// `extra`), and compares its one output with `want`; the steps it ran, the last time.
+DelegateSummary check_exact(const Prog& p, const at::Tensor& want, double tol = 1e-5,
+                            const std::vector<CompileSpec>& extra = {}) {
   auto program = parse_text(p.text());
   if (!program) return {};
   Compiled c = compile(*program);
@@ -38,7 +39,7 @@ DelegateSummary check_exact(const Prog& p, const at::Tensor& want, double tol = 
   DelegateSummary summary;
   for (bool own : {true, false}) {
     SCOPED_TRACE(own ? "ember kernels on" : "ember kernels off");
-    std::vector<CompileSpec> specs;
+    std::vector<CompileSpec> specs = extra;
     if (!own) specs.push_back(turned_off("ember_kernels"));
     auto out = run(c, in, {want}, specs, &summary);
     if (!out.empty()) expect_same(out[0], want, tol);
@@ -451,12 +452,14 @@ TEST(CpuBackendNan, SoftmaxRowsWithInfOrNan) {
   }
 }
 
-// oneDNN's Winograd convolution (3x3, stride 1) turned one -inf among zeros into NaN and spread a
-// NaN over a tile (fuzzer seeds 1107 and 3000435); the delegate runs it only on inputs and
+// oneDNN's Winograd convolution (3x3, stride 1; opt-in, fp32_winograd=on) turned one -inf among
+// zeros into NaN and spread a NaN over a tile (fuzzer seeds 1107 and 3000435); the delegate runs it
+// only on inputs and
 // weights within the bounds where it is exact (kWinogradMaxInput), the direct convolution
 // otherwise. Also a finite input above the bound, and a weight above kWinogradMaxWeight.
 TEST(CpuBackendNan, WinogradConvolutionKeepsInfAndNanInTheirWindows) {
   at::manual_seed(11);
+  const CompileSpec winograd = switched("fp32_winograd", true);  // off by default
   const at::Tensor w = at::randn({8, 8, 3, 3});
   const at::Tensor b = at::randn({8});
   at::Tensor x = at::randn({2, 8, 12, 12});
@@ -478,7 +481,7 @@ TEST(CpuBackendNan, WinogradConvolutionKeepsInfAndNanInTheirWindows) {
     Prog p;
     auto xi = p.input("x", c.x);
     p.outputs = {p.node("y", want, conv_call(xi, p.weight("w", c.w), p.weight("b", b), 1, 1))};
-    check_exact(p, want, 1e-4);
+    check_exact(p, want, 1e-4, {winograd});
   }
   // The fuzzer's repros as they were: a 5x4x3x3 window over one -inf, and padding 1 around a
   // NaN in a 3x5x1x4 input.
@@ -493,7 +496,7 @@ TEST(CpuBackendNan, WinogradConvolutionKeepsInfAndNanInTheirWindows) {
   Prog p1;
   auto x1i = p1.input("x", x1);
   p1.outputs = {p1.node("y", want1, conv_call(x1i, p1.weight("w", w1), p1.weight("b", b1), 1, 0))};
-  check_exact(p1, want1);
+  check_exact(p1, want1, 1e-5, {winograd});
   at::Tensor x2 = at::zeros({3, 5, 1, 4});
   x2.view({-1})[15] = kNan;
   const at::Tensor w2 = at::randn({2, 5, 3, 3}) * 0.5;
@@ -502,7 +505,33 @@ TEST(CpuBackendNan, WinogradConvolutionKeepsInfAndNanInTheirWindows) {
   Prog p2;
   auto x2i = p2.input("x", x2);
   p2.outputs = {p2.node("y", want2, conv_call(x2i, p2.weight("w", w2), "none", 1, 1))};
-  check_exact(p2, want2);
+  check_exact(p2, want2, 1e-5, {winograd});
+}
+
+// A 3x3 convolution of an input holding one large value (272549.25 among values near 1) matches
+// ATen at every output: by default the direct convolution. oneDNN's Winograd F(4x4, 3x3), whose
+// rounding error is relative to the largest input of each tile rather than of each window, was
+// 2% off at outputs whose windows do not hold the large value (fuzzer seed 422759,
+// tests/fuzz_models/regressions/cpu_wrong_conv2d.py): that is why it is opt-in.
+TEST(CpuBackend, ConvolutionByDefaultIsExactBesideALargeInput) {
+  at::manual_seed(12);
+  at::Tensor x = at::rand({3, 4, 3, 6}) * 2;
+  x[1][1][0][1] = 272549.25f;
+  const at::Tensor w = at::randn({5, 4, 3, 3}) * 0.5, b = at::randn({5}) * 0.5;
+  const at::Tensor want = conv2d(x, w, b, 1, 0);
+  Prog p;
+  auto xi = p.input("x", x);
+  p.outputs = {p.node("y", want, conv_call(xi, p.weight("w", w), p.weight("b", b), 1, 0))};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  Compiled c = compile(*program);
+  auto out = run(c, {x}, {want}, {});
+  ASSERT_EQ(out.size(), 1u);
+  // Each output within ATen's own rounding of its window: the sum of |x| |w| over it.
+  const at::Tensor scale =
+      at::convolution(x.abs(), w.abs(), b.abs(), {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1);
+  EXPECT_TRUE(((out[0] - want).abs() <= scale * 1e-6 + 1e-6).all().item<bool>())
+      << (out[0] - want).abs().max();
 }
 
 }  // namespace

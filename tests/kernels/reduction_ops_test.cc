@@ -181,10 +181,12 @@ const bool kReduceCases = [] {
       [](KernelCall& c) { c.scalar(int64_t{-1}); }, {kSame, at::kLong});
   add_reduce_case(
       "aten::_softmax.out", [](auto& x) { return Outs{at::_softmax(x, -1, false)}; },
-      [](KernelCall& c) { c.scalar(int64_t{-1}).scalar(false); }, {kSame}, /*specials=*/false);
+      [](KernelCall& c) { c.scalar(int64_t{-1}).scalar(false); }, {kSame}, /*specials=*/false,
+      /*widen_half=*/true);
   add_reduce_case(
       "aten::_log_softmax.out", [](auto& x) { return Outs{at::_log_softmax(x, 1, false)}; },
-      [](KernelCall& c) { c.scalar(int64_t{1}).scalar(false); }, {kSame}, /*specials=*/false);
+      [](KernelCall& c) { c.scalar(int64_t{1}).scalar(false); }, {kSame}, /*specials=*/false,
+      /*widen_half=*/true);
   return true;
 }();
 
@@ -395,6 +397,17 @@ TEST(ReductionOps, SoftmaxLargeRowsAndRefusals) {
     KernelCall call(log ? "aten::_log_softmax.out" : "aten::_softmax.out");
     call.tensor(rows).scalar(int64_t{-1}).scalar(false).out_like(rows).repeat_out();
     check(call, {log ? at::_log_softmax(rows, -1, false) : at::_softmax(rows, -1, false)});
+  }
+  // float16 rows (with the special values): PyTorch 2's float16 CPU kernel computes in float32
+  // and rounds the result (libtorch 1.13, linked here, has none), so ATen's float32 softmax of
+  // the same values, rounded to float16, is the reference.
+  const at::Tensor rows_h = rows.to(at::kHalf);
+  for (const bool log : {false, true}) {
+    KernelCall call(log ? "aten::_log_softmax.out" : "aten::_softmax.out");
+    call.tensor(rows_h).scalar(int64_t{-1}).scalar(false).out_like(rows_h).repeat_out();
+    const at::Tensor f = rows_h.to(at::kFloat);
+    check(call,
+          {(log ? at::_log_softmax(f, -1, false) : at::_softmax(f, -1, false)).to(at::kHalf)});
   }
   // half_to_float is CUDA-only in ATen.
   const at::Tensor h = x.to(at::kHalf);
