@@ -21,7 +21,9 @@ struct Kernels {
   bool convolutions;
   // Whether the backend takes matmuls of several rows by a constant matrix (a linear layer over
   // a sequence) with them rather than oneDNN's sgemm: on AVX2, where oneDNN 2.6's ran BERT's and
-  // Llama's at a third of the peak; not yet on AVX-512 (unmeasured). One row always.
+  // Llama's at a third of the peak; not on AVX-512, where oneDNN's was 3-5 % faster (Sapphire
+  // Rapids, bench/ab_runners.py 12 rounds: BERT 180 against 188 ms at 1 thread, 95 against 100
+  // at 2; Llama prefill 41.2 against 42.4, 23.9 against 24.7). One row always.
   bool linear;
   // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
   int64_t (*rows_for)(int64_t nv);
