@@ -567,12 +567,22 @@ def layers_text(layers):
              "(2 x multiply-adds of the direct algorithm) and the rate of that work against the "
              "FMA peak of one core, measured on this machine by `ember_bench_runner --fma-peak`. "
              "Winograd convolutions do fewer multiplies than the direct algorithm, so their "
-             "share can pass 100%. bf16 runs on AVX-512 BF16 dot products, whose peak is twice "
-             "the float32 FMA peak on this CPU (it has no AMX)."]
+             "share can pass 100%. " + bf16_units(cpu_flags())]
     for key, text in layers.items():
         model, config = key.rsplit("/", 1)
         parts.append(f"### {model}, {config}\n\n{text}")
     return "\n\n".join(parts) + "\n"
+
+
+def bf16_units(flags):
+    """What bf16 runs on, from the CPU's flags (/proc/cpuinfo), for the layer report's text."""
+    if "amx_bf16" in flags:
+        return ("bf16 runs on AMX tiles where oneDNN picks them, whose peak is many times the "
+                "float32 FMA peak: its shares are against the float32 peak.")
+    if "avx512_bf16" in flags:
+        return ("bf16 runs on AVX-512 BF16 dot products, whose peak is twice the float32 FMA "
+                "peak on this CPU (it has no AMX).")
+    return "bf16 is refused at init on this CPU (no AVX-512 BF16)."
 
 
 def doc_name(path):

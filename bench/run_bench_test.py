@@ -116,6 +116,11 @@ class ReportTest(unittest.TestCase):
         self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
         self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
 
+    def test_bf16_units_follow_the_cpu_flags(self):
+        self.assertIn("AMX tiles", rb.bf16_units({"avx512_bf16", "amx_bf16"}))
+        self.assertIn("no AMX", rb.bf16_units({"avx512f", "avx512_bf16"}))
+        self.assertIn("refused", rb.bf16_units({"avx2", "fma"}))
+
     def test_isa_paths_have_pages_of_their_own(self):
         # --isa avx2 forces the AVX2 path on any CPU; auto takes what the CPU has.
         self.assertEqual(rb.isa_path("avx2"), "avx2")
