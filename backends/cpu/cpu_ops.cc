@@ -122,11 +122,13 @@ void CpuDelegate::build_op(const OpDesc& op) {
       const TensorDesc& s = graph_.tensors[op.inputs[0]];
       const TensorDesc& o = graph_.tensors[op.output];
       if (checked_numel(s.dims) != checked_numel(o.dims)) refuse("reshape changes the size");
-      // Row-major bytes of the source, reinterpreted with the new sizes.
+      // Row-major bytes of the source, reinterpreted with the new sizes: a view where the source
+      // is row-major already (a delegate argument's view is bound to the caller's buffer at each
+      // execute, as the argument is; a KV cache read as heads was copied whole every call).
       memory src = src_memory(op.inputs[0]);
       const memory::desc plain_src = plain_md(to_dims(s.dims), dt::f32);
       memory dense;
-      if (src.get_desc() == plain_src && s.kind == TensorKind::Intermediate) {
+      if (src.get_desc() == plain_src && s.kind != TensorKind::Weight) {
         dense = src;
       } else {
         dense = memory(plain_src, engine_);
