@@ -219,8 +219,15 @@ void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
   if (own_kernels_ && const_b && try_matvec(op, ad, bd, od)) return;
   memory b_src = src_memory(op.inputs[1]);
   if (b_src.get_desc().dims() != bd) refuse("matmul weight view");
-  const memory::desc a_md = plain_md(ad, wdt);
-  const memory::desc b_md = const_b ? memory::desc(bd, wdt, tag::any) : plain_md(bd, wdt);
+  // An activation operand that is a strided view (a permuted KV cache) is read through its
+  // strides, in float32: oneDNN's matmul takes any plain strides.
+  auto operand_md = [&](const memory& m, const memory::dims& d) {
+    const bool strided =
+        wdt == dt::f32 && !plain_strides(m.get_desc()).empty() && m.get_desc().dims() == d;
+    return strided ? m.get_desc() : plain_md(d, wdt);
+  };
+  const memory::desc a_md = operand_md(src_memory(op.inputs[0]), ad);
+  const memory::desc b_md = const_b ? memory::desc(bd, wdt, tag::any) : operand_md(b_src, bd);
   const memory::desc o_md = plain_md(od, dt::f32);
   memory::desc bias_md;
   if (op.inputs[2] >= 0) {

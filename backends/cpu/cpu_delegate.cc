@@ -33,6 +33,42 @@ memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>&
   return strides;
 }
 
+memory::dims plain_strides(const memory::desc& md) {
+  const dnnl_memory_desc_t& d = md.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+      md.data_type() != dt::f32 || d.offset0 != 0) {
+    return {};
+  }
+  return memory::dims(d.format_desc.blocking.strides, d.format_desc.blocking.strides + d.ndims);
+}
+
+memory::dims reshaped_strides(const memory::dims& dims, const memory::dims& strides,
+                              const memory::dims& new_dims) {
+  if (dims.empty() || dims.size() != strides.size()) return {};
+  // The old dims fall into chunks whose dims are contiguous to each other (size-1 dims never
+  // break one); each chunk's elements must be exactly some run of new dims, which take dense
+  // strides from the chunk's innermost stride.
+  memory::dims out(new_dims.size(), 0);
+  int64_t v = static_cast<int64_t>(new_dims.size()) - 1;
+  int64_t base = strides.back(), old_count = 1, new_count = 1;
+  for (int64_t d = static_cast<int64_t>(dims.size()) - 1; d >= 0; --d) {
+    old_count *= dims[d];
+    const bool chunk_ends = d == 0 || (dims[d - 1] != 1 && strides[d - 1] != old_count * base);
+    if (!chunk_ends) continue;
+    while (v >= 0 && (new_count < old_count || new_dims[v] == 1)) {
+      out[v] = new_count * base;
+      new_count *= new_dims[v];
+      --v;
+    }
+    if (new_count != old_count) return {};
+    if (d > 0) {
+      base = strides[d - 1];
+      old_count = new_count = 1;
+    }
+  }
+  return v == -1 ? out : memory::dims{};
+}
+
 memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8_t>& order) {
   if (dims.empty()) return memory::desc(memory::dims{1}, type, memory::dims{1});
   return memory::desc(dims, type, dense_strides(dims, order));
@@ -324,6 +360,25 @@ memory CpuDelegate::src_memory(int32_t id) {
     load_weight(id);
   }
   return mem_[id];
+}
+
+bool CpuDelegate::read_as_view_only(int32_t id) const {
+  for (int32_t t : graph_.outputs) {
+    if (t == id) return false;
+  }
+  int readers = 0;
+  for (const OpDesc& op : graph_.ops) {
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum && p.tensor == id) return false;
+    }
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      if (op.inputs[k] != id) continue;
+      ++readers;
+      const bool operand = op.kind == OpKind::MatMul && k < 2;
+      if (!operand && op.kind != OpKind::Permute && op.kind != OpKind::Reshape) return false;
+    }
+  }
+  return readers > 0;
 }
 
 memory CpuDelegate::as(int32_t id, const memory::desc& want) {

@@ -51,6 +51,15 @@ memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>&
 
 memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8_t>& order = {});
 
+// The strides of `md` when it is a plain (unblocked) f32 layout, any strides; else empty.
+memory::dims plain_strides(const memory::desc& md);
+
+// The strides that show a tensor of `dims` with `strides` as `new_dims` over the same storage,
+// or empty when no strides do (a reshape that needs a copy). torch's view rule: dims merged or
+// split only where the old ones are contiguous to each other.
+memory::dims reshaped_strides(const memory::dims& dims, const memory::dims& strides,
+                              const memory::dims& new_dims);
+
 // `dims` right-aligned to `rank` with leading ones (broadcast operands, biases).
 memory::dims pad_rank(const memory::dims& dims, size_t rank);
 
@@ -127,6 +136,9 @@ class CpuDelegate {
   // Tensor `id` in layout `want`: itself, or a reorder of it (once, now, for a weight; a step
   // at every call otherwise).
   memory as(int32_t id, const memory::desc& want);
+  // Whether every reader of `id` takes a strided view of it as it is (permutes, reshapes and
+  // matmul operands read any plain strides), so a permute or reshape into it need not copy.
+  bool read_as_view_only(int32_t id) const;
   // Runs a reorder at init (weights: once, never again).
   void reorder_now(memory from, memory to);
   void add_reorder(const memory& from, const memory& to);

@@ -127,6 +127,20 @@ void CpuDelegate::build_op(const OpDesc& op) {
       // execute, as the argument is; a KV cache read as heads was copied whole every call).
       memory src = src_memory(op.inputs[0]);
       const memory::desc plain_src = plain_md(to_dims(s.dims), dt::f32);
+      // A strided view (a permute's) stays one where the new sizes can be read with strides and
+      // every reader takes strides (a matmul): K^T of a KV cache is never copied.
+      const memory::dims ss = plain_strides(src.get_desc());
+      if (src.get_desc() != plain_src && !ss.empty() && s.kind != TensorKind::Weight &&
+          src.get_desc().dims() == to_dims(s.dims) && read_as_view_only(op.output)) {
+        const memory::dims ns = reshaped_strides(to_dims(s.dims), ss, to_dims(o.dims));
+        if (!ns.empty()) {
+          md_[op.output] = memory::desc(to_dims(o.dims), dt::f32, ns);
+          mem_[op.output] = view(src, md_[op.output]);
+          shares_storage_[op.inputs[0]] = shares_storage_[op.output] = true;
+          share_buffer(op.output, op.inputs[0]);
+          return;
+        }
+      }
       memory dense;
       if (src.get_desc() == plain_src && s.kind != TensorKind::Weight) {
         dense = src;
@@ -148,8 +162,13 @@ void CpuDelegate::build_op(const OpDesc& op) {
       const TensorDesc& o = graph_.tensors[op.output];
       if (op.ints.size() != s.dims.size()) refuse("permutation of the wrong rank");
       const memory::dims sd = to_dims(s.dims);
-      memory src = as(op.inputs[0], plain_md(sd, dt::f32));
-      const memory::dims ss = dense_strides(sd, {});
+      // The source as it is where it is plain with any strides (a view), else made dense.
+      memory src = src_memory(op.inputs[0]);
+      memory::dims ss = plain_strides(src.get_desc());
+      if (ss.empty() || src.get_desc().dims() != sd) {
+        src = as(op.inputs[0], plain_md(sd, dt::f32));
+        ss = dense_strides(sd, {});
+      }
       memory::dims vd, vs;
       for (int64_t p : op.ints) {
         vd.push_back(sd[p]);
@@ -157,6 +176,15 @@ void CpuDelegate::build_op(const OpDesc& op) {
       }
       if (vd != to_dims(o.dims)) refuse("permute output shape mismatch");
       memory permuted = view(src, memory::desc(vd, dt::f32, vs));
+      if (s.kind != TensorKind::Weight && read_as_view_only(op.output)) {
+        // Read through strides by every reader (matmuls, through reshapes and permutes): the
+        // permuted KV cache of attention is not copied twice a layer.
+        md_[op.output] = permuted.get_desc();
+        mem_[op.output] = permuted;
+        shares_storage_[op.inputs[0]] = shares_storage_[op.output] = true;
+        share_buffer(op.output, op.inputs[0]);
+        return;
+      }
       memory::desc out_md = plain_md(vd, dt::f32);
       memory dst;
       for (size_t j = 0; j < graph_.outputs.size() && !dst; ++j) {
