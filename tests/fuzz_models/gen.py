@@ -41,6 +41,10 @@ class V:
         self.name, self.shape, self.dtype = name, tuple(shape), dtype
         self.exact = exact
         self.owned = owned  # computed here, not a view, not an input: an in-place op may write it
+        # Values this one is a view of, and values it may or may not be a view of (a reshape,
+        # flatten or contiguous is a view or a copy by the layout: PyTorch leaves it open, so
+        # an in-place write to such a base makes the program's result depend on the layout).
+        self.views, self.maybe_views = frozenset(), frozenset()
 
     @property
     def numel(self):
@@ -631,6 +635,10 @@ class Gen:
             text = f"{x.name}.{op}()"
         owned = op in ("clone", "flip") or (op == "contiguous" and False)
         out = V(self.fresh(), outshape, x.dtype, x.exact, owned=owned)
+        if op in ("reshape", "flatten", "contiguous"):
+            out.maybe_views = x.maybe_views | x.views | {x.name}
+        elif not owned:
+            out.views, out.maybe_views = x.views | {x.name}, x.maybe_views
         return self.emit(op, f"{out.name} = {text}", [x], [out])
 
     def join(self):
@@ -729,7 +737,11 @@ class Gen:
 
     def inplace(self):
         r = self.rng
-        x = self.pick(lambda v: v.owned and v.is_float)
+        # Not a value a live reshape may or may not alias: eager's result would depend on the
+        # layout (a flatten of a channels-last tensor copies, of a contiguous one views; seed
+        # 431382), which PyTorch leaves open.
+        maybe = {b for v in self.pool for b in v.maybe_views}
+        x = self.pick(lambda v: v.owned and v.is_float and v.name not in maybe)
         if x is None:
             return False
         ops = ["relu_()", "mul_(2.0)", "add_(1)", "clamp_(-1.0, 1.0)", "neg_()", "sigmoid_()"]
