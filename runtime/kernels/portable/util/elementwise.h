@@ -42,8 +42,15 @@ void for_each_broadcast_n(const std::array<const Tensor*, N>& ins, const Tensor&
                           ThreadPool* pool, F&& f) {
   const int64_t numel = out.numel();
   if (numel == 0) return;
+  // Flat: every operand is dense over the output's elements, or one element (a scalar operand:
+  // x * 0.5, x.pow(2)), read at offset 0.
   bool flat = out.is_contiguous();
-  for (const Tensor* t : ins) flat = flat && t->is_contiguous() && t->numel() == numel;
+  int64_t step[N] = {};
+  for (size_t k = 0; k < N; ++k) {
+    const Tensor* t = ins[k];
+    flat = flat && ((t->is_contiguous() && t->numel() == numel) || t->numel() == 1);
+    step[k] = t->numel() == numel ? 1 : 0;
+  }
   const int n = flat ? 0 : out.dim();  // a flat loop needs no strides
   int64_t st[N + 1][kMaxRank];
   for (int d = 0; d < n; ++d) {
@@ -57,7 +64,7 @@ void for_each_broadcast_n(const std::array<const Tensor*, N>& ins, const Tensor&
     int64_t off[N + 1] = {};
     if (flat) {
       for (int64_t i = begin; i < end; ++i) {
-        for (size_t k = 0; k < N; ++k) off[k] = i;
+        for (size_t k = 0; k < N; ++k) off[k] = i * step[k];
         f(static_cast<const int64_t*>(off), i);
       }
       return;
