@@ -362,23 +362,11 @@ memory CpuDelegate::src_memory(int32_t id) {
   return mem_[id];
 }
 
-bool CpuDelegate::read_as_view_only(int32_t id) const {
-  for (int32_t t : graph_.outputs) {
-    if (t == id) return false;
-  }
-  int readers = 0;
-  for (const OpDesc& op : graph_.ops) {
-    for (const PostOp& p : op.post_ops) {
-      if (p.is_sum && p.tensor == id) return false;
-    }
-    for (size_t k = 0; k < op.inputs.size(); ++k) {
-      if (op.inputs[k] != id) continue;
-      ++readers;
-      const bool operand = op.kind == OpKind::MatMul && k < 2;
-      if (!operand && op.kind != OpKind::Permute && op.kind != OpKind::Reshape) return false;
-    }
-  }
-  return readers > 0;
+void CpuDelegate::keep_as_view(const OpDesc& op, const memory& v) {
+  md_[op.output] = v.get_desc();
+  mem_[op.output] = v;
+  shares_storage_[op.inputs[0]] = shares_storage_[op.output] = true;
+  share_buffer(op.output, op.inputs[0]);
 }
 
 memory CpuDelegate::as(int32_t id, const memory::desc& want) {
@@ -463,6 +451,25 @@ void CpuDelegate::compute_last_uses() {
     }
   }
   for (int32_t t : graph_.outputs) feeds_only_bf16_math_[t] = false;
+  // Read only through strides: as matmul operands, or by permutes and reshapes (other views).
+  read_as_view_only_.assign(graph_.tensors.size(), true);
+  std::vector<bool> read(graph_.tensors.size(), false);
+  for (const OpDesc& op : graph_.ops) {
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int32_t t = op.inputs[k];
+      if (t < 0) continue;
+      read[t] = true;
+      const bool operand = op.kind == OpKind::MatMul && k < 2;
+      if (!operand && op.kind != OpKind::Permute && op.kind != OpKind::Reshape) {
+        read_as_view_only_[t] = false;
+      }
+    }
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum) read_as_view_only_[p.tensor] = false;
+    }
+  }
+  for (int32_t t : graph_.outputs) read_as_view_only_[t] = false;
+  for (size_t t = 0; t < read.size(); ++t) read_as_view_only_[t] = read_as_view_only_[t] && read[t];
 }
 
 bool CpuDelegate::can_sum_in_place(const OpDesc& op, int32_t t, const memory::desc& md) const {

@@ -136,9 +136,8 @@ class CpuDelegate {
   // Tensor `id` in layout `want`: itself, or a reorder of it (once, now, for a weight; a step
   // at every call otherwise).
   memory as(int32_t id, const memory::desc& want);
-  // Whether every reader of `id` takes a strided view of it as it is (permutes, reshapes and
-  // matmul operands read any plain strides), so a permute or reshape into it need not copy.
-  bool read_as_view_only(int32_t id) const;
+  // Makes view `v` (of op's source) op's output, and keeps the source's storage alive as long.
+  void keep_as_view(const OpDesc& op, const memory& v);
   // Runs a reorder at init (weights: once, never again).
   void reorder_now(memory from, memory to);
   void add_reorder(const memory& from, const memory& to);
@@ -327,6 +326,9 @@ class CpuDelegate {
   std::vector<int> readers_;  // per tensor: the ops reading it (inputs and sums)
   std::vector<bool> shares_storage_;
   std::vector<bool> feeds_only_bf16_math_;
+  // Per tensor: read, and only by ops that take any plain strides (matmul operands, permutes,
+  // reshapes), so a permute or reshape producing it may leave a strided view, not a copy.
+  std::vector<bool> read_as_view_only_;
   struct Buffer {
     memory mem;
     size_t bytes;

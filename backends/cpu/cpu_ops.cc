@@ -131,13 +131,10 @@ void CpuDelegate::build_op(const OpDesc& op) {
       // every reader takes strides (a matmul): K^T of a KV cache is never copied.
       const memory::dims ss = plain_strides(src.get_desc());
       if (src.get_desc() != plain_src && !ss.empty() && s.kind != TensorKind::Weight &&
-          src.get_desc().dims() == to_dims(s.dims) && read_as_view_only(op.output)) {
+          src.get_desc().dims() == to_dims(s.dims) && read_as_view_only_[op.output]) {
         const memory::dims ns = reshaped_strides(to_dims(s.dims), ss, to_dims(o.dims));
         if (!ns.empty()) {
-          md_[op.output] = memory::desc(to_dims(o.dims), dt::f32, ns);
-          mem_[op.output] = view(src, md_[op.output]);
-          shares_storage_[op.inputs[0]] = shares_storage_[op.output] = true;
-          share_buffer(op.output, op.inputs[0]);
+          keep_as_view(op, view(src, memory::desc(to_dims(o.dims), dt::f32, ns)));
           return;
         }
       }
@@ -176,13 +173,10 @@ void CpuDelegate::build_op(const OpDesc& op) {
       }
       if (vd != to_dims(o.dims)) refuse("permute output shape mismatch");
       memory permuted = view(src, memory::desc(vd, dt::f32, vs));
-      if (s.kind != TensorKind::Weight && read_as_view_only(op.output)) {
+      if (s.kind != TensorKind::Weight && read_as_view_only_[op.output]) {
         // Read through strides by every reader (matmuls, through reshapes and permutes): the
         // permuted KV cache of attention is not copied twice a layer.
-        md_[op.output] = permuted.get_desc();
-        mem_[op.output] = permuted;
-        shares_storage_[op.inputs[0]] = shares_storage_[op.output] = true;
-        share_buffer(op.output, op.inputs[0]);
+        keep_as_view(op, permuted);
         return;
       }
       memory::desc out_md = plain_md(vd, dt::f32);

@@ -165,23 +165,22 @@ Error fold_reduction(KernelContext& ctx, const Tensor& in, const ReducePlan& pla
         } else {
           using Acc = accumulate_type_t<R>;
           R* po = out.data<R>();
+          auto fold = [&](auto read) {
+            for_each_reduction(plan, ctx.threads, [&](const int64_t* o, const ReduceLine& line) {
+              Acc acc = init(Acc{});
+              line.for_each([&](int64_t i, int64_t) { acc = step(acc, read(i)); });
+              po[o[0]] = convert<R>(finish(acc, line.count));
+            });
+          };
           if (in.dtype() == out.dtype()) {
             // The common case (a float mean or sum): typed reads, no conversion call per element.
             const R* pi = in.data<R>();
-            for_each_reduction(plan, ctx.threads, [&](const int64_t* o, const ReduceLine& line) {
-              Acc acc = init(Acc{});
-              line.for_each([&](int64_t i, int64_t) { acc = step(acc, convert<Acc>(pi[i])); });
-              po[o[0]] = convert<R>(finish(acc, line.count));
-            });
-            return status;
+            fold([pi](int64_t i) { return convert<Acc>(pi[i]); });
+          } else {
+            const LoadFn<Acc> load = load_fn<Acc>(in.dtype());
+            const void* pi = in.data();
+            fold([load, pi](int64_t i) { return load(pi, i); });
           }
-          const LoadFn<Acc> load = load_fn<Acc>(in.dtype());
-          const void* pi = in.data();
-          for_each_reduction(plan, ctx.threads, [&](const int64_t* o, const ReduceLine& line) {
-            Acc acc = init(Acc{});
-            line.for_each([&](int64_t i, int64_t) { acc = step(acc, load(pi, i)); });
-            po[o[0]] = convert<R>(finish(acc, line.count));
-          });
         }
       });
   return status;
