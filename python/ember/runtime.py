@@ -34,7 +34,8 @@ except ImportError as e:  # pragma: no cover - depends on the build
 
 EmberRuntimeError = _native.EmberRuntimeError
 
-__all__ = ["EmberRuntimeError", "Method", "MethodMeta", "Profile", "Program", "TensorMeta"]
+__all__ = ["EmberRuntimeError", "Method", "MethodMeta", "Profile", "Program", "TensorMeta",
+           "call_kernel"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def _convert_input(index: int, x):
     name = _NUMPY_NAMES.get(x.dtype)
     if name is None:
         raise EmberRuntimeError(f"input {index}: numpy dtype {x.dtype} is not one Ember runs")
-    return (np.ascontiguousarray(x), name)
+    # Not np.ascontiguousarray: it makes a 0-d array 1-d.
+    return (x if x.flags["C_CONTIGUOUS"] else x.copy(order="C"), name)
 
 
 def _convert_output(value, as_torch: bool):
@@ -206,3 +208,47 @@ class Program:
 
     def __repr__(self) -> str:
         return f"<ember.runtime.Program methods={self.method_names}>"
+
+
+def call_kernel(name: str, *args) -> None:
+    """Calls one registered kernel (``"quantized_decomposed::quantize_per_tensor.out"``) with
+    `args` in the out-variant order of a program: the schema's arguments, then the out tensor(s),
+    then the out(s) again. It is how single kernels are tested against PyTorch's own reference
+    implementations from Python.
+
+    Tensors are numpy arrays or torch tensors; the kernel writes its outs into them in place.
+    Scalars are Python ints, floats and bools (a ScalarType argument is its int code), None, str;
+    lists of ints, floats or bools; lists of tensors (None items: an optional-tensor list).
+    Raises EmberRuntimeError with the kernel's message when the kernel fails, or when an argument
+    does not fit the kernel's registered signature.
+    """
+    write_back = []  # (caller's tensor, converted buffer) where the conversion copied
+    converted_by_id = {}  # one buffer per tensor object: an out and its repeat are one tensor
+
+    def convert(index, x):
+        if x is None or isinstance(x, (bool, int, float, str)):
+            return x
+        if isinstance(x, (list, tuple)):
+            return [convert(index, item) for item in x]
+        if id(x) in converted_by_id:
+            return converted_by_id[id(x)]
+        converted = _convert_input(index, x)
+        converted_by_id[id(x)] = converted
+        if isinstance(converted, tuple):
+            buffer = converted[0]
+            source = x.numpy() if _is_torch_tensor(x) and x.dtype != _torch().bfloat16 else x
+            if not (isinstance(source, np.ndarray) and np.shares_memory(source, buffer)):
+                write_back.append((x, converted))
+        return converted
+
+    native_args = [convert(i, x) for i, x in enumerate(args)]
+    _native.call_kernel(name, native_args)
+    for original, (buffer, dtype) in write_back:
+        if _is_torch_tensor(original):
+            torch = _torch()
+            value = torch.from_numpy(buffer)
+            if dtype == "bfloat16":
+                value = value.view(torch.bfloat16)
+            original.copy_(value.view(original.shape))
+        elif isinstance(original, np.ndarray):
+            np.copyto(original, buffer.reshape(original.shape))

@@ -16,13 +16,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/builtin_runtime.h"
+#include "runtime/executor/kernel_registry.h"
 #include "runtime/executor/module.h"
+#include "runtime/kernels/portable/portable.h"
+#include "runtime/platform/thread_pool.h"
 #include "tools/profile.h"
 
 namespace py = pybind11;
@@ -121,6 +125,156 @@ struct InputTensor {
   Tensor tensor;
 };
 
+// A tensor over the C-contiguous buffer of `pair` = (buffer, dtype name), read and written in
+// place. `holder` keeps its sizes; `buffer` keeps the buffer's view alive.
+Tensor* tensor_over(py::handle item, InputTensor& holder, py::buffer_info& buffer,
+                    const std::string& what) {
+  py::tuple pair = item.cast<py::tuple>();
+  const ScalarType dtype = parse_dtype(pair[1].cast<std::string>());
+  buffer = pair[0].cast<py::buffer>().request();
+  const py::buffer_info& b = buffer;
+  if (static_cast<size_t>(b.itemsize) != element_size(dtype)) {
+    throw RuntimeFailure("InvalidArgument: " + what + ": items of " + std::to_string(b.itemsize) +
+                         " bytes for dtype " + to_string(dtype));
+  }
+  // C-contiguous only (runtime.py makes a copy otherwise).
+  int64_t expected = b.itemsize;
+  for (py::ssize_t d = b.ndim - 1; d >= 0; --d) {
+    if (b.shape[d] > 1 && b.strides[d] != expected) {
+      throw RuntimeFailure("InvalidArgument: " + what + " is not C-contiguous");
+    }
+    expected *= b.shape[d];
+  }
+  holder.sizes.clear();
+  for (py::ssize_t s : b.shape) {
+    if (s > INT32_MAX) throw RuntimeFailure("InvalidArgument: " + what + " is too large");
+    holder.sizes.push_back(static_cast<int32_t>(s));
+  }
+  holder.tensor = value_or_raise(Tensor::make(dtype, holder.sizes, {}, b.ptr), what);
+  return &holder.tensor;
+}
+
+bool is_tensor_item(py::handle item) {
+  return py::isinstance<py::tuple>(item) && py::len(item) == 2;
+}
+
+// One call of a registered kernel, for tests of single kernels against PyTorch's reference
+// implementations (ember.runtime.call_kernel). `args` are the kernel's arguments in the
+// out-variant order (the out tensors and their repeat included): (buffer, dtype) for a tensor,
+// written in place when the kernel writes it; an int, float, bool, str or None; a list of ints,
+// floats or bools; a list of (buffer, dtype) or None for a tensor list. The signature of the
+// registered kernel is checked first, as a method does at load.
+class KernelCallArgs {
+ public:
+  explicit KernelCallArgs(const py::list& args) {
+    for (size_t i = 0; i < args.size(); ++i) argv_.push_back(convert(args[i], i));
+  }
+
+  void call(const std::string& name) {
+    const Kernel* k = find_kernel(name);
+    if (k == nullptr) throw RuntimeFailure("OperatorMissing: no kernel is registered as " + name);
+    if (k->signature != nullptr) {
+      const size_t n = std::strlen(k->signature);
+      if (n != argv_.size()) {
+        throw RuntimeFailure("InvalidArgument: " + name + " takes " + std::to_string(n) +
+                             " arguments (its signature '" + k->signature + "'), not " +
+                             std::to_string(argv_.size()));
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (!signature_admits(k->signature[i], *argv_[i])) {
+          throw RuntimeFailure("InvalidArgument: " + name + ": argument " + std::to_string(i) +
+                               " is a " + to_string(argv_[i]->tag()) +
+                               ", which signature letter '" + k->signature[i] + "' does not admit");
+        }
+      }
+    }
+    // Scratch as a method's temp allocator gives it; untouched pages cost nothing.
+    constexpr size_t kTempBytes = size_t{256} << 20;
+    std::unique_ptr<uint8_t[]> temp_storage(new uint8_t[kTempBytes]);
+    MemoryAllocator temp(temp_storage.get(), kTempBytes);
+    KernelContext context{&temp, &ThreadPool::global()};
+    Error e;
+    {
+      py::gil_scoped_release release;
+      e = k->fn(context, {argv_.data(), argv_.size()});
+    }
+    if (e != Error::Ok) raise(e, name);
+  }
+
+ private:
+  EValue* push(EValue v) { return &values_.emplace_back(v); }
+
+  EValue* tensor(py::handle item, const std::string& what) {
+    return push(EValue::from_tensor(
+        tensor_over(item, tensors_.emplace_back(), buffers_.emplace_back(), what)));
+  }
+
+  EValue* convert(py::handle item, size_t index) {
+    const std::string what = "argument " + std::to_string(index);
+    // bool before int: Python's bool is an int.
+    if (item.is_none()) return push(EValue());
+    if (py::isinstance<py::bool_>(item)) return push(EValue::from_bool(item.cast<bool>()));
+    if (py::isinstance<py::int_>(item)) return push(EValue::from_int(item.cast<int64_t>()));
+    if (py::isinstance<py::float_>(item)) return push(EValue::from_double(item.cast<double>()));
+    if (py::isinstance<py::str>(item)) {
+      return push(EValue::from_string(strings_.emplace_back(item.cast<std::string>())));
+    }
+    if (is_tensor_item(item)) return tensor(item, what);
+    if (!py::isinstance<py::list>(item)) {
+      throw RuntimeFailure("InvalidArgument: " + what + " is a " +
+                           std::string(py::str(item.get_type().attr("__name__"))));
+    }
+    const py::list list = item.cast<py::list>();
+    bool tensors = false, all_bool = !list.empty(), any_float = false, any_none = false;
+    for (py::handle x : list) {
+      tensors |= is_tensor_item(x);
+      any_none |= x.is_none();
+      all_bool &= py::isinstance<py::bool_>(x);
+      any_float |= py::isinstance<py::float_>(x);
+    }
+    if (tensors || any_none) {
+      auto& boxes = boxes_.emplace_back();
+      for (py::handle x : list) {
+        boxes.push_back(x.is_none() ? nullptr : tensor(x, what + " (an item)"));
+      }
+      auto& scratch = tensor_scratch_.emplace_back(list.size());
+      const BoxedTensorList boxed{boxes.data(), scratch.data(), list.size()};
+      return push(any_none ? EValue::from_optional_tensor_list(boxed)
+                           : EValue::from_tensor_list(boxed));
+    }
+    if (all_bool) {
+      auto& stored = bool_lists_.emplace_back(new bool[list.size()]);
+      for (size_t i = 0; i < list.size(); ++i) stored[i] = list[i].cast<bool>();
+      return push(EValue::from_bool_list({stored.get(), list.size()}));
+    }
+    if (any_float) {
+      auto& stored = double_lists_.emplace_back();
+      for (py::handle x : list) stored.push_back(x.cast<double>());
+      return push(EValue::from_double_list(stored));
+    }
+    auto& boxes = boxes_.emplace_back();
+    for (py::handle x : list) boxes.push_back(push(EValue::from_int(x.cast<int64_t>())));
+    auto& scratch = int_scratch_.emplace_back(list.size());
+    return push(EValue::from_int_list({boxes.data(), scratch.data(), list.size()}));
+  }
+
+  std::deque<EValue> values_;
+  std::deque<InputTensor> tensors_;
+  std::deque<py::buffer_info> buffers_;
+  std::deque<std::string> strings_;
+  std::deque<std::vector<EValue*>> boxes_;
+  std::deque<std::vector<Tensor*>> tensor_scratch_;
+  std::deque<std::vector<int64_t>> int_scratch_;
+  std::deque<std::vector<double>> double_lists_;
+  std::deque<std::unique_ptr<bool[]>> bool_lists_;
+  std::vector<EValue*> argv_;
+};
+
+void call_kernel(const std::string& name, const py::list& args) {
+  if (register_portable_kernels() != Error::Ok) raise(Error::Internal, "registering the kernels");
+  KernelCallArgs(args).call(name);
+}
+
 class PyProgram {
  public:
   PyProgram(const std::string& path, const std::string& data_path, const std::string& load_mode,
@@ -182,29 +336,8 @@ class PyProgram {
         values[i] = EValue::from_int(item.cast<int64_t>());
       } else if (py::isinstance<py::float_>(item)) {
         values[i] = EValue::from_double(item.cast<double>());
-      } else if (py::isinstance<py::tuple>(item) && py::len(item) == 2) {
-        py::tuple pair = item.cast<py::tuple>();
-        const ScalarType dtype = parse_dtype(pair[1].cast<std::string>());
-        buffers[i] = pair[0].cast<py::buffer>().request();
-        const py::buffer_info& b = buffers[i];
-        if (static_cast<size_t>(b.itemsize) != element_size(dtype)) {
-          throw RuntimeFailure("InvalidArgument: " + what + ": items of " +
-                               std::to_string(b.itemsize) + " bytes for dtype " + to_string(dtype));
-        }
-        // C-contiguous only (runtime.py makes a copy otherwise).
-        int64_t expected = b.itemsize;
-        for (py::ssize_t d = b.ndim - 1; d >= 0; --d) {
-          if (b.shape[d] > 1 && b.strides[d] != expected) {
-            throw RuntimeFailure("InvalidArgument: " + what + " is not C-contiguous");
-          }
-          expected *= b.shape[d];
-        }
-        for (py::ssize_t s : b.shape) {
-          if (s > INT32_MAX) throw RuntimeFailure("InvalidArgument: " + what + " is too large");
-          tensors[i].sizes.push_back(static_cast<int32_t>(s));
-        }
-        tensors[i].tensor = value_or_raise(Tensor::make(dtype, tensors[i].sizes, {}, b.ptr), what);
-        values[i] = EValue::from_tensor(&tensors[i].tensor);
+      } else if (is_tensor_item(item)) {
+        values[i] = EValue::from_tensor(tensor_over(item, tensors[i], buffers[i], what));
       } else {
         throw RuntimeFailure("InvalidArgument: " + what + " is a " +
                              std::string(py::str(item.get_type().attr("__name__"))) +
@@ -317,6 +450,7 @@ PYBIND11_MODULE(_ember_runtime, m) {
       error(e.what());
     }
   });
+  m.def("call_kernel", &ember::python::call_kernel, py::arg("name"), py::arg("args"));
   py::class_<PyProgram>(m, "Program")
       .def(py::init<const std::string&, const std::string&, const std::string&, int>(),
            py::arg("path"), py::arg("data") = "", py::arg("load_mode") = "mmap",

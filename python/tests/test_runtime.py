@@ -228,5 +228,39 @@ class RuntimeTest(unittest.TestCase):
         self.assertEqual(r.stdout.strip(), "False")
 
 
+class CallKernelTest(unittest.TestCase):
+    """ember.runtime.call_kernel: one registered kernel, called as a program calls it."""
+
+    def test_outs_are_written_in_place(self):
+        from ember.runtime import call_kernel
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        b = np.full((2, 3), 0.5, np.float32)
+        out = np.zeros((2, 3), np.float32)
+        call_kernel("aten::add.out", a, b, 2, out, out)
+        np.testing.assert_array_equal(out, a + 2 * b)
+        # A torch out that is not contiguous is written back through a copy.
+        t = torch.zeros(3, 2).t()
+        call_kernel("aten::add.out", torch.from_numpy(a), torch.from_numpy(b), 1, t, t)
+        torch.testing.assert_close(t, torch.from_numpy(a + b), rtol=0, atol=0)
+        # Lists: an int list (sum over dims 0 and 1, keepdim False, no dtype).
+        s = np.zeros((), np.float32)
+        call_kernel("aten::sum.IntList_out", a, [0, 1], False, None, s, s)
+        self.assertEqual(float(s), 15.0)
+
+    def test_errors(self):
+        from ember.runtime import call_kernel
+        a = np.ones(3, np.float32)
+        out = np.zeros(3, np.float32)
+        with self.assertRaisesRegex(EmberRuntimeError, "no kernel is registered"):
+            call_kernel("aten::nonexistent.out", a, out, out)
+        with self.assertRaisesRegex(EmberRuntimeError, "takes 5 arguments"):
+            call_kernel("aten::add.out", a, a, out, out)
+        with self.assertRaisesRegex(EmberRuntimeError, "argument 2"):
+            call_kernel("aten::add.out", a, a, "x", out, out)
+        small = np.zeros(2, np.float32)
+        with self.assertRaises(EmberRuntimeError):
+            call_kernel("aten::add.out", a, a, 1, small, small)
+
+
 if __name__ == "__main__":
     unittest.main()

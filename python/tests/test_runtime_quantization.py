@@ -1,0 +1,204 @@
+"""Quantized programs end to end: PyTorch's PT2E flow with Ember's quantizer (and ExecuTorch's
+XNNPACKQuantizer), exported, compiled with the `ember` command (EMBER_BIN) and run by Ember's
+runtime, against the converted module run in eager PyTorch: the quantized reference. Also the
+quantizer's contracts C31 (bfloat16 stays float) and C32 (a config applies only in its scope).
+
+The quantized reference computes each quantize/dequantize in float32, as Ember's portable kernels
+do, so the portable flow is compared bit for bit. The cpu backend computes the same float ops
+with its own kernels: its results may round to the neighbouring integer, so they are compared
+within one quantization step of the output.
+"""
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import torch
+from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+import ember
+from ember.quantizer import EmberQuantizer, int8_config
+from ember.runtime import Program
+
+EMBER_BIN = os.environ.get("EMBER_BIN", "")
+
+_QDQ = ("quantized_decomposed.quantize", "quantized_decomposed.dequantize")
+
+
+def setUpModule():
+    if not EMBER_BIN or not os.access(EMBER_BIN, os.X_OK):
+        message = f"EMBER_BIN (the ember command) is {EMBER_BIN!r}; CTest sets it"
+        if os.environ.get("CI") == "true":
+            raise RuntimeError(message)  # CI always builds it: a skip there is a failure
+        raise unittest.SkipTest(message)
+
+
+def quantize(module, inputs, quantizer, calibration=8):
+    """The PT2E flow: capture, prepare, calibrate on random batches like `inputs`, convert."""
+    torch.manual_seed(0)
+    graph = torch.export.export(module.eval(), inputs).module()
+    prepared = prepare_pt2e(graph, quantizer)
+    for _ in range(calibration):
+        prepared(*[torch.randn_like(x) if x.is_floating_point() else x for x in inputs])
+    return convert_pt2e(prepared)
+
+
+def qdq_nodes(gm):
+    return [n for n in gm.graph.nodes
+            if n.op == "call_function" and str(n.target).startswith(_QDQ)]
+
+
+class ResidualNet(torch.nn.Module):
+    """The int8 CNN shapes: conv+bn+relu, a residual add+relu, max and average pools, a linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.fc = torch.nn.Linear(8, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.pool(y)
+        y = torch.relu(self.conv2(y) + y)
+        y = torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+        return self.fc(y)
+
+
+class ScopedCat(torch.nn.Module):
+    class Encoder(torch.nn.Module):
+        def forward(self, a, b):
+            return torch.cat([a, b], 1)
+
+    def __init__(self):
+        super().__init__()
+        self.enc = ScopedCat.Encoder()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, a, b):
+        y = self.enc(a, b)
+        return torch.cat([y, self.lin(y)], 1)
+
+
+class QuantizationTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="ember_quantization_test_")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def run_in_ember(self, module, inputs, name, backend=None):
+        ep = os.path.join(self.dir, name + ".ep")
+        pte = os.path.join(self.dir, name + ".pte")
+        ember.export(module, inputs, ep)
+        cmd = [EMBER_BIN, "compile", ep, "-o", pte, "--quiet"]
+        if backend:
+            cmd += ["--backend", backend]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return Program.load(pte).forward(*inputs)
+
+    def test_c31_bfloat16_stays_float(self):
+        model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU()).to(torch.bfloat16)
+        x = torch.randn(4, 16, dtype=torch.bfloat16)
+        converted = quantize(model, (x,), EmberQuantizer().set_global(int8_config()))
+        self.assertEqual(qdq_nodes(converted), [])
+        expected = model.eval()(x)
+        for backend in (None, "cpu"):
+            (y,) = self.run_in_ember(converted, (x,), f"c31_{backend}", backend)
+            self.assertEqual(y.dtype, torch.bfloat16)
+            torch.testing.assert_close(y, expected, rtol=1.6e-2, atol=1e-2)
+
+    def test_c31_float32_beside_bfloat16(self):
+        # In one model, the float32 linear is quantized and the bfloat16 one is not.
+        class Two(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Linear(8, 8)
+                self.b = torch.nn.Linear(8, 8).to(torch.bfloat16)
+
+            def forward(self, x):
+                return self.b(self.a(x).to(torch.bfloat16))
+
+        converted = quantize(Two(), (torch.randn(2, 8),), EmberQuantizer().set_global(int8_config()))
+        linears = [n for n in converted.graph.nodes if n.target == torch.ops.aten.linear.default]
+        self.assertEqual(len(linears), 2)
+        first, second = linears
+        self.assertTrue(all(str(a.target).startswith(_QDQ) for a in first.all_input_nodes
+                            if a.op == "call_function"))
+        self.assertFalse(any(str(a.target).startswith(_QDQ) for a in second.all_input_nodes
+                             if a.op == "call_function"))
+
+    def test_c32_scope_is_honoured(self):
+        a, b = torch.randn(2, 4), torch.randn(2, 4)
+        converted = quantize(ScopedCat(), (a, b), EmberQuantizer().set_module_name("enc",
+                                                                                  int8_config()))
+        cats = [n for n in converted.graph.nodes if n.target == torch.ops.aten.cat.default]
+        self.assertEqual(len(cats), 2)
+        inner, outer = cats
+        # The inner cat reads dequantized inputs and its output is quantized.
+        self.assertTrue(all(str(x.target).startswith(_QDQ[1]) for x in inner.args[0]))
+        self.assertTrue(any(str(u.target).startswith(_QDQ[0]) for u in inner.users))
+        # The outer cat's output is not quantized, and the linear stays float32.
+        self.assertFalse(any(str(u.target).startswith(_QDQ[0]) for u in outer.users))
+        self.assertEqual(len(qdq_nodes(converted)), 6)  # a, b and the inner cat: q and dq each
+        expected = converted(a, b)
+        (y,) = self.run_in_ember(converted, (a, b), "c32")
+        torch.testing.assert_close(y, expected, rtol=0, atol=0)
+
+    def test_module_type_scope_and_exclusion(self):
+        a, b = torch.randn(2, 4), torch.randn(2, 4)
+        q = (EmberQuantizer().set_global(int8_config())
+             .set_module_type(torch.nn.Linear, None))
+        converted = quantize(ScopedCat(), (a, b), q)
+        linear = next(n for n in converted.graph.nodes if n.target == torch.ops.aten.linear.default)
+        self.assertEqual(linear.args[1].op, "get_attr")  # a float weight, not dequantized
+        # Its input is dequantized all the same: it is the output of the cat, which is in scope.
+        self.assertTrue(str(linear.args[0].target).startswith(_QDQ[1]))
+
+    def test_quantizer_rejects_bad_arguments(self):
+        with self.assertRaises(ValueError):
+            EmberQuantizer().set_module_name("", int8_config())
+        with self.assertRaises(ValueError):
+            int8_config(observer="kl")
+
+    def test_int8_cnn_matches_the_quantized_reference(self):
+        torch.manual_seed(1)
+        model = ResidualNet()
+        x = torch.randn(2, 3, 16, 16)
+        converted = quantize(model, (x,), EmberQuantizer().set_global(int8_config()))
+        self.assertGreater(len(qdq_nodes(converted)), 10)
+        expected = converted(x)
+        (portable,) = self.run_in_ember(converted, (x,), "cnn_portable")
+        torch.testing.assert_close(portable, expected, rtol=0, atol=0)
+        (cpu,) = self.run_in_ember(converted, (x,), "cnn_cpu", backend="cpu")
+        step = self.output_scale(converted)
+        self.assertLessEqual((cpu - expected).abs().max().item(), step * 1.0001)
+
+    def test_xnnpack_quantizer_programs_run(self):
+        from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+            XNNPACKQuantizer, get_symmetric_quantization_config)
+        torch.manual_seed(2)
+        x = torch.randn(1, 3, 16, 16)
+        q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+        converted = quantize(ResidualNet(), (x,), q)
+        (y,) = self.run_in_ember(converted, (x,), "xnnpack_portable")
+        torch.testing.assert_close(y, converted(x), rtol=0, atol=0)
+
+    @staticmethod
+    def output_scale(gm):
+        """The scale of the last dequantize before the output."""
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        node = out.args[0][0]
+        assert str(node.target).startswith(_QDQ[1]), node.target
+        return float(node.args[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
