@@ -8,6 +8,7 @@ worded for what to change (_torch_export_error).
 
 import inspect
 import re
+import sys
 
 import torch
 
@@ -34,6 +35,14 @@ class _State:
         self.by_id[id(tensor)] = entry
 
 
+def _is_wrapper_subclass(tensor):
+    """A tensor subclass that wraps others (torchao's quantized weights): torch.export unwraps
+    it into its inner tensors, which the program names (see _capture_torch_export)."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(tensor)
+
+
 def _collect_state(module):
     state = _State()
     modules = list(module.named_modules(remove_duplicate=False))
@@ -42,7 +51,7 @@ def _collect_state(module):
             base = prefix + "." if prefix else ""
             if kind == "parameter":
                 for name, p in mod._parameters.items():
-                    if p is not None:
+                    if p is not None and not _is_wrapper_subclass(p):
                         state.add(kind, base + name, p)
             elif kind == "buffer":
                 for name, b in mod._buffers.items():
@@ -177,6 +186,35 @@ def _decompositions():
     table[aten.std.correction] = _std
     table[aten.std_mean.correction] = _std_mean
     table[aten.var_mean.correction] = _var_mean
+    table.update(_torchao_decompositions())
+    return table
+
+
+# torchao's quantization primitives, which its quantized tensors (8da4w, weight-only int4/int8...)
+# call. They are CompositeImplicitAutograd ops that torch.export keeps whole; ExecuTorch's
+# runtime has no kernel for them. Their own implementation decomposes them into ATen ops: the
+# same ops eager runs, so the program computes what the torchao model computes.
+_TORCHAO_PRIMITIVES = ("quantize_affine", "dequantize_affine", "choose_qparams_affine",
+                       "quantize_affine_no_zero_point", "dequantize_affine_no_zero_point",
+                       "choose_qparams_affine_tinygemm", "quantize_affine_tinygemm",
+                       "dequantize_affine_tinygemm", "choose_qparams_affine_dont_preserve_zero")
+
+
+def _torchao_decompositions():
+    if "torchao" not in sys.modules:  # no torchao model was made in this process
+        return {}
+    # torchao registers each primitive's Python implementation as inductor's decomposition.
+    from torch._inductor.decomposition import decompositions
+
+    namespace = getattr(torch.ops, "torchao", None)
+    table = {}
+    for name in _TORCHAO_PRIMITIVES:
+        try:
+            op = getattr(namespace, name).default
+        except (AttributeError, RuntimeError):
+            continue
+        if op in decompositions:
+            table[op] = decompositions[op]
     return table
 
 

@@ -191,6 +191,34 @@ class QuantizationTest(unittest.TestCase):
         (y,) = self.run_in_ember(converted, (x,), "xnnpack_portable")
         torch.testing.assert_close(y, converted(x), rtol=0, atol=0)
 
+    def test_torchao_flows_run_as_their_reference(self):
+        # torchao's quantized weights (tensor subclasses) and its primitives (choose_qparams_affine,
+        # quantize_affine, dequantize_affine) export as the ATen ops they run in eager.
+        from torchao.quantization import (Int8DynamicActivationIntxWeightConfig,
+                                          IntxWeightOnlyConfig, quantize_)
+        from torchao.quantization.granularity import PerAxis, PerGroup
+        configs = {
+            "8da4w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
+                                                           weight_granularity=PerGroup(32)),
+            "8da8w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
+                                                           weight_granularity=PerAxis(0)),
+            "int8_weight_only": IntxWeightOnlyConfig(weight_dtype=torch.int8,
+                                                     granularity=PerAxis(0)),
+            "int4_weight_only": IntxWeightOnlyConfig(weight_dtype=torch.int4,
+                                                     granularity=PerGroup(32)),
+        }
+        for name, config in configs.items():
+            torch.manual_seed(3)
+            model = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
+            quantize_(model, config)
+            x = torch.randn(4, 64)
+            expected = model(x)
+            for backend in (None, "cpu"):
+                with self.subTest(flow=name, backend=backend):
+                    (y,) = self.run_in_ember(model, (x,), f"torchao_{name}_{backend}", backend)
+                    # The matmul sums in another order than eager's: float32 rounding only.
+                    torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+
     @staticmethod
     def output_scale(gm):
         """The scale of the last dequantize before the output."""
