@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cinttypes>
 #include <map>
+#include <optional>
 #include <span>
 #include <sstream>
 
@@ -225,8 +226,20 @@ std::vector<std::pair<std::string, std::string>> parse_nodes(
   return out;
 }
 
+// One quantize or dequantize call: what it converts, and its quantization parameters.
+struct QuantCall {
+  std::string op;                   // "quantize_per_tensor", "dequantize_per_channel", ...
+  int64_t input = -1, output = -1;  // value ids
+  std::string from, to;             // dtypes
+  std::vector<int32_t> shape;
+  std::string scale, zero_point;  // a number, "N values" (a tensor), or "none"
+  int64_t axis = -1;              // per channel
+  int64_t quant_min = 0, quant_max = 0;
+};
+
 struct MethodReport {
   std::string name;
+  std::vector<QuantCall> quant_calls;
   std::vector<IoInfo> inputs, outputs;
   std::vector<std::pair<std::string, int>> operator_calls;
   std::vector<DelegateInfo> delegates;
@@ -248,6 +261,73 @@ std::vector<std::string> executorch_blockers_of(const MethodReport& r) {
     if (!executorch_registers_backend(d.backend)) why.push_back("delegate backend " + d.backend);
   }
   return why;
+}
+
+// The quantize/dequantize ops whose arguments are (input, scale, zero point, [axis,] quant_min,
+// quant_max, dtype, ...): PyTorch's quantized_decomposed ops and their Cortex-M twins.
+bool is_quant_op(const std::string& name) {
+  for (const char* prefix :
+       {"quantized_decomposed::quantize_per_", "quantized_decomposed::dequantize_per_",
+        "cortex_m::quantize_per_tensor", "cortex_m::dequantize_per_tensor"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+std::optional<QuantCall> quant_call(const fb::ExecutionPlan* plan, const std::string& op_name,
+                                    const fb::KernelCall* call) {
+  const auto* values = plan->values();
+  const auto* args = call->args();
+  if (values == nullptr || args == nullptr || args->size() < 7) return std::nullopt;
+  auto value = [&](uint32_t i) -> const fb::EValue* {
+    const int32_t id = args->Get(i);
+    return id >= 0 && static_cast<uint32_t>(id) < values->size() ? values->Get(id) : nullptr;
+  };
+  auto tensor = [&](uint32_t i) -> const fb::Tensor* {
+    const fb::EValue* v = value(i);
+    return v != nullptr ? v->val_as_Tensor() : nullptr;
+  };
+  auto number = [&](uint32_t i) -> std::string {
+    const fb::EValue* v = value(i);
+    if (v == nullptr) return "?";
+    std::ostringstream text;
+    if (const fb::Double* d = v->val_as_Double()) {
+      text << d->double_val();
+    } else if (const fb::Int* n = v->val_as_Int()) {
+      text << n->int_val();
+    } else if (const fb::Tensor* t = v->val_as_Tensor()) {
+      int64_t count = 1;
+      if (t->sizes() != nullptr)
+        for (int32_t size : *t->sizes()) count *= size;
+      text << count << " values";
+    } else {
+      text << "none";
+    }
+    return text.str();
+  };
+  auto integer = [&](uint32_t i) -> int64_t {
+    const fb::EValue* v = value(i);
+    const fb::Int* n = v != nullptr ? v->val_as_Int() : nullptr;
+    return n != nullptr ? n->int_val() : 0;
+  };
+  const fb::Tensor* in = tensor(0);
+  const fb::Tensor* out = tensor(args->size() - 1);
+  if (in == nullptr || out == nullptr) return std::nullopt;
+  QuantCall q;
+  q.op = op_name.substr(op_name.find("::") + 2);
+  q.op = q.op.substr(0, q.op.find('.'));
+  q.input = args->Get(0);
+  q.output = args->Get(args->size() - 1);
+  q.from = to_string(static_cast<ScalarType>(in->scalar_type()));
+  q.to = to_string(static_cast<ScalarType>(out->scalar_type()));
+  if (in->sizes() != nullptr) q.shape.assign(in->sizes()->begin(), in->sizes()->end());
+  q.scale = number(1);
+  q.zero_point = number(2);
+  uint32_t next = 3;
+  if (q.op.find("per_channel") != std::string::npos) q.axis = integer(next++);
+  q.quant_min = integer(next);
+  q.quant_max = integer(next + 1);
+  return q;
 }
 
 Result<IoInfo> io_info(const MethodMeta& meta, size_t i, bool input) {
@@ -313,6 +393,11 @@ Result<std::vector<MethodReport>> method_reports(const Program& program) {
           std::string op_name = op->name() ? op->name()->str() : "?";
           if (op->overload() && op->overload()->size() > 0) op_name += "." + op->overload()->str();
           if (counts[op_name]++ == 0) order.push_back(op_name);
+          if (is_quant_op(op_name)) {
+            if (std::optional<QuantCall> q = quant_call(plan, op_name, call)) {
+              r.quant_calls.push_back(std::move(*q));
+            }
+          }
         }
       }
     }
@@ -467,6 +552,17 @@ Result<std::string> inspect_program(const Program& program, bool json) {
         out << (i ? ", " : "") << "{\"name\": " << json_string(r.operator_calls[i].first)
             << ", \"calls\": " << r.operator_calls[i].second << "}";
       }
+      out << "], \"quantization\": [";
+      for (size_t i = 0; i < r.quant_calls.size(); ++i) {
+        const QuantCall& q = r.quant_calls[i];
+        out << (i ? ", " : "") << "{\"op\": " << json_string(q.op) << ", \"input\": " << q.input
+            << ", \"output\": " << q.output << ", \"from\": " << json_string(q.from)
+            << ", \"to\": " << json_string(q.to) << ", \"shape\": [";
+        for (size_t d = 0; d < q.shape.size(); ++d) out << (d ? ", " : "") << q.shape[d];
+        out << "], \"scale\": " << json_string(q.scale)
+            << ", \"zero_point\": " << json_string(q.zero_point) << ", \"axis\": " << q.axis
+            << ", \"quant_min\": " << q.quant_min << ", \"quant_max\": " << q.quant_max << "}";
+      }
       out << "], \"delegates\": [";
       for (size_t i = 0; i < r.delegates.size(); ++i) {
         const DelegateInfo& d = r.delegates[i];
@@ -535,6 +631,16 @@ Result<std::string> inspect_program(const Program& program, bool json) {
     }
     out << "  operators:" << (r.operator_calls.empty() ? " none" : "") << "\n";
     for (const auto& [op, n] : r.operator_calls) out << "    " << op << " x" << n << "\n";
+    if (!r.quant_calls.empty()) {
+      out << "  quantization: " << r.quant_calls.size() << " quantize/dequantize call(s)\n";
+      for (const QuantCall& q : r.quant_calls) {
+        out << "    v" << q.input << " " << q.from << " " << shape_text(q.shape) << " -> v"
+            << q.output << " " << q.to << ": " << q.op;
+        if (q.axis >= 0) out << " (axis " << q.axis << ")";
+        out << ", scale " << q.scale << ", zero point " << q.zero_point << ", range ["
+            << q.quant_min << ", " << q.quant_max << "]\n";
+      }
+    }
     out << "  delegates:" << (r.delegates.empty() ? " none" : "") << "\n";
     for (size_t i = 0; i < r.delegates.size(); ++i) {
       const DelegateInfo& d = r.delegates[i];

@@ -150,7 +150,9 @@ class QuantizationTest(unittest.TestCase):
         self.assertEqual(len(qdq_nodes(converted)), 6)  # a, b and the inner cat: q and dq each
         expected = converted(a, b)
         (y,) = self.run_in_ember(converted, (a, b), "c32")
-        torch.testing.assert_close(y, expected, rtol=0, atol=0)
+        # The quantized half bit for bit; the float linear to float32 rounding (its sum order).
+        torch.testing.assert_close(y[:, :8], expected[:, :8], rtol=0, atol=0)
+        torch.testing.assert_close(y, expected)
 
     def test_module_type_scope_and_exclusion(self):
         a, b = torch.randn(2, 4), torch.randn(2, 4)

@@ -1,0 +1,213 @@
+"""int8 CNNs: accuracy against PyTorch's quantized reference and latency against the peers' int8.
+
+    .venv/bin/python bench/quant_bench.py [--models resnet18,mobilenet_v2] [--threads 1,2]
+                                          [--eval 200] [--calibration 32] [--rounds 5]
+
+For each model (bench/models.py, batch 1):
+- Ember int8: PT2E with ember.quantizer.EmberQuantizer (int8 activations per tensor, int8
+  weights per channel), calibrated on --calibration random inputs, converted, exported and
+  compiled with the cpu backend. Its reference is the converted module run in eager PyTorch (the
+  "PyTorch quantized reference"): the table gives the share of --eval other random inputs on which
+  the top-1 class is the same, and the largest logit difference in output quantization steps.
+- ONNX Runtime int8: onnxruntime.quantization.quantize_static on the fp32 ONNX model (QDQ,
+  per-channel int8 weights, uint8 activations: ORT's advice for x86), the same calibration inputs.
+- ExecuTorch+XNNPACK int8: PT2E with ExecuTorch's XNNPACKQuantizer (per channel), lowered with the
+  XnnpackPartitioner.
+- Ember fp32 (cpu backend) and PyTorch's quantized reference in eager, for scale.
+Each system's top-1 agreement with the fp32 model is given too. Latency: medians of --rounds
+interleaved rounds of 10 runs. Every system runs in this process, one after another.
+"""
+
+import argparse
+import copy
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import ember  # noqa: E402
+import models  # noqa: E402
+from ember.quantizer import EmberQuantizer, int8_config  # noqa: E402
+from ember.runtime import Program  # noqa: E402
+from run_bench import export_onnx  # noqa: E402
+
+
+def pt2e(module, example, calibration, quantizer):
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+    graph = torch.export.export(copy.deepcopy(module), (example,)).module()
+    prepared = prepare_pt2e(graph, quantizer)
+    with torch.no_grad():
+        for x in calibration:
+            prepared(x)
+    return convert_pt2e(prepared)
+
+
+def compile_ember(ember_bin, module, example, path, backend="cpu"):
+    ep = path + ".ep"
+    ember.export(module, (example,), ep)
+    cmd = [ember_bin, "compile", ep, "-o", path + ".pte", "--ptd", path + ".ptd", "--quiet"]
+    if backend:
+        cmd += ["--backend", backend]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip())
+    return path + ".pte", path + ".ptd"
+
+
+def ort_int8(module, example, calibration, path, name):
+    import onnxruntime
+    onnxruntime.set_default_logger_severity(3)  # its optimizer's notes on unused initializers
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+    fp32 = path + "_fp32.onnx"
+    export_onnx(copy.deepcopy(module), (example,), [name], fp32)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.items = iter([{name: x.numpy()} for x in calibration])
+
+        def get_next(self):
+            return next(self.items, None)
+
+    out = path + "_int8.onnx"
+    quantize_static(fp32, out, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    return out
+
+
+def executorch_int8(module, example, calibration, path):
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+        XNNPACKQuantizer, get_symmetric_quantization_config)
+    from executorch.exir import to_edge_transform_and_lower
+    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
+    converted = pt2e(module, example, calibration, q)
+    ep = torch.export.export(converted, (example,))
+    program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
+    with open(path + "_xnnpack_int8.pte", "wb") as f:
+        f.write(program.buffer)
+    return path + "_xnnpack_int8.pte"
+
+
+def systems_for(args, name, case, work):
+    """{system: (callable x -> logits tensor, threads setter or None)}, and the converted module."""
+    module, example = case.module, case.inputs[0]
+    gen = torch.Generator().manual_seed(1234)
+    calibration = [torch.randn(example.shape, generator=gen) for _ in range(args.calibration)]
+    path = os.path.join(work, name)
+    out = {}
+    converted = pt2e(module, example, calibration, EmberQuantizer().set_global(int8_config()))
+    out["PyTorch quantized reference"] = (lambda x, m=converted: m(x), None)
+    pte, ptd = compile_ember(args.ember, converted, example, path + "_int8")
+    out["Ember cpu int8"] = ("ember", (pte, ptd))
+    pte, ptd = compile_ember(args.ember, module, example, path + "_fp32")
+    out["Ember cpu fp32"] = ("ember", (pte, ptd))
+    try:
+        out["ONNX Runtime int8"] = ("ort", ort_int8(module, example, calibration, path, "x"))
+    except Exception as e:  # reported, the rest goes on
+        print(f"{name}: ONNX Runtime int8: {type(e).__name__}: {e}"[:300], file=sys.stderr)
+    try:
+        out["ExecuTorch XNNPACK int8"] = ("et", executorch_int8(module, example, calibration,
+                                                                path))
+    except Exception as e:
+        print(f"{name}: ExecuTorch int8: {type(e).__name__}: {e}"[:300], file=sys.stderr)
+    return out
+
+
+def make_runner(kind, what, threads):
+    if kind == "ember":
+        pte, ptd = what
+        method = Program.load(pte, ptd if os.path.exists(ptd) else None,
+                              num_threads=threads).method("forward")
+        return lambda x: method(x)[0]
+    if kind == "ort":
+        import onnxruntime as ort
+        from ort_worker import session_options
+        session = ort.InferenceSession(what, session_options(threads),
+                                       providers=["CPUExecutionProvider"])
+        return lambda x: torch.from_numpy(session.run(None, {"x": x.numpy()})[0])
+    if kind == "et":
+        from executorch.extension.pybindings import portable_lib
+        from executorch.runtime import Runtime
+        portable_lib._unsafe_reset_threadpool(threads)
+        method = Runtime.get().load_program(what).load_method("forward")
+        return lambda x: method.execute([x])[0]
+    fn = kind
+    torch.set_num_threads(threads)
+    return fn
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default="resnet18,mobilenet_v2")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--eval", type=int, default=200)
+    p.add_argument("--calibration", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
+    args = p.parse_args()
+    threads_list = [int(t) for t in args.threads.split(",")]
+    work = tempfile.mkdtemp(prefix="ember_quant_bench_")
+    accuracy_rows, latency_rows = [], []
+    for name in args.models.split(","):
+        case = models.build([name])[name]
+        systems = systems_for(args, name, case, work)
+        gen = torch.Generator().manual_seed(99)
+        example = case.inputs[0]
+        inputs = [torch.randn(example.shape, generator=gen) for _ in range(args.eval)]
+        with torch.no_grad():
+            fp32_top1 = [int(case.module(x).argmax()) for x in inputs]
+        runners = {}
+        for system, (kind, what) in systems.items():
+            runners[system] = make_runner(kind, what, threads_list[0])
+        with torch.no_grad():
+            reference = [runners["PyTorch quantized reference"](x) for x in inputs]
+        for system, run in runners.items():
+            with torch.no_grad():
+                got = [run(x) for x in inputs]
+            top1 = [int(g.argmax()) for g in got]
+            vs_ref = np.mean([a == int(r.argmax()) for a, r in zip(top1, reference)])
+            vs_fp32 = np.mean([a == b for a, b in zip(top1, fp32_top1)])
+            diff = max(float((g.float() - r).abs().max()) for g, r in zip(got, reference))
+            accuracy_rows.append((name, system, vs_ref, vs_fp32, diff))
+        for threads in threads_list:
+            runners = {s: make_runner(k, w, threads) for s, (k, w) in systems.items()}
+            times = {s: [] for s in runners}
+            x = inputs[0]
+            with torch.no_grad():
+                for run in runners.values():
+                    for _ in range(3):
+                        run(x)  # warm up
+                for _ in range(args.rounds):
+                    for s, run in runners.items():
+                        t0 = time.perf_counter()
+                        for _ in range(10):
+                            run(x)
+                        times[s].append((time.perf_counter() - t0) * 100.0)  # ms per run
+            base = statistics.median(times["Ember cpu fp32"])
+            for s, ts in times.items():
+                latency_rows.append((name, threads, s, statistics.median(ts),
+                                     statistics.median(ts) / base))
+    print("\n| model | system | top-1 = quantized reference | top-1 = fp32 model | "
+          "largest logit difference to the reference |")
+    print("|---|---|---|---|---|")
+    for name, system, vs_ref, vs_fp32, diff in accuracy_rows:
+        print(f"| {name} | {system} | {vs_ref:.1%} | {vs_fp32:.1%} | {diff:.4g} |")
+    print("\n| model | threads | system | median ms | / Ember cpu fp32 |")
+    print("|---|---|---|---|---|")
+    for name, threads, system, ms, ratio in latency_rows:
+        print(f"| {name} | {threads} | {system} | {ms:.2f} | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
