@@ -5,7 +5,8 @@ what else ExecuTorch's runtime registers (operators Ember lacks, delegate backen
 Also writes compiler/passes/op_manifest.inc, the table the compiler reads from it (so the compiler
 no longer asks the runtime's registry what exists).
 
-Sources: runtime/kernels/portable/ops.inc (portable kernels), runtime/kernels/prim/prim_ops.cc
+Sources: runtime/kernels/portable/ops.inc (portable kernels), runtime/kernels/cortex_m/ops.inc
+(the cortex_m kernels of ExecuTorch's Cortex-M programs), runtime/kernels/prim/prim_ops.cc
 (kPrimKernels), compiler/passes/op_table.cc (kRules), the installed torch (schemas) and
 the pinned pip executorch (scripts/requirements.lock; what its runtime registers).
 
@@ -24,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "ops", "manifest.json")
 TABLE = os.path.join(ROOT, "compiler", "passes", "op_manifest.inc")
 OPS_INC = os.path.join(ROOT, "runtime", "kernels", "portable", "ops.inc")
+CORTEX_M_OPS_INC = os.path.join(ROOT, "runtime", "kernels", "cortex_m", "ops.inc")
 PRIM_CC = os.path.join(ROOT, "runtime", "kernels", "prim", "prim_ops.cc")
 OP_TABLE = os.path.join(ROOT, "compiler", "passes", "op_table.cc")
 
@@ -51,10 +53,19 @@ def table_body(text, marker):
     return strip_comments(text[start:text.index("};", start)])
 
 
-def portable_kernels():
+def op_list(path):
+    """The (name, signature) of every EMBER_OP line of an ops.inc."""
     pattern = re.compile(r'^EMBER_OP\(\s*"([^"]+)"\s*,\s*\w+\s*,\s*' + STR_OR_NULL + r"\s*\)",
                          re.M)
-    return [(m.group(1), unquote(m.group(2))) for m in pattern.finditer(read(OPS_INC))]
+    return [(m.group(1), unquote(m.group(2))) for m in pattern.finditer(read(path))]
+
+
+def portable_kernels():
+    return op_list(OPS_INC)
+
+
+def cortex_m_kernels():
+    return op_list(CORTEX_M_OPS_INC)
 
 
 def prim_kernels():
@@ -118,14 +129,25 @@ def generate():
     import executorch.extension.pybindings._C as et_runtime
     import torch
 
+    # quantized_decomposed::* schemas: PyTorch's functional ones, and the out variants of
+    # ExecuTorch's quantized kernel library, whose loading also registers its kernels with
+    # ExecuTorch's runtime (as an application linking quantized_ops_lib does). Not exir, which
+    # defines the embeddings' functional ops but would also give executorch_prim::* schemas.
+    import torch.ao.quantization.fx._decomposed  # noqa: F401
+    import executorch.kernels.quantized  # noqa: F401
+
     schemas = Schemas()
     et_ops = set(et_runtime._get_operator_names())
     entries = {}
     for name, signature in portable_kernels():
         entries[name] = {"kind": "kernel", "signature": signature, "libraries": ["portable"]}
+    for name, signature in cortex_m_kernels():
+        if name in entries:
+            raise SystemExit(f"{name} is both a portable and a cortex_m kernel")
+        entries[name] = {"kind": "kernel", "signature": signature, "libraries": ["cortex_m"]}
     for name, signature in prim_kernels():
         if name in entries:
-            raise SystemExit(f"{name} is both a portable kernel and a prim op")
+            raise SystemExit(f"{name} is both a kernel and a prim op")
         entries[name] = {"kind": "prim", "signature": signature, "libraries": ["prim"]}
 
     rules = lowering_rules()

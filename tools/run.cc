@@ -8,6 +8,7 @@
 
 #include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
+#include "runtime/kernels/cortex_m/cortex_m.h"
 #include "runtime/platform/clock.h"
 #include "tools/npy.h"
 #include "tools/profile.h"
@@ -104,6 +105,11 @@ Result<std::vector<OwnedTensor>> method_inputs(const MethodMeta& meta,
 int run_command(const RunOptions& o) {
   // The backends this runtime carries, registered before any method loads.
   if (backends::register_builtin_runtime_backends() != Error::Ok) {
+    std::fprintf(stderr, "error: %s\n", last_error_message());
+    return 1;
+  }
+  // The cortex_m:: kernels that ExecuTorch's Cortex-M flow writes (Module registers portable).
+  if (register_cortex_m_kernels() != Error::Ok) {
     std::fprintf(stderr, "error: %s\n", last_error_message());
     return 1;
   }

@@ -130,6 +130,14 @@ constexpr LoweringRule kRules[] = {
     {"aten::zeros.default", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::zeros_like.default", "aten::full_like.out", "self,fill_value=0,memory_format", nullptr,
      nullptr},
+    // PyTorch names the tensor-parameter overloads `.tensor`, ExecuTorch's kernels `.Tensor_out`;
+    // the other quantized_decomposed ops reach their kernels by the naming convention.
+    {"quantized_decomposed::choose_qparams.tensor",
+     "quantized_decomposed::choose_qparams.Tensor_out", nullptr, nullptr, nullptr},
+    {"quantized_decomposed::dequantize_per_tensor.tensor",
+     "quantized_decomposed::dequantize_per_tensor.Tensor_out", nullptr, nullptr, nullptr},
+    {"quantized_decomposed::quantize_per_tensor.tensor",
+     "quantized_decomposed::quantize_per_tensor.Tensor_out", nullptr, nullptr, nullptr},
     // Symbolic size arithmetic: the runtime's prim ops.
     {"sym::add.default", "executorch_prim::add.Scalar", nullptr, nullptr, nullptr},
     {"sym::sub.default", "executorch_prim::sub.Scalar", nullptr, nullptr, nullptr},

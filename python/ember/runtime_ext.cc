@@ -25,6 +25,7 @@
 #include "backends/builtin_runtime.h"
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/executor/module.h"
+#include "runtime/kernels/cortex_m/cortex_m.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/thread_pool.h"
 #include "tools/profile.h"
@@ -271,7 +272,9 @@ class KernelCallArgs {
 };
 
 void call_kernel(const std::string& name, const py::list& args) {
-  if (register_portable_kernels() != Error::Ok) raise(Error::Internal, "registering the kernels");
+  if (register_portable_kernels() != Error::Ok || register_cortex_m_kernels() != Error::Ok) {
+    raise(Error::Internal, "registering the kernels");
+  }
   KernelCallArgs(args).call(name);
 }
 
@@ -412,7 +415,12 @@ class PyProgram {
   }
 
  private:
-  static Error register_backends() { return backends::register_builtin_runtime_backends(); }
+  // The backends, and the cortex_m:: kernels of ExecuTorch's Cortex-M programs (Module registers
+  // the portable ones).
+  static Error register_backends() {
+    EMBER_TRY(register_cortex_m_kernels());
+    return backends::register_builtin_runtime_backends();
+  }
 
   static py::object to_python(const EValue& v) {
     if (v.is_int()) return py::int_(v.to_int());
