@@ -10,9 +10,11 @@
 // residual adds into the producing convolution or matmul, and folds shape-only ops on weights.
 // Compile specs: "precision" = "fp32" (default) or "bf16" (convolution and matmul in bf16, fp32
 // in and out); "num_threads" = decimal thread count for the runtime half (default: the runtime's
-// thread pool size at init); "fp32_winograd" = "on" (default) or "off" (3x3 stride-1 fp32
-// convolutions through oneDNN's Winograd kernel, or direct only). The backend object is a static
-// with no state; it lives for the process.
+// thread pool size at init); "fp32_winograd" = "on" or "off" (default: 3x3 stride-1 fp32
+// convolutions through oneDNN's Winograd kernel, or direct only); "ember_kernels" = "on"
+// (default) or "off"; "int8" = "on" (default: convolutions of quantized values in integers
+// where the CPU has VNNI) or "off". The backend object is a static with no state; it lives for
+// the process.
 #pragma once
 
 #include "compiler/partition/backend.h"

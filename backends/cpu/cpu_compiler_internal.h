@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/graph_format.h"
 #include "compiler/ir/graph.h"
+#include "compiler/partition/backend.h"
 #include "compiler/partition/backend_support.h"
 
 namespace ember::cpu::internal {
@@ -34,5 +36,38 @@ int64_t normalize_dim(int64_t d, int64_t rank);
 bool is_dynamic_batch(const ir::TensorType& t);
 // What the cpu backend claims, op by op, with the reason for every refusal.
 const partition::OpSupportTable& support_table();
+
+// Preprocess proper (cpu_compiler.cc): one partition's CpuGraph blob and named data.
+ir::StatusOr<partition::PreprocessResult> build_graph(const ir::Program& partition,
+                                                      Precision precision);
+
+// --- Quantization (cpu_quant_compiler.cc) -------------------------------------------------------
+// The parameters of an int8 quantize_per_tensor or dequantize_per_tensor ([-128, 127]).
+struct TensorQuant {
+  double scale;
+  int64_t zero_point;
+};
+
+// `n`'s constant parameters when it quantizes to int8's grid, else nullopt.
+std::optional<TensorQuant> int8_tensor_quant(const ir::Node& n);
+
+// Support checks. A quantize is claimed when only dequantizes of its parameters read it (their
+// pair is the value rounded to the int8 grid, kept in float); a dequantize when it reads such a
+// quantize or a constant int8 weight (per tensor, or per channel along axis 0).
+Why check_quantize(const ir::Node& n);
+Why check_dequantize(const ir::Node& n);
+
+// The int8 weight a dequantize reads: its integers and PyTorch's dequantized floats
+// ((q - zero_point) * scale in float32), with one scale and zero point per output channel.
+struct QuantizedWeight {
+  std::vector<int64_t> dims;
+  std::vector<float> q;
+  std::vector<float> dequantized;
+  std::vector<float> scales;
+  std::vector<int64_t> zero_points;
+};
+ir::StatusOr<QuantizedWeight> quantized_weight(const ir::Node& n, const ir::Weight& data,
+                                               const ir::Weight* scales,
+                                               const ir::Weight* zero_points);
 
 }  // namespace ember::cpu::internal

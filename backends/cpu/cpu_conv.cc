@@ -7,15 +7,13 @@
 
 namespace ember::cpu::delegate {
 
-void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
-  if (own_kernels_ && own_conv_kernels_chosen() && (try_depthwise(op) || try_pointwise(op))) {
-    return;
-  }
-  const int64_t r = op.ints[0], groups = op.ints[1];
-  const bool transposed = op.ints[2] != 0;
-  const memory::dims sd = dims_of(op.inputs[0]);
-  const memory::dims wd = to_dims(graph_.tensors[op.inputs[1]].dims);
-  const memory::dims od = dims_of(op.output);
+CpuDelegate::ConvGeometry CpuDelegate::conv_geometry(const OpDesc& op) {
+  ConvGeometry g;
+  const int64_t r = g.r = op.ints[0], groups = g.groups = op.ints[1];
+  const bool transposed = g.transposed = op.ints[2] != 0;
+  const memory::dims sd = g.sd = dims_of(op.inputs[0]);
+  const memory::dims wd = g.wd = to_dims(graph_.tensors[op.inputs[1]].dims);
+  const memory::dims od = g.od = dims_of(op.output);
   if (static_cast<int64_t>(sd.size()) != r + 2 || static_cast<int64_t>(wd.size()) != r + 2 ||
       static_cast<int64_t>(od.size()) != r + 2) {
     refuse("convolution ranks disagree");
@@ -24,7 +22,8 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
   auto ints = [&](int k) {
     return memory::dims(op.ints.begin() + 3 + k * r, op.ints.begin() + 3 + (k + 1) * r);
   };
-  const memory::dims strides = ints(0), pad_l = ints(1), pad_r = ints(2);
+  const memory::dims strides = g.strides = ints(0), pad_l = g.pad_l = ints(1),
+                     pad_r = g.pad_r = ints(2);
   memory::dims dil = ints(3);
   // oneDNN does not check every size against the others: a blob whose sizes disagree would
   // read or write out of bounds, so each is checked here.
@@ -45,9 +44,12 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
     if (od[2 + i] != expect || wd[2 + i] < 1) refuse("convolution output size disagrees");
   }
   for (auto& d : dil) d -= 1;  // oneDNN counts the gaps
+  g.dil = dil;
   // The weights as oneDNN reads them: [G, O/G, I/G, k...] (grouped) or [O, I, k...].
   memory::dims kd(wd.begin() + 2, wd.end());
-  memory::dims logical, strides_w;
+  g.kd = kd;
+  memory::dims& logical = g.logical;
+  memory::dims& strides_w = g.strides_w;
   const memory::dims dense = dense_strides(wd, {});
   const int64_t ksize = dense[1];
   if (!transposed) {
@@ -74,6 +76,19 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
     logical.insert(logical.end(), kd.begin(), kd.end());
     strides_w.insert(strides_w.end(), dense.begin() + 2, dense.end());
   }
+  return g;
+}
+
+void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
+  if (own_kernels_ && own_conv_kernels_chosen() && (try_depthwise(op) || try_pointwise(op))) {
+    return;
+  }
+  const ConvGeometry g = conv_geometry(op);
+  const int64_t r = g.r, groups = g.groups;
+  const bool transposed = g.transposed;
+  const memory::dims &sd = g.sd, &wd = g.wd, &od = g.od, &strides = g.strides, &pad_l = g.pad_l,
+                     &pad_r = g.pad_r, &dil = g.dil, &kd = g.kd, &logical = g.logical,
+                     &strides_w = g.strides_w;
   memory w_plain = src_memory(op.inputs[1]);
   if (w_plain.get_desc() != plain_md(wd, dt::f32)) {
     w_plain = as(op.inputs[1], plain_md(wd, dt::f32));

@@ -101,6 +101,9 @@ dnnl::algorithm eltwise_alg(EltwiseAlg a) {
       return dnnl::algorithm::eltwise_elu;
     case EltwiseAlg::Tanh:
       return dnnl::algorithm::eltwise_tanh;
+    case EltwiseAlg::Quantize:  // Ember's steps only (is_own_eltwise)
+    case EltwiseAlg::Dequantize:
+      return dnnl::algorithm::eltwise_linear;
   }
   return dnnl::algorithm::eltwise_relu;
 }
@@ -120,11 +123,13 @@ std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
   }
 }
 
-CpuDelegate::CpuDelegate(CpuGraph g, int threads, bool winograd, bool own_kernels)
+CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options)
     : graph_(std::move(g)),
       threads_(threads),
-      winograd_(winograd),
-      own_kernels_(own_kernels && graph_.precision == Precision::Fp32 && own_kernels_supported()),
+      winograd_(options.winograd),
+      int8_(options.int8 && int8_supported()),
+      own_kernels_(options.own_kernels && graph_.precision == Precision::Fp32 &&
+                   own_kernels_supported()),
       verbose_(std::getenv("EMBER_CPU_VERBOSE") != nullptr),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),
@@ -400,8 +405,14 @@ void CpuDelegate::add_reorder(const memory& from, const memory& to) {
 dnnl::primitive_attr CpuDelegate::attr_for(const OpDesc& op) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(onednn_post_ops(fused_post_ops(op)));
+  return attr;
+}
+
+dnnl::post_ops CpuDelegate::onednn_post_ops(std::span<const PostOp> post) {
+  using dnnl::algorithm;
   dnnl::post_ops po;
-  for (const PostOp& p : fused_post_ops(op)) {
+  for (const PostOp& p : post) {
     if (p.is_sum) {
       po.append_sum(1.f);
     } else {
@@ -409,8 +420,7 @@ dnnl::primitive_attr CpuDelegate::attr_for(const OpDesc& op) {
       po.append_eltwise(1.f, eltwise_alg(p.alg), a, b);
     }
   }
-  attr.set_post_ops(po);
-  return attr;
+  return po;
 }
 
 void CpuDelegate::compute_last_uses() {
@@ -554,6 +564,7 @@ void CpuDelegate::check_same_dims(int32_t a, int32_t b) {
 
 DelegateSummary CpuDelegate::summary() const {
   DelegateSummary out;
+  out.int8_convolutions = int8_convolutions_;
   for (const Step& s : steps_) {
     if (!s.kernel) {
       ++out.onednn_steps;

@@ -2,7 +2,7 @@
 // from backends/cpu only). CpuDelegate turns a parsed CpuGraph into a list of steps (oneDNN
 // primitives and Ember's own kernels) at init, and runs them at execute:
 //
-//   auto d = std::make_unique<CpuDelegate>(std::move(graph), threads, winograd, own_kernels);
+//   auto d = std::make_unique<CpuDelegate>(std::move(graph), threads, DelegateOptions{});
 //   d->prepare_outputs(); d->build(named_data);   // throws InitError or dnnl::error
 //   Error e = d->execute(args);                   // never throws, never allocates
 //
@@ -86,6 +86,13 @@ inline constexpr float kWinogradMaxInput = 0x1p48f;
 inline constexpr float kWinogradMaxWeight = 0x1p32f;
 inline constexpr int64_t kWinogradMaxChannels = int64_t{1} << 24;
 
+// The runtime half's switches, from the compile specs (cpu_runtime.cc).
+struct DelegateOptions {
+  bool winograd = false;    // "fp32_winograd": 3x3 stride-1 fp32 convolutions by Winograd
+  bool own_kernels = true;  // "ember_kernels": Ember's own kernels where they apply
+  bool int8 = true;         // "int8": quantized convolutions in integers where the CPU has VNNI
+};
+
 struct Step {
   dnnl::primitive prim;          // a oneDNN primitive, or
   std::function<void()> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
@@ -110,7 +117,7 @@ struct Step {
 
 class CpuDelegate {
  public:
-  CpuDelegate(CpuGraph g, int threads, bool winograd, bool own_kernels);
+  CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options);
   void build(const NamedDataMap* named);
   // `observer` (may be null) is told each step's time (ExecutionObserver::on_delegate_step).
   Error execute(std::span<EValue*> args, ExecutionObserver* observer = nullptr);
@@ -273,7 +280,26 @@ class CpuDelegate {
   // is channels-last already (MobileNet's blocks): it never adds a reorder. False (nothing
   // built) when it does not apply.
   bool try_pointwise(const OpDesc& op);
+  // A convolution's sizes, checked against each other (a blob whose sizes disagree would have
+  // oneDNN read or write out of bounds): oneDNN's strides, paddings and dilations (gaps), and the
+  // weight's logical dims and strides as oneDNN reads PyTorch's layout ([G, O/G, I/G, k...]
+  // grouped, [O, I, k...] or the transposed forms).
+  struct ConvGeometry {
+    int64_t r = 0, groups = 1;
+    bool transposed = false;
+    memory::dims sd, wd, od, strides, pad_l, pad_r, dil, kd, logical, strides_w;
+  };
+  ConvGeometry conv_geometry(const OpDesc& op);
   void build_conv(const OpDesc& op, dt wdt);
+  // dst = PyTorch's quantize (to int8's grid, kept in float) or dequantize of src, p's
+  // (graph_format.h), by Ember's kernel; with `then` (a dequantize after a quantize), both in
+  // one pass. As add_clamp_step (cpu_quant.cc).
+  void add_quantize_step(const memory& src, const memory& dst, const PostOp& p,
+                         const PostOp* then = nullptr);
+  // A QuantConv (graph_format.h), in integers when int8_ (cpu_quant.cc).
+  void build_quant_conv(const OpDesc& op);
+  // oneDNN post-ops for `post` (all of them: the caller knows none needs Ember's NaN rules).
+  static dnnl::post_ops onednn_post_ops(std::span<const PostOp> post);
   // Whether Winograd is exact for `op` at every input within kWinogradMaxInput: its weight and
   // bias are constants within kWinogradMaxWeight, and its input channels few enough.
   bool winograd_safe(const OpDesc& op, int64_t in_channels);
@@ -302,6 +328,10 @@ class CpuDelegate {
   CpuGraph graph_;
   int threads_;
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
+  // QuantConv in integers (oneDNN's u8 x s8 convolution): the "int8" spec on a CPU with VNNI,
+  // whose dot products cannot saturate; else the float convolution of the dequantized weight.
+  bool int8_;
+  int int8_convolutions_ = 0;  // built so far (summary())
   // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
   // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,
   // packed_gemm.h) where they apply

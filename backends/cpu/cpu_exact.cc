@@ -104,9 +104,13 @@ bool CpuDelegate::is_clamp(const PostOp& p, Clamp* c) {
 
 bool CpuDelegate::is_own_eltwise(const PostOp& p) {
   Clamp c;
+  // Quantize and dequantize have no oneDNN algorithm: their chain of linear, round and clip
+  // post-ops would repeat eltwise_linear, and oneDNN 2.6's injector then gives every repeat the
+  // first one's parameters (measured: linear(50) then linear(1, -5) computed 2500 x).
   return is_clamp(p, &c) ||
          (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf ||
-                        p.alg == EltwiseAlg::Elu));
+                        p.alg == EltwiseAlg::Elu || p.alg == EltwiseAlg::Quantize ||
+                        p.alg == EltwiseAlg::Dequantize));
 }
 
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
@@ -118,7 +122,10 @@ std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
 void CpuDelegate::add_post_op_steps(const OpDesc& op, size_t from, const memory& dst) {
   for (size_t i = from; i < op.post_ops.size(); ++i) {
     const PostOp& p = op.post_ops[i];
-    if (is_own_eltwise(p)) {
+    if (p.alg == EltwiseAlg::Quantize && !p.is_sum && i + 1 < op.post_ops.size() &&
+        !op.post_ops[i + 1].is_sum && op.post_ops[i + 1].alg == EltwiseAlg::Dequantize) {
+      add_quantize_step(dst, dst, p, &op.post_ops[++i]);  // one pass for the pair
+    } else if (is_own_eltwise(p)) {
       add_own_eltwise_step(dst, dst, p);
     } else if (!p.is_sum) {
       auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
@@ -149,7 +156,9 @@ void CpuDelegate::add_clamp_step(const memory& src, const memory& dst, Clamp act
 }
 
 void CpuDelegate::add_own_eltwise_step(const memory& src, const memory& dst, const PostOp& p) {
-  if (Clamp c; is_clamp(p, &c)) {
+  if (p.alg == EltwiseAlg::Quantize || p.alg == EltwiseAlg::Dequantize) {
+    add_quantize_step(src, dst, p);
+  } else if (Clamp c; is_clamp(p, &c)) {
     add_clamp_step(src, dst, c);
   } else if (p.alg == EltwiseAlg::Logistic) {
     add_in_place_step(src, dst, false, "eltwise,ember:logistic,forward_inference,,", "alg:logistic",

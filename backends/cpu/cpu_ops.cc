@@ -10,6 +10,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
   switch (op.kind) {
     case OpKind::Conv:
       return build_conv(op, wdt);
+    case OpKind::QuantConv:
+      return build_quant_conv(op);
     case OpKind::MatMul:
       return build_matmul(op, wdt);
     case OpKind::Pool:
@@ -21,6 +23,10 @@ void CpuDelegate::build_op(const OpDesc& op) {
       as_post.alg = static_cast<EltwiseAlg>(op.ints[0]);
       as_post.alpha = op.floats[0];
       as_post.beta = op.floats[1];
+      if (as_post.alg == EltwiseAlg::Quantize || as_post.alg == EltwiseAlg::Dequantize) {
+        add_quantize_step(src, make_output(op, src.get_desc()), as_post);
+        return;
+      }
       if (is_own_eltwise(as_post)) {
         add_own_eltwise_step(src, make_output(op, src.get_desc()), as_post);
         return;

@@ -20,6 +20,7 @@ namespace ember::cpu {
 namespace {
 
 using delegate::CpuDelegate;
+using delegate::DelegateOptions;
 using delegate::InitError;
 
 int threads_from(std::span<const CompileSpec> specs) {
@@ -73,15 +74,16 @@ const char* onednn_isa_name() {
 
 // Builds a delegate for `g` with the thread count it will run with; every exception of the
 // build becomes an Error.
-Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads, bool winograd,
-                                                   bool own_kernels, const NamedDataMap* named) {
+Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
+                                                   const DelegateOptions& options,
+                                                   const NamedDataMap* named) {
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);
   std::unique_ptr<CpuDelegate> d;
   Error error = Error::Ok;
   try {
-    d = std::make_unique<CpuDelegate>(std::move(g), threads, winograd, own_kernels);
+    d = std::make_unique<CpuDelegate>(std::move(g), threads, options);
     d->prepare_outputs();
     d->build(named);
   } catch (const InitError& e) {
@@ -104,16 +106,11 @@ class CpuHandle {
  public:
   static constexpr size_t kMaxBuilds = 4;
 
-  CpuHandle(CpuGraph g, int threads, bool winograd, bool own_kernels, const NamedDataMap* named)
-      : graph_(std::move(g)),
-        threads_(threads),
-        winograd_(winograd),
-        own_kernels_(own_kernels),
-        named_(named) {}
+  CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named)
+      : graph_(std::move(g)), threads_(threads), options_(options), named_(named) {}
 
   Error init() {
-    Result<std::unique_ptr<CpuDelegate>> d =
-        make_delegate(graph_, threads_, winograd_, own_kernels_, named_);
+    Result<std::unique_ptr<CpuDelegate>> d = make_delegate(graph_, threads_, options_, named_);
     if (!d.ok()) return d.error();
     builds_.push_back({bounds(), std::move(*d)});
     return Error::Ok;
@@ -139,8 +136,8 @@ class CpuHandle {
     auto it = std::find_if(builds_.begin(), builds_.end(),
                            [&](const auto& b) { return b.first == *sizes; });
     if (it == builds_.end()) {
-      Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
-          with_batch_sizes(graph_, *sizes), threads_, winograd_, own_kernels_, named_);
+      Result<std::unique_ptr<CpuDelegate>> d =
+          make_delegate(with_batch_sizes(graph_, *sizes), threads_, options_, named_);
       if (!d.ok()) return d.error();
       if (builds_.size() == kMaxBuilds) builds_.pop_back();
       builds_.insert(builds_.begin(), {*sizes, std::move(*d)});
@@ -208,8 +205,7 @@ class CpuHandle {
 
   CpuGraph graph_;
   int threads_;
-  bool winograd_;
-  bool own_kernels_;
+  DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
   std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<CpuDelegate>>> builds_;
 };
@@ -241,9 +237,11 @@ class CpuBackend final : public Backend {
     if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
     std::unique_ptr<CpuHandle> h;
     try {
-      h = std::make_unique<CpuHandle>(
-          std::move(*g), threads, switch_from(specs, "fp32_winograd", false),
-          switch_from(specs, "ember_kernels", true), context.named_data);
+      h = std::make_unique<CpuHandle>(std::move(*g), threads,
+                                      DelegateOptions{switch_from(specs, "fp32_winograd", false),
+                                                      switch_from(specs, "ember_kernels", true),
+                                                      switch_from(specs, "int8", true)},
+                                      context.named_data);
     } catch (const std::bad_alloc&) {
       return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
     }
@@ -276,6 +274,15 @@ bool bf16_supported() {
   const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   const auto need = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
   return (have & need) == need && cpu_isa() >= CpuIsa::Avx512;
+}
+
+// Integer convolutions are exact only with VNNI's dot products (vpdpbusd), which accumulate
+// u8 x s8 products in 32 bits; before them, oneDNN's vpmaddubsw pairs saturate at 16 bits.
+// EMBER_CPU_ISA=avx2 stands for a CPU without them too.
+bool int8_supported() {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
+  return (have & avx512) == avx512 && cpu_isa() >= CpuIsa::Avx512;
 }
 
 DelegateSummary summarize(const DelegateHandle* handle) {

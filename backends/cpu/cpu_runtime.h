@@ -38,6 +38,11 @@ Error register_runtime_backend();
 // it) reaches avx512_core, and Ember's (cpu_isa(), EMBER_CPU_ISA caps it) reaches Avx512.
 bool bf16_supported();
 
+// Whether quantized convolutions run in integers here (the "int8" spec, on by default): oneDNN's
+// instruction set in force reaches avx512_core_vnni, and Ember's reaches Avx512. Elsewhere they
+// run as the float convolution of the dequantized weight.
+bool int8_supported();
+
 // What a delegate runs, chosen at init (tests and tools): oneDNN primitives, and Ember's own
 // kernels (the "ember_kernels" compile spec, on by default, fp32 on AVX-512 CPUs).
 struct DelegateSummary {
@@ -46,7 +51,8 @@ struct DelegateSummary {
   int depthwise_steps = 0;           // 3x3 depthwise convolutions (depthwise.h)
   int pointwise_steps = 0;           // 1x1 convolutions of channels-last tensors (packed_gemm.h)
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
-  int exact_steps = 0;  // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
+  int exact_steps = 0;        // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
+  int int8_convolutions = 0;  // quantized convolutions computed in integers (cpu_quant.cc)
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_compiler.h"
 #include "backends/cpu/cpu_compiler_internal.h"
 #include "backends/cpu/graph_format.h"
 
@@ -351,6 +352,20 @@ const OpSupportTable& support_table() {
     t->add({.op = "aten::_softmax", .extra = check_softmax});
     t->add({.op = "aten::native_layer_norm", .extra = check_layer_norm});
     t->add({.op = "aten::cat", .extra = check_static});
+    t->add({.op = "quantized_decomposed::quantize_per_tensor",
+            .overload = "default",
+            .output_dtypes = {DType::Int8},
+            .extra = check_quantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_tensor",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}}},
+            .extra = check_dequantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_channel",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scales", {DType::Float32}},
+                           {"zero_points", {DType::Int64, DType::Int32}}},
+            .extra = check_dequantize});
     for (const char* op :
          {"aten::view", "aten::view_copy", "aten::_unsafe_view", "aten::_reshape_alias",
           "aten::reshape", "aten::squeeze", "aten::unsqueeze", "aten::flatten", "aten::t",
@@ -363,3 +378,57 @@ const OpSupportTable& support_table() {
 }
 
 }  // namespace ember::cpu::internal
+
+namespace ember::cpu {
+namespace {
+
+using internal::build_graph;
+using internal::support_table;
+
+class CpuCompilerBackend final : public partition::CompilerBackend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  const partition::BackendSupport& support() const override { return support_table(); }
+  ir::StatusOr<partition::PreprocessResult> preprocess(
+      const ir::Program& partition,
+      std::span<const partition::CompileSpecEntry> specs) const override {
+    Precision precision = Precision::Fp32;
+    for (const auto& s : specs) {
+      const std::string value(s.value.begin(), s.value.end());
+      if (s.key == "precision") {
+        if (value == "bf16") {
+          precision = Precision::Bf16;
+        } else if (value != "fp32") {
+          return ir::Status::error("cpu backend: precision '" + value +
+                                   "' (expected fp32 or bf16)");
+        }
+      } else if (s.key == "fp32_winograd" || s.key == "ember_kernels" || s.key == "int8") {
+        if (value != "on" && value != "off") {
+          return ir::Status::error("cpu backend: " + s.key + " '" + value +
+                                   "' (expected on or off)");
+        }
+      } else if (s.key == "num_threads") {
+        if (value.empty() || value.size() > 4 ||
+            value.find_first_not_of("0123456789") != std::string::npos) {
+          return ir::Status::error("cpu backend: num_threads '" + value + "' is not a count");
+        }
+      } else {
+        return ir::Status::error("cpu backend: unknown compile spec '" + s.key + "'");
+      }
+    }
+    return build_graph(partition, precision);
+  }
+};
+
+}  // namespace
+
+const partition::CompilerBackend* compiler_backend() {
+  static const CpuCompilerBackend backend;
+  return &backend;
+}
+
+ir::Status register_compiler_backend() {
+  return partition::register_compiler_backend(compiler_backend());
+}
+
+}  // namespace ember::cpu

@@ -7,7 +7,7 @@ namespace ember::cpu {
 namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'R', 'C', 'P', 'U', '1'};
-constexpr uint32_t kVersion = 2;  // 2: dynamic batch symbols
+constexpr uint32_t kVersion = 3;  // 2: dynamic batch symbols; 3: quantized convolutions
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
 class Writer {
@@ -88,9 +88,16 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
   };
   auto required = [&](size_t i) { return i < op.inputs.size() && op.inputs[i] >= 0; };
   switch (op.kind) {
-    case OpKind::Conv: {
-      if (!need_inputs(3, 3) || !required(0) || !required(1) || op.ints.size() < 3) {
+    case OpKind::Conv:
+    case OpKind::QuantConv: {
+      const bool quant = op.kind == OpKind::QuantConv;
+      if (!need_inputs(quant ? 4 : 3, quant ? 4 : 3) || !required(0) || !required(1) ||
+          (quant && !required(3)) || op.ints.size() < 3) {
         return fail(error, where + "convolution needs src, weight, bias and parameters");
+      }
+      if (quant &&
+          (op.floats.size() != 2 || !(op.floats[0] > 0) || op.ints[0] != 2 || op.ints[2] != 0)) {
+        return fail(error, where + "quantized convolution: a 2-D one, with a positive scale");
       }
       const int64_t r = op.ints[0];
       if (r < 1 || r > 3 || op.ints.size() != static_cast<size_t>(3 + 5 * r)) {
@@ -191,7 +198,7 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
     }
   }
   if (!op.post_ops.empty() && op.kind != OpKind::Conv && op.kind != OpKind::MatMul &&
-      op.kind != OpKind::Binary) {
+      op.kind != OpKind::Binary && op.kind != OpKind::QuantConv) {
     return fail(error, where + "post-ops on an op that takes none");
   }
   for (const PostOp& p : op.post_ops) {

@@ -55,8 +55,14 @@ enum class OpKind : uint8_t {
   Concat = 8,     // in: srcs...; ints: [axis]
   Reshape = 9,    // in: src; the output tensor's dims (same element count)
   Permute = 10,   // in: src; ints: the permutation (output dim i = input dim perm[i])
+  // A convolution of quantized values (quantization.md): in: src, weight, bias|-1, weight scales.
+  // src holds int8 values dequantized with floats [scale, zero point] (x = (q - zp) * scale);
+  // weight holds the int8 weight's integers (as floats), one scale per output channel (zero
+  // point 0). The result is the float convolution of those dequantized values plus the bias;
+  // ints as Conv's (2-D, not transposed). Runs in integers where the CPU has VNNI.
+  QuantConv = 11,
 };
-inline constexpr uint8_t kNumOpKinds = 11;
+inline constexpr uint8_t kNumOpKinds = 12;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,
@@ -68,8 +74,13 @@ enum class EltwiseAlg : uint8_t {
   Hardswish = 6,
   Elu = 7,  // alpha
   Tanh = 8,
+  // PyTorch's quantize_per_tensor to int8, the result kept as a float integer:
+  // clamp(round_half_even(x * alpha) + beta, -128, 127) with alpha = (float)(1 / scale) and
+  // beta = the zero point; and its dequantize: (x - beta) * alpha with alpha = (float)scale.
+  Quantize = 9,
+  Dequantize = 10,
 };
-inline constexpr uint8_t kNumEltwiseAlgs = 9;
+inline constexpr uint8_t kNumEltwiseAlgs = 11;
 
 enum class BinaryAlg : uint8_t { Add = 0, Mul = 1 };
 inline constexpr uint8_t kNumBinaryAlgs = 2;
@@ -95,9 +106,9 @@ struct OpDesc {
   std::vector<PostOp> post_ops;
 };
 
-// Conv ints: [spatial_rank r, groups, transposed, stride[r], pad_l[r], pad_r[r], dilation[r]
-// (PyTorch's, >= 1), output_padding[r]]; weight dims are PyTorch's (OIHW, or IOHW transposed).
-// Pool ints: [PoolAlg, r, kernel[r], stride[r], pad_l[r], pad_r[r], dilation[r]].
+// Conv and QuantConv ints: [spatial_rank r, groups, transposed, stride[r], pad_l[r], pad_r[r],
+// dilation[r] (PyTorch's, >= 1), output_padding[r]]; weight dims are PyTorch's (OIHW, or IOHW
+// transposed). Pool ints: [PoolAlg, r, kernel[r], stride[r], pad_l[r], pad_r[r], dilation[r]].
 
 enum class Precision : uint8_t { Fp32 = 0, Bf16 = 1 };
 

@@ -8,7 +8,7 @@
     ember.export(convert_pt2e(m), args, "model.ep")      # then `ember compile` as usual
 
 It annotates the graph that torch.export captured, in PyTorch's PT2E flow: convolutions and linears
-(with a following ReLU fused), additions, concatenations and pools. Activations are int8
+(with a following ReLU, ReLU6 or hardtanh fused), additions, concatenations and pools. Activations are int8
 per-tensor affine, weights int8 symmetric (per output channel by default), biases stay float.
 
 Two rules that ExecuTorch's XNNPACKQuantizer breaks (contracts C31 and C32):
@@ -62,15 +62,15 @@ def int8_config(per_channel: bool = True, observer: str = "histogram") -> Quanti
 
 _aten = torch.ops.aten
 _CONV_LINEAR = {_aten.conv1d.default, _aten.conv2d.default, _aten.linear.default}
-_RELU = {_aten.relu.default, _aten.relu_.default}
+# Activations fused into the convolution, linear or add before them (quantized after them only).
+_RELU = {_aten.relu.default, _aten.relu_.default, _aten.hardtanh.default, _aten.hardtanh_.default}
 _ADD = {_aten.add.Tensor, _aten.add_.Tensor}
 _CAT = {_aten.cat.default, _aten.concat.default}
 # Ops whose output keeps its input's quantization parameters (they move or select values).
 _SHARED = {_aten.max_pool2d.default, _aten.flatten.using_ints, _aten.reshape.default,
            _aten.view.default}
 # Ops with quantized input and output of their own parameters.
-_OWN = {_aten.adaptive_avg_pool2d.default, _aten.avg_pool2d.default, _aten.mean.dim,
-        _aten.hardtanh.default}
+_OWN = {_aten.adaptive_avg_pool2d.default, _aten.avg_pool2d.default, _aten.mean.dim}
 
 
 def _float32_only(node: Node) -> bool:
@@ -248,7 +248,7 @@ def _annotate_own(node: Node, config, config_for) -> bool:
 
 
 def _annotate_relu(node: Node, config, config_for) -> bool:
-    # A ReLU not fused into a convolution, linear or add before it.
+    # A ReLU (or ReLU6, hardtanh) not fused into a convolution, linear or add before it.
     if node.target not in _RELU or not isinstance(node.args[0], Node):
         return False
     _mark(node, {node.args[0]: config.input_activation}, config.output_activation)

@@ -1,0 +1,311 @@
+// The cpu backend's preprocess, continued (cpu_builder.h): quantize and dequantize, pooling,
+// element-wise ops, softmax, layer norm, concat and views.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_builder.h"
+
+namespace ember::cpu::internal {
+
+using ir::Arg;
+using ir::ArgKind;
+
+ir::Status Builder::dequantize(const Node& n) {
+  Value* in = value_arg(n, "input");
+  if (auto w = weight_of_.find(in); w != weight_of_.end()) {
+    auto weight = [&](const char* name) -> const ir::Weight* {
+      auto it = weight_of_.find(value_arg(n, name));
+      return it == weight_of_.end() ? nullptr : it->second;
+    };
+    auto qw = quantized_weight(n, *w->second, weight("scales"), weight("zero_points"));
+    if (!qw.ok()) return qw.status();
+    quant_weights_[n.output()] = {w->second->name, std::move(*qw)};
+    return {};
+  }
+  const std::optional<TensorQuant> params = int8_tensor_quant(n);
+  if (in->producer() == nullptr || !params) {
+    return ir::Status::error("dequantizes %" + in->name() + ", not a quantize in the partition");
+  }
+  fake_quant_of_[n.output()] = *params;
+  if (auto done = fake_quant_tensor_.find(in); done != fake_quant_tensor_.end()) {
+    tensor_of_[n.output()] = done->second;
+    return {};
+  }
+  const float scale = static_cast<float>(params->scale);
+  const auto zero_point = static_cast<float>(params->zero_point);
+  const PostOp quantize{false, -1, EltwiseAlg::Quantize, static_cast<float>(1.0 / params->scale),
+                        zero_point};
+  const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, scale, zero_point};
+  Value* x = value_arg(*in->producer(), "input");
+  size_t op_index = 0;
+  if (fusable(x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::Binary}, &op_index)) {
+    graph_.ops[op_index].post_ops.push_back(quantize);
+    graph_.ops[op_index].post_ops.push_back(dequantize);
+    if (in->users().size() == 1) {
+      alias(n.output(), op_index);
+    } else {
+      tensor_of_[n.output()] = graph_.ops[op_index].output;  // shared: fuses nothing more
+    }
+  } else {
+    auto src = tensor(x);
+    if (!src.ok()) return src.status();
+    int32_t at = *src;
+    for (const PostOp& p : {quantize, dequantize}) {
+      OpDesc d;
+      d.kind = OpKind::Eltwise;
+      d.inputs = {at};
+      d.ints = {static_cast<int64_t>(p.alg)};
+      d.floats = {p.alpha, p.beta};
+      d.output = new_intermediate(*n.output());
+      at = d.output;
+      graph_.ops.push_back(std::move(d));
+    }
+    tensor_of_[n.output()] = at;
+  }
+  fake_quant_tensor_[in] = tensor_of_[n.output()];
+  return {};
+}
+
+ir::Status Builder::pool(const Node& n) {
+  const bool max = n.op() == "aten::max_pool2d_with_indices";
+  auto kernel = *int_list(n, "kernel_size", 2, {1, 1});
+  auto stride = *int_list(n, "stride", 2, kernel);
+  auto padding = *int_list(n, "padding", 2, {0, 0});
+  auto dilation = *int_list(n, "dilation", 2, {1, 1});
+  PoolAlg alg = PoolAlg::Max;
+  if (!max) {
+    alg = *number(n, "count_include_pad", 1) != 0 ? PoolAlg::AvgIncludePad : PoolAlg::AvgExcludePad;
+  }
+  const auto in_dims = static_dims(*value_arg(n, "self"));
+  const auto out_dims = static_dims(*n.output(0));
+  std::vector<int64_t> pad_r(2);
+  for (int i = 0; i < 2; ++i) {
+    // ceil_mode (max pooling) is a larger right padding that padded windows ignore.
+    pad_r[i] = right_padding(in_dims[2 + i], out_dims[2 + i], (kernel[i] - 1) * dilation[i] + 1,
+                             stride[i], padding[i]);
+  }
+  return emit_pool(n, value_arg(n, "self"), n.output(0), alg, kernel, stride, padding, pad_r,
+                   dilation);
+}
+
+ir::Status Builder::emit_pool(const Node&, Value* in, Value* out, PoolAlg alg,
+                              const std::vector<int64_t>& kernel,
+                              const std::vector<int64_t>& stride, const std::vector<int64_t>& pad_l,
+                              const std::vector<int64_t>& pad_r,
+                              const std::vector<int64_t>& dilation) {
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  OpDesc d;
+  d.kind = OpKind::Pool;
+  d.inputs = {*src};
+  d.ints = {static_cast<int64_t>(alg), 2};
+  for (const auto* v : {&kernel, &stride, &pad_l, &pad_r, &dilation}) {
+    d.ints.insert(d.ints.end(), v->begin(), v->end());
+  }
+  d.output = new_intermediate(*out);
+  emit(std::move(d), out);
+  return {};
+}
+
+ir::Status Builder::global_pool(const Node& n) {
+  Value* in = value_arg(n, "self");
+  const auto in_dims = static_dims(*in);
+  std::vector<int64_t> out_hw = {1, 1};
+  if (n.op() != "aten::mean") out_hw = *int_list(n, "output_size", 2, {1, 1});
+  std::vector<int64_t> kernel = {in_dims[2] / out_hw[0], in_dims[3] / out_hw[1]};
+  const bool keepdim = n.op() != "aten::mean" || *number(n, "keepdim", 0) != 0;
+  if (keepdim) {
+    return emit_pool(n, in, n.output(), PoolAlg::AvgExcludePad, kernel, kernel, {0, 0}, {0, 0},
+                     {1, 1});
+  }
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  OpDesc d;
+  d.kind = OpKind::Pool;
+  d.inputs = {*src};
+  d.ints = {static_cast<int64_t>(PoolAlg::AvgExcludePad),
+            2,
+            kernel[0],
+            kernel[1],
+            kernel[0],
+            kernel[1],
+            0,
+            0,
+            0,
+            0,
+            1,
+            1};
+  TensorDesc pooled{TensorKind::Intermediate, 0, {in_dims[0], in_dims[1], 1, 1}, {}};
+  pooled.batch_symbol = batch_symbol(*in);
+  d.output = add_tensor(std::move(pooled));
+  graph_.ops.push_back(std::move(d));
+  OpDesc r;
+  r.kind = OpKind::Reshape;
+  r.inputs = {graph_.ops.back().output};
+  r.output = new_intermediate(*n.output());
+  emit(std::move(r), n.output());
+  return {};
+}
+
+ir::Status Builder::eltwise(const Node& n) {
+  PostOp p;
+  const std::string& op = n.op();
+  if (op == "aten::relu") {
+    p.alg = EltwiseAlg::Relu;
+  } else if (op == "aten::hardtanh") {
+    p.alg = EltwiseAlg::Clip;
+    p.alpha = static_cast<float>(*number(n, "min_val", -1));
+    p.beta = static_cast<float>(*number(n, "max_val", 1));
+  } else if (op == "aten::gelu") {
+    const Arg* a = n.arg("approximate");
+    p.alg = a != nullptr && a->kind() == ArgKind::String && a->as_text() == "tanh"
+                ? EltwiseAlg::GeluTanh
+                : EltwiseAlg::GeluErf;
+  } else if (op == "aten::silu") {
+    p.alg = EltwiseAlg::Swish;
+    p.alpha = 1;
+  } else if (op == "aten::sigmoid") {
+    p.alg = EltwiseAlg::Logistic;
+  } else if (op == "aten::hardswish") {
+    p.alg = EltwiseAlg::Hardswish;
+  } else if (op == "aten::tanh") {
+    p.alg = EltwiseAlg::Tanh;
+  } else if (op == "aten::elu") {
+    p.alg = EltwiseAlg::Elu;
+    p.alpha = static_cast<float>(*number(n, "alpha", 1));
+  } else {
+    return ir::Status::error("op not supported by the cpu backend");
+  }
+  Value* in = value_arg(n, "self");
+  size_t op_index = 0;
+  if (fusable(in, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::Binary}, &op_index)) {
+    graph_.ops[op_index].post_ops.push_back(p);
+    alias(n.output(), op_index);
+    return {};
+  }
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  OpDesc d;
+  d.kind = OpKind::Eltwise;
+  d.inputs = {*src};
+  d.ints = {static_cast<int64_t>(p.alg)};
+  d.floats = {p.alpha, p.beta};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::softmax(const Node& n) {
+  Value* in = value_arg(n, "self");
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const auto rank = static_cast<int64_t>(in->tensor_type().rank());
+  OpDesc d;
+  d.kind = OpKind::Softmax;
+  d.inputs = {*src};
+  d.ints = {normalize_dim(static_cast<int64_t>(*number(n, "dim", -1)), rank)};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::layer_norm(const Node& n) {
+  OpDesc d;
+  d.kind = OpKind::LayerNorm;
+  auto src = tensor(value_arg(n, "input"));
+  auto g = optional_tensor(n, "weight");
+  auto b = optional_tensor(n, "bias");
+  if (!src.ok()) return src.status();
+  if (!g.ok()) return g.status();
+  if (!b.ok()) return b.status();
+  d.inputs = {*src, *g, *b};
+  d.floats = {static_cast<float>(*number(n, "eps", 1e-5))};
+  d.output = new_intermediate(*n.output(0));
+  emit(std::move(d), n.output(0));
+  return {};
+}
+
+ir::Status Builder::concat(const Node& n) {
+  const Arg* list = n.arg("tensors");
+  if (list == nullptr || list->kind() != ArgKind::List) return ir::Status::error("no tensors");
+  OpDesc d;
+  d.kind = OpKind::Concat;
+  for (const Arg& item : list->as_list()) {
+    if (item.kind() != ArgKind::Value) return ir::Status::error("cat of a non-tensor");
+    auto t = tensor(item.as_value());
+    if (!t.ok()) return t.status();
+    d.inputs.push_back(*t);
+  }
+  const auto rank = static_cast<int64_t>(n.output()->tensor_type().rank());
+  d.ints = {normalize_dim(static_cast<int64_t>(*number(n, "dim", 0)), rank)};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::permute(const Node& n) {
+  Value* in = value_arg(n, "self");
+  const auto rank = static_cast<int64_t>(in->tensor_type().rank());
+  std::vector<int64_t> perm(rank);
+  for (int64_t i = 0; i < rank; ++i) perm[i] = i;
+  if (n.op() == "aten::t" || n.op() == "aten::t_copy") {
+    if (rank == 2) std::swap(perm[0], perm[1]);
+  } else if (n.op() == "aten::transpose") {
+    const int64_t a = normalize_dim(static_cast<int64_t>(*number(n, "dim0", 0)), rank);
+    const int64_t b = normalize_dim(static_cast<int64_t>(*number(n, "dim1", 0)), rank);
+    if (a < 0 || a >= rank || b < 0 || b >= rank) return ir::Status::error("bad dims");
+    std::swap(perm[a], perm[b]);
+  } else {
+    auto dims = int_list(n, "dims", 0, {});
+    if (!dims || static_cast<int64_t>(dims->size()) != rank) {
+      return ir::Status::error("bad permutation");
+    }
+    for (int64_t i = 0; i < rank; ++i) perm[i] = normalize_dim((*dims)[i], rank);
+  }
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const TensorDesc s = graph_.tensors[*src];
+  if (s.kind == TensorKind::Weight) {
+    // A permuted view of a weight: same bytes, new dims and dim order (folded, no op).
+    std::vector<int64_t> inv(rank);
+    for (int64_t i = 0; i < rank; ++i) inv[perm[i]] = i;
+    TensorDesc t{TensorKind::Weight, s.index, {}, {}};
+    for (int64_t i = 0; i < rank; ++i) t.dims.push_back(s.dims[perm[i]]);
+    for (int64_t i = 0; i < rank; ++i) {
+      const int64_t old = s.dim_order.empty() ? i : s.dim_order[i];
+      t.dim_order.push_back(static_cast<uint8_t>(inv[old]));
+    }
+    tensor_of_[n.output()] = add_tensor(std::move(t));
+    return {};
+  }
+  OpDesc d;
+  d.kind = OpKind::Permute;
+  d.inputs = {*src};
+  d.ints = perm;
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::reshape(const Node& n) {
+  auto src = tensor(value_arg(n, "self"));
+  if (!src.ok()) return src.status();
+  const TensorDesc s = graph_.tensors[*src];
+  if (s.kind == TensorKind::Weight && s.dim_order.empty()) {
+    tensor_of_[n.output()] =
+        add_tensor({TensorKind::Weight, s.index, static_dims(*n.output()), {}});
+    return {};
+  }
+  OpDesc d;
+  d.kind = OpKind::Reshape;
+  d.inputs = {*src};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+}  // namespace ember::cpu::internal

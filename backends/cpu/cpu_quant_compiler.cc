@@ -1,0 +1,168 @@
+// The cpu backend's reading of PyTorch's quantize and dequantize ops (docs/quantization.md):
+// which of them it claims, their parameters, and the int8 weights behind a dequantize.
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_compiler_internal.h"
+
+namespace ember::cpu::internal {
+
+using ir::Arg;
+using ir::ArgKind;
+using ir::DType;
+using ir::Node;
+using ir::Value;
+
+namespace {
+
+bool is_op(const Node& n, const char* op) { return n.op() == op; }
+
+// quant_min, quant_max and dtype: int8 over its whole range, the only grid the backend keeps for
+// activations; a weight's integers may keep to a part of it ([-127, 127], symmetric).
+Why int8_range(const Node& n, bool whole = true) {
+  const Arg* dtype = n.arg("dtype");
+  if (dtype == nullptr || dtype->kind() != ArgKind::DType || dtype->as_dtype() != DType::Int8) {
+    return "quantizes to a dtype other than int8";
+  }
+  const double lo = number(n, "quant_min", 0).value_or(0),
+               hi = number(n, "quant_max", 0).value_or(0);
+  if (whole ? (lo != -128.0 || hi != 127.0) : (lo < -128.0 || hi > 127.0 || lo > hi)) {
+    return "quantizes to a range other than int8's [-128, 127]";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<TensorQuant> int8_tensor_quant(const Node& n) {
+  const Arg* scale = n.arg("scale");
+  const Arg* zero_point = n.arg("zero_point");
+  if (scale == nullptr || scale->kind() != ArgKind::Float || zero_point == nullptr ||
+      zero_point->kind() != ArgKind::Int || int8_range(n)) {
+    return std::nullopt;
+  }
+  const double s = scale->as_float();
+  const int64_t zp = zero_point->as_int();
+  // The reciprocal must be a finite float: PyTorch multiplies by (float)(1 / scale).
+  if (!(s > 0) || !std::isfinite(static_cast<float>(1.0 / s)) ||
+      !std::isfinite(static_cast<float>(s)) || zp < -128 || zp > 127) {
+    return std::nullopt;
+  }
+  return TensorQuant{s, zp};
+}
+
+Why check_quantize(const Node& n) {
+  if (auto w = int8_range(n)) return w;
+  const std::optional<TensorQuant> q = int8_tensor_quant(n);
+  if (!q) return "scale and zero point are not constants of int8's grid";
+  if (n.output()->is_graph_output()) return "its int8 result is a program output";
+  // Claimed with the dequantizes that read it: the int8 values never leave the backend.
+  for (const Node* user : n.output()->users()) {
+    const std::optional<TensorQuant> d = is_op(*user, "quantized_decomposed::dequantize_per_tensor")
+                                             ? int8_tensor_quant(*user)
+                                             : std::nullopt;
+    if (!d || d->scale != q->scale || d->zero_point != q->zero_point) {
+      return "its int8 result is read by " + user->describe() +
+             ", not a dequantize of the same parameters";
+    }
+  }
+  return std::nullopt;
+}
+
+Why check_dequantize(const Node& n) {
+  Value* in = value_arg(n, "input");
+  if (in == nullptr) return "input is not a tensor";
+  const Node* producer = in->producer();
+  if (auto w = int8_range(n, producer != nullptr)) return w;
+  if (producer == nullptr) {
+    // A constant int8 weight (the Builder checks that it is one, not a user input).
+    if (is_op(n, "quantized_decomposed::dequantize_per_tensor")) {
+      const Arg* scale = n.arg("scale");
+      return scale != nullptr && scale->kind() == ArgKind::Float && scale->as_float() > 0
+                 ? std::nullopt
+                 : Why("a weight scale that is not a positive constant");
+    }
+    const int64_t axis = static_cast<int64_t>(number(n, "axis", -1).value_or(-1));
+    if (axis != 0) return "a per-channel dequantize along axis " + std::to_string(axis);
+    if (value_arg(n, "scales") == nullptr || value_arg(n, "scales")->producer() != nullptr) {
+      return "per-channel scales that are not constants";
+    }
+    Value* zps = value_arg(n, "zero_points");
+    if (zps != nullptr && zps->producer() != nullptr) return "zero points that are not constants";
+    return std::nullopt;
+  }
+  if (!is_op(*producer, "quantized_decomposed::quantize_per_tensor") ||
+      is_op(n, "quantized_decomposed::dequantize_per_channel")) {
+    return "dequantizes a result of " + producer->describe() + ", not of a quantize";
+  }
+  return check_quantize(*producer);
+}
+
+ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& data,
+                                               const ir::Weight* scales,
+                                               const ir::Weight* zero_points) {
+  if (data.type.dtype != DType::Int8 || !data.type.is_static()) {
+    return ir::Status::error("weight " + data.name + " is not a static int8 tensor");
+  }
+  QuantizedWeight w;
+  for (const ir::Dim& d : data.type.shape) w.dims.push_back(d.value);
+  const auto bytes = data.bytes();
+  const int64_t channels = w.dims.empty() ? 1 : w.dims[0];
+  const int64_t inner = channels == 0 ? 0 : static_cast<int64_t>(bytes.size()) / channels;
+  if (is_op(n, "quantized_decomposed::dequantize_per_tensor")) {
+    const Arg* scale = n.arg("scale");
+    const Arg* zero_point = n.arg("zero_point");
+    if (scale == nullptr || scale->kind() != ArgKind::Float || zero_point == nullptr ||
+        zero_point->kind() != ArgKind::Int) {
+      return ir::Status::error("dequantize parameters are not constants");
+    }
+    w.scales.assign(static_cast<size_t>(channels), static_cast<float>(scale->as_float()));
+    w.zero_points.assign(static_cast<size_t>(channels), zero_point->as_int());
+  } else {
+    if (scales == nullptr || scales->type.dtype != DType::Float32 ||
+        scales->bytes().size() != static_cast<size_t>(channels) * sizeof(float)) {
+      return ir::Status::error("per-channel scales of " + data.name +
+                               " are not one float32 per output channel");
+    }
+    w.scales.resize(static_cast<size_t>(channels));
+    std::memcpy(w.scales.data(), scales->bytes().data(), scales->bytes().size());
+    w.zero_points.assign(static_cast<size_t>(channels), 0);
+    if (zero_points != nullptr) {
+      const auto z = zero_points->bytes();
+      const size_t width = ir::dtype_size(zero_points->type.dtype);
+      if ((zero_points->type.dtype != DType::Int64 && zero_points->type.dtype != DType::Int32) ||
+          z.size() != static_cast<size_t>(channels) * width) {
+        return ir::Status::error("per-channel zero points of " + data.name);
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        int64_t v = 0;
+        if (width == 8) {
+          std::memcpy(&v, z.data() + c * 8, 8);
+        } else {
+          int32_t v32 = 0;
+          std::memcpy(&v32, z.data() + c * 4, 4);
+          v = v32;
+        }
+        w.zero_points[static_cast<size_t>(c)] = v;
+      }
+    }
+  }
+  w.q.resize(bytes.size());
+  w.dequantized.resize(bytes.size());
+  for (int64_t c = 0; c < channels; ++c) {
+    const float s = w.scales[static_cast<size_t>(c)];
+    const auto zp = static_cast<float>(w.zero_points[static_cast<size_t>(c)]);
+    for (int64_t i = 0; i < inner; ++i) {
+      const size_t k = static_cast<size_t>(c * inner + i);
+      w.q[k] = static_cast<float>(static_cast<int8_t>(bytes[k]));
+      // PyTorch's dequantize: (q - zero_point) * scale, in float32.
+      w.dequantized[k] = (w.q[k] - zp) * s;
+    }
+  }
+  return w;
+}
+
+}  // namespace ember::cpu::internal

@@ -1,0 +1,168 @@
+// The cpu backend on PyTorch's quantized patterns (docs/quantization.md): quantize/dequantize
+// pairs and convolutions of quantized values by int8 weights, against ATen computing PyTorch's
+// reference decomposition (torch/ao/quantization/fx/_decomposed.py) in float.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_test_util.h"
+
+namespace ember::cpu {
+namespace {
+
+// PyTorch's quantize_per_tensor to int8, as floats: clamp(round(x * (1 / scale)) + zp).
+at::Tensor quantize(const at::Tensor& x, double scale, int64_t zp) {
+  const auto inv = static_cast<float>(1.0 / scale);
+  return at::clamp(at::round(x * inv) + static_cast<double>(zp), -128, 127);
+}
+at::Tensor dequantize(const at::Tensor& q, double scale, int64_t zp) {
+  return (q - static_cast<double>(zp)) * static_cast<float>(scale);
+}
+
+std::string qdq_call(const std::string& op, const std::string& x, double scale, int64_t zp) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", scale);
+  return "quantized_decomposed::" + op + ".default(input=" + x + ", scale=" + buf +
+         ", zero_point=" + std::to_string(zp) + ", quant_min=-128, quant_max=127, dtype=dtype(i8)" +
+         (op == "dequantize_per_tensor" ? ", out_dtype=none)" : ")");
+}
+
+std::string i8_type(const at::Tensor& t) {
+  std::string s = type_of(t);
+  return "i8" + s.substr(3);
+}
+
+// A program (IR text) of x -> quantize -> dequantize -> conv (int8 weight, per-channel scales)
+// -> relu -> quantize -> dequantize, and its reference.
+struct QuantConvCase {
+  at::Tensor x, wq, scales, bias, want;
+  std::string text;
+};
+
+QuantConvCase quant_conv_case(int64_t in_c, int64_t out_c, int64_t groups, int64_t hw,
+                              int64_t stride) {
+  QuantConvCase c;
+  c.x = at::randn({1, in_c, hw, hw});
+  c.wq = at::randint(-127, 128, {out_c, in_c / groups, 3, 3}).to(at::kChar);
+  c.scales = at::rand({out_c}) * 0.02 + 0.005;
+  c.bias = at::randn({out_c});
+  const double sx = 0.037, sy = 0.081;
+  const int64_t zx = 5, zy = -128;
+  const at::Tensor w = c.wq.to(at::kFloat) * c.scales.view({out_c, 1, 1, 1});
+  const at::Tensor y =
+      at::relu(at::convolution(dequantize(quantize(c.x, sx, zx), sx, zx), w, c.bias,
+                               {stride, stride}, {1, 1}, {1, 1}, false, {0, 0}, groups));
+  c.want = dequantize(quantize(y, sy, zy), sy, zy);
+  Prog p;
+  const std::string xi = p.input("x", c.x);
+  const std::string si = p.weight("s", c.scales), bi = p.weight("b", c.bias);
+  std::string wh;
+  const auto* bytes = static_cast<const uint8_t*>(c.wq.contiguous().data_ptr());
+  for (int64_t i = 0; i < c.wq.numel(); ++i) {
+    char b[3];
+    std::snprintf(b, sizeof b, "%02x", bytes[i]);
+    wh += b;
+  }
+  p.body.push_back("%xq: " + i8_type(c.x) + " = " + qdq_call("quantize_per_tensor", xi, sx, zx));
+  const std::string xd = p.node("xd", c.x, qdq_call("dequantize_per_tensor", "%xq", sx, zx));
+  const std::string wd =
+      p.node("wd", w,
+             "quantized_decomposed::dequantize_per_channel.default(input=%wq, scales=" + si +
+                 ", zero_points=none, axis=0, quant_min=-127, quant_max=127, dtype=dtype(i8), "
+                 "out_dtype=none)");
+  const std::string yv = p.node(
+      "y", y,
+      "aten::convolution.default(input=" + xd + ", weight=" + wd + ", bias=" + bi + ", stride=[" +
+          std::to_string(stride) + ", " + std::to_string(stride) +
+          "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
+          std::to_string(groups) + ")");
+  const std::string r = p.node("r", y, "aten::relu.default(self=" + yv + ")");
+  p.body.push_back("%yq: " + i8_type(y) + " = " + qdq_call("quantize_per_tensor", r, sy, zy));
+  p.outputs = {p.node("yd", y, qdq_call("dequantize_per_tensor", "%yq", sy, zy))};
+  // The int8 weight: its own declaration and graph input (Prog knows float32 weights only).
+  std::string text = p.text();
+  text = "weight \"wq\": " + i8_type(c.wq) + " = hex\"" + wh + "\"\n" + text;
+  const std::string marker = "\n) {\n";
+  text.insert(text.find(marker), ",\n    %wq: " + i8_type(c.wq) + " parameter \"wq\"");
+  c.text = text;
+  return c;
+}
+
+TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
+  at::manual_seed(7);
+  struct Shape {
+    int64_t in_c, out_c, groups, hw, stride;
+  };
+  for (const Shape& s : {Shape{8, 16, 1, 10, 1}, Shape{16, 16, 16, 9, 2}, Shape{3, 32, 1, 12, 2}}) {
+    SCOPED_TRACE("in " + std::to_string(s.in_c) + " out " + std::to_string(s.out_c) + " groups " +
+                 std::to_string(s.groups));
+    const QuantConvCase c = quant_conv_case(s.in_c, s.out_c, s.groups, s.hw, s.stride);
+    auto program = parse_text(c.text);
+    ASSERT_NE(program, nullptr);
+    const Compiled compiled = compile(*program);
+    int quant_convs = 0;
+    for (const OpDesc& op : compiled.graph.ops) quant_convs += op.kind == OpKind::QuantConv;
+    EXPECT_EQ(quant_convs, 1);
+    for (bool int8 : {true, false}) {
+      SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
+      DelegateSummary summary;
+      auto out = run(compiled, {c.x}, {c.want}, {switched("int8", int8)}, &summary);
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_EQ(summary.int8_convolutions, int8 && int8_supported() ? 1 : 0);
+      // The integer sum is exact where the reference rounds in float: a requantized value may
+      // land one step (0.081) away at a tie, and only rarely.
+      const at::Tensor diff = (out[0] - c.want).abs();
+      EXPECT_LE(diff.max().item<float>(), 0.081f * 1.001f);
+      EXPECT_LE((diff > 0).sum().item<int64_t>(), c.want.numel() / 100 + 1);
+    }
+  }
+}
+
+TEST(CpuQuant, QuantizeDequantizePairIsPyTorchsBitForBit) {
+  at::manual_seed(8);
+  // Ties (x * (1 / scale) exactly .5), values past the range, and a NaN.
+  at::Tensor x = at::randn({2, 5, 7}) * 4;
+  x[0][0][0] = 0.125f;  // 2.5 steps of 0.05: a tie
+  x[0][0][1] = -0.175f;
+  x[0][0][2] = 1e6f;
+  x[0][0][3] = -1e6f;
+  const double scale = 0.05;
+  const int64_t zp = -3;
+  const at::Tensor q = quantize(x, scale, zp);
+  const at::Tensor want = at::relu(dequantize(q, scale, zp)) * 2;
+  Prog p;
+  const std::string xi = p.input("x", x);
+  p.body.push_back("%xq: " + i8_type(x) + " = " + qdq_call("quantize_per_tensor", xi, scale, zp));
+  const std::string xd = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", scale, zp));
+  const std::string r = p.node("r", x, "aten::relu.default(self=" + xd + ")");
+  p.outputs = {p.node("y", x, "aten::add.Tensor(self=" + r + ", other=" + r + ", alpha=1)")};
+  auto program = parse_text(p.text());
+  ASSERT_NE(program, nullptr);
+  const Compiled c = compile(*program);
+  auto out = run(c, {x}, {want});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(at::equal(out[0], want)) << (out[0] - want).abs().max().item<float>();
+}
+
+TEST(CpuQuant, QuantizeReadByAnythingButItsDequantizeStaysPortable) {
+  at::Tensor x = at::randn({4, 4});
+  Prog p;
+  const std::string xi = p.input("x", x);
+  p.body.push_back("%xq: " + i8_type(x) + " = " + qdq_call("quantize_per_tensor", xi, 0.1, 0));
+  p.body.push_back("%xd: " + type_of(x) + " = " + qdq_call("dequantize_per_tensor", "%xq", 0.2, 0));
+  p.outputs = {"%xd"};
+  auto program = parse_text(p.text());
+  ASSERT_NE(program, nullptr);
+  for (const ir::Node* n : program->graph().nodes()) {
+    const partition::Support s = compiler_backend()->support().check(*n);
+    EXPECT_FALSE(s.supported) << n->describe();
+    // Both say why: the dequantize reads its quantize with other parameters.
+    EXPECT_NE(s.reason.find("not a dequantize of the same parameters"), std::string::npos)
+        << s.reason;
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
