@@ -565,6 +565,7 @@ void CpuDelegate::check_same_dims(int32_t a, int32_t b) {
 DelegateSummary CpuDelegate::summary() const {
   DelegateSummary out;
   out.int8_convolutions = int8_convolutions_;
+  out.int8_chained = static_cast<int>(u8_tensors_.size());
   for (const Step& s : steps_) {
     if (!s.kernel) {
       ++out.onednn_steps;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -298,6 +299,9 @@ class CpuDelegate {
                          const PostOp* then = nullptr);
   // A QuantConv (graph_format.h), in integers when int8_ (cpu_quant.cc).
   void build_quant_conv(const OpDesc& op);
+  // Whether QuantConv `op`, whose post-ops from `fused` on are a quantize and a dequantize, may
+  // write its result as the uint8 source of the quantized convolutions that alone read it.
+  bool int8_chain_out(const OpDesc& op, size_t fused) const;
   // oneDNN post-ops for `post` (all of them: the caller knows none needs Ember's NaN rules).
   static dnnl::post_ops onednn_post_ops(std::span<const PostOp> post);
   // Whether Winograd is exact for `op` at every input within kWinogradMaxInput: its weight and
@@ -332,6 +336,9 @@ class CpuDelegate {
   // whose dot products cannot saturate; else the float convolution of the dequantized weight.
   bool int8_;
   int int8_convolutions_ = 0;  // built so far (summary())
+  // Tensors held as uint8 (int8 + 128, channels-last) by the quantized convolution writing them,
+  // with their float scale and zero point; only quantized convolutions read them.
+  std::map<int32_t, std::pair<float, float>> u8_tensors_;
   // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
   // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,
   // packed_gemm.h) where they apply

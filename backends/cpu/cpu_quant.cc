@@ -139,20 +139,28 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     conv.floats.clear();
     return build_conv(conv, dt::f32);
   }
-  // The source's integers, + 128, as uint8 channels-last (oneDNN's int8 source layout).
-  const memory::desc src_f32_md = nhwc_md(graph_.tensors[op.inputs[0]].dims);
-  const memory src_f32 = as(op.inputs[0], src_f32_md);
-  const memory src_u8(memory::desc(g.sd, dt::u8, tag::nhwc), engine_);
-  // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer and
-  // oneDNN's reorder rounds it to that integer whatever its rounding: exact.
+  // The source's integers, + 128, as uint8 channels-last (oneDNN's int8 source layout): written
+  // so by the quantized convolution before (u8_out below), or converted from the floats.
+  memory src_u8;
   const float shift = src_zp + 128.f;
-  dnnl::primitive_attr to_u8;
-  to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  to_u8.set_output_scales(0, {1.f / src_scale});
-  to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
-  dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
-                                         to_u8);
-  add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+  if (auto chained = u8_tensors_.find(op.inputs[0]); chained != u8_tensors_.end()) {
+    if (chained->second.first != src_scale || chained->second.second != src_zp) {
+      refuse("quantized convolution: its source's parameters differ from its producer's");
+    }
+    src_u8 = src_memory(op.inputs[0]);
+  } else {
+    const memory src_f32 = as(op.inputs[0], nhwc_md(graph_.tensors[op.inputs[0]].dims));
+    src_u8 = memory(memory::desc(g.sd, dt::u8, tag::nhwc), engine_);
+    // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer
+    // and oneDNN's reorder rounds it to that integer whatever its rounding: exact.
+    dnnl::primitive_attr to_u8;
+    to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    to_u8.set_output_scales(0, {1.f / src_scale});
+    to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
+    dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
+                                           to_u8);
+    add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+  }
   // The weight's integers as int8, and the scales: output channel c's sum times
   // src_scale * scales[c], the bias added before that scale (oneDNN 2.x's order), so divided.
   const memory w_s8(memory::desc(g.wd, dt::s8, dense_strides(g.wd, {})), engine_);
@@ -173,10 +181,6 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
       data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
     }
   }
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_output_scales(1 << 1, out_scales);
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
   // The post-ops before the first quantize in oneDNN, clamps too: the sum is finite (integers by
   // finite scales), so the NaN rules that keep clamps out of oneDNN have nothing to act on.
   size_t fused = 0;
@@ -185,9 +189,30 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
                                         op.post_ops[fused].alg != EltwiseAlg::Dequantize))) {
     ++fused;
   }
-  attr.set_post_ops(onednn_post_ops({op.post_ops.data(), fused}));
+  std::vector<PostOp> post(op.post_ops.begin(), op.post_ops.begin() + fused);
+  // Requantized and read only as the source of quantized convolutions: the result is written as
+  // their uint8 source directly, the requantization being oneDNN's output scale and zero point
+  // (one step from the float rounding at a tie, as the convolution itself).
+  const bool u8_out = int8_chain_out(op, fused);
+  if (u8_out) {
+    const float inv = op.post_ops[fused].alpha;  // (float)(1 / scale), as the quantize's
+    for (float& sc : out_scales) sc *= inv;
+    for (PostOp& p : post) {  // relu and clips, now in units of the output's steps
+      p.alpha *= inv;
+      p.beta *= inv;
+    }
+  }
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, out_scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  if (u8_out) {
+    attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(op.post_ops[fused].beta) + 128});
+  }
+  attr.set_post_ops(onednn_post_ops(post));
   const memory::desc w_any(g.logical, dt::s8, tag::any);
-  const memory::desc dst_any(g.od, dt::f32, tag::any);
+  const memory::desc dst_any =
+      u8_out ? memory::desc(g.od, dt::u8, tag::nhwc) : memory::desc(g.od, dt::f32, tag::any);
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                     dnnl::algorithm::convolution_direct, src_u8.get_desc(), w_any,
                                     bias_md, dst_any, g.strides, g.dil, g.pad_l, g.pad_r);
@@ -206,7 +231,45 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (has_bias) args.emplace_back(DNNL_ARG_BIAS, bias);
   add_step<dnnl::convolution_forward>(pd, std::move(args));
   ++int8_convolutions_;
-  add_post_op_steps(op, fused, dst);
+  if (u8_out) {
+    u8_tensors_[op.output] = {op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta};
+  } else {
+    add_post_op_steps(op, fused, dst);
+  }
+}
+
+bool CpuDelegate::int8_chain_out(const OpDesc& op, size_t fused) const {
+  // [relu/clips...] quantize dequantize, of one int8 grid (relu and clips scale with it).
+  if (fused + 2 != op.post_ops.size()) return false;
+  const PostOp &q = op.post_ops[fused], &d = op.post_ops[fused + 1];
+  if (q.is_sum || d.is_sum || q.alg != EltwiseAlg::Quantize || d.alg != EltwiseAlg::Dequantize ||
+      q.beta != d.beta) {
+    return false;
+  }
+  for (size_t i = 0; i < fused; ++i) {
+    Clamp c;
+    if (!is_clamp(op.post_ops[i], &c)) return false;  // a sum's summand is float
+  }
+  const int32_t t = op.output;
+  for (int32_t out : graph_.outputs) {
+    if (out == t) return false;
+  }
+  // Every reader: a quantized convolution reading it as its source, with its parameters.
+  int readers = 0;
+  for (const OpDesc& reader : graph_.ops) {
+    for (size_t k = 0; k < reader.inputs.size(); ++k) {
+      if (reader.inputs[k] != t) continue;
+      if (reader.kind != OpKind::QuantConv || k != 0 || reader.floats[0] != d.alpha ||
+          reader.floats[1] != d.beta) {
+        return false;
+      }
+      ++readers;
+    }
+    for (const PostOp& p : reader.post_ops) {
+      if (p.is_sum && p.tensor == t) return false;
+    }
+  }
+  return readers > 0;
 }
 
 }  // namespace ember::cpu::delegate

@@ -53,6 +53,7 @@ struct DelegateSummary {
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
   int exact_steps = 0;        // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
   int int8_convolutions = 0;  // quantized convolutions computed in integers (cpu_quant.cc)
+  int int8_chained = 0;       // of which write the next ones' uint8 source directly
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);
