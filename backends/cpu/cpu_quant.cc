@@ -191,25 +191,25 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   }
   std::vector<PostOp> post(op.post_ops.begin(), op.post_ops.begin() + fused);
   // Requantized and read only as the source of quantized convolutions: the result is written as
-  // their uint8 source directly, the requantization being oneDNN's output scale and zero point
-  // (one step from the float rounding at a tie, as the convolution itself).
+  // their uint8 source directly, by PyTorch's arithmetic on the float result y (the one the
+  // float output would hold): round_half_even(y * (float)(1 / scale)), then + zero point + 128
+  // and saturated to [0, 255], the integers exact. The zero point is a binary add, not a second
+  // eltwise_linear, which oneDNN 2.6 would run with the first one's parameters.
   const bool u8_out = int8_chain_out(op, fused);
+  dnnl::post_ops post_ops = onednn_post_ops({op.post_ops.data(), fused});
+  memory shift_out;
   if (u8_out) {
-    const float inv = op.post_ops[fused].alpha;  // (float)(1 / scale), as the quantize's
-    for (float& sc : out_scales) sc *= inv;
-    for (PostOp& p : post) {  // relu and clips, now in units of the output's steps
-      p.alpha *= inv;
-      p.beta *= inv;
-    }
+    post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, op.post_ops[fused].alpha, 0.f);
+    post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+    shift_out = memory(memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw), engine_);
+    *data_as<float>(shift_out) = op.post_ops[fused].beta + 128.f;
+    post_ops.append_binary(dnnl::algorithm::binary_add, shift_out.get_desc());
   }
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, out_scales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  if (u8_out) {
-    attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(op.post_ops[fused].beta) + 128});
-  }
-  attr.set_post_ops(onednn_post_ops(post));
+  attr.set_post_ops(post_ops);
   const memory::desc w_any(g.logical, dt::s8, tag::any);
   const memory::desc dst_any =
       u8_out ? memory::desc(g.od, dt::u8, tag::nhwc) : memory::desc(g.od, dt::f32, tag::any);
@@ -229,6 +229,10 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
                                               {DNNL_ARG_DST, dst},
                                               {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
   if (has_bias) args.emplace_back(DNNL_ARG_BIAS, bias);
+  if (u8_out) {
+    args.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_ops.len() - 1) | DNNL_ARG_SRC_1,
+                      shift_out);
+  }
   add_step<dnnl::convolution_forward>(pd, std::move(args));
   ++int8_convolutions_;
   if (u8_out) {

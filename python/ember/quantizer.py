@@ -177,6 +177,17 @@ def _fused_relu(node: Node, config, config_for) -> Optional[Node]:
     return None
 
 
+def _mark_with_activation(node: Node, inputs, config, config_for) -> None:
+    """Annotates `node` reading `inputs`; its output is quantized after the ReLU (or ReLU6) that
+    alone reads it, if there is one, else right away."""
+    relu = _fused_relu(node, config, config_for)
+    if relu is None:
+        _mark(node, inputs, config.output_activation)
+    else:
+        _mark(node, inputs, None)
+        _mark(relu, {}, config.output_activation)
+
+
 def _annotate_conv_linear(node: Node, config, config_for) -> bool:
     if node.target not in _CONV_LINEAR:
         return False
@@ -184,12 +195,7 @@ def _annotate_conv_linear(node: Node, config, config_for) -> bool:
     if not isinstance(x, Node) or not isinstance(weight, Node):
         return False
     inputs = {x: config.input_activation, weight: config.weight}
-    relu = _fused_relu(node, config, config_for)
-    if relu is None:
-        _mark(node, inputs, config.output_activation)
-    else:
-        _mark(node, inputs, None)
-        _mark(relu, {}, config.output_activation)
+    _mark_with_activation(node, inputs, config, config_for)
     return True
 
 
@@ -200,12 +206,7 @@ def _annotate_add(node: Node, config, config_for) -> bool:
     if len(operands) != 2 or len(node.args) > 2 or node.kwargs.get("alpha", 1) != 1:
         return False
     inputs = {a: config.input_activation for a in operands}
-    relu = _fused_relu(node, config, config_for)
-    if relu is None:
-        _mark(node, inputs, config.output_activation)
-    else:
-        _mark(node, inputs, None)
-        _mark(relu, {}, config.output_activation)
+    _mark_with_activation(node, inputs, config, config_for)
     return True
 
 
