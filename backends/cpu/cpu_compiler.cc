@@ -176,8 +176,16 @@ ir::Status Builder::conv(const Node& n) {
   if (!b.ok()) return b.status();
   if (d.kind == OpKind::QuantConv) {
     const QuantizedWeight& w = qw->second.weight;
-    const int32_t wq = add_tensor(
-        {TensorKind::Weight, add_float_weight(qw->second.name + "@int8", w.q), w.dims, {}});
+    std::vector<uint8_t> bytes(w.q.size());
+    for (size_t i = 0; i < w.q.size(); ++i) {
+      bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(w.q[i]));
+    }
+    TensorDesc wt{TensorKind::Weight,
+                  add_weight_bytes(qw->second.name + "@int8", std::move(bytes)),
+                  w.dims,
+                  {}};
+    wt.int8 = true;
+    const int32_t wq = add_tensor(std::move(wt));
     const int32_t scales = add_tensor({TensorKind::Weight,
                                        add_float_weight(qw->second.name + "@scales", w.scales),
                                        {static_cast<int64_t>(w.scales.size())},

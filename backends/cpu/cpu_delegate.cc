@@ -339,7 +339,7 @@ void CpuDelegate::load_weight(int32_t id) {
   const TensorDesc& t = graph_.tensors[id];
   const WeightRef& w = graph_.weights[t.index];
   if (named_ == nullptr) refuse("no named data for weight '" + w.key + "'", Error::NotFound);
-  md_[id] = plain_md(to_dims(t.dims), dt::f32, t.dim_order);
+  md_[id] = plain_md(to_dims(t.dims), t.int8 ? dt::s8 : dt::f32, t.dim_order);
   mem_[id] = memory(md_[id], engine_);
   if (md_[id].get_size() != w.nbytes) refuse("weight '" + w.key + "' has the wrong size");
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);

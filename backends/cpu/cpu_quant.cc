@@ -118,19 +118,16 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   for (int64_t c = 0; c < oc; ++c) {
     if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized convolution: scale");
   }
-  const memory q_m = as(op.inputs[1], plain_md(g.wd, dt::f32));
-  const float* q = data_as<float>(q_m);
+  if (!graph_.tensors[op.inputs[1]].int8) refuse("quantized convolution: weights not int8");
+  const memory q_m = src_memory(op.inputs[1]);
+  if (q_m.get_desc() != plain_md(g.wd, dt::s8)) refuse("quantized convolution: weight layout");
+  const int8_t* q = data_as<int8_t>(q_m);
   const int64_t wsize = checked_numel(g.wd), per_channel = wsize / oc;
-  for (int64_t i = 0; i < wsize; ++i) {
-    if (!(q[i] >= -128.f && q[i] <= 127.f) || q[i] != std::nearbyint(q[i])) {
-      refuse("quantized convolution: a weight that is not an int8 integer");
-    }
-  }
   if (!int8_) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
     memory w(plain_md(g.wd, dt::f32), engine_);
     float* wf = data_as<float>(w);
-    for (int64_t i = 0; i < wsize; ++i) wf[i] = q[i] * scales[i / per_channel];
+    for (int64_t i = 0; i < wsize; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / per_channel];
     md_[op.inputs[1]] = w.get_desc();
     mem_[op.inputs[1]] = w;
     OpDesc conv = op;
@@ -163,9 +160,6 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   }
   // The weight's integers as int8, and the scales: output channel c's sum times
   // src_scale * scales[c], the bias added before that scale (oneDNN 2.x's order), so divided.
-  const memory w_s8(memory::desc(g.wd, dt::s8, dense_strides(g.wd, {})), engine_);
-  int8_t* ws = data_as<int8_t>(w_s8);
-  for (int64_t i = 0; i < wsize; ++i) ws[i] = static_cast<int8_t>(q[i]);
   std::vector<float> out_scales(static_cast<size_t>(oc));
   for (int64_t c = 0; c < oc; ++c) out_scales[c] = src_scale * scales[c];
   const bool has_bias = op.inputs[2] >= 0;
@@ -218,7 +212,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
                                     bias_md, dst_any, g.strides, g.dil, g.pad_l, g.pad_r);
   dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
   const memory w_view =
-      memory(memory::desc(g.logical, dt::s8, g.strides_w), engine_, ws);  // over w_s8
+      memory(memory::desc(g.logical, dt::s8, g.strides_w), engine_, q_m.get_data_handle());
   memory wei(pd.weights_desc(), engine_);
   reorder_now(w_view, wei);
   const memory zp_m(memory::desc({1}, dt::s32, tag::x), engine_);

@@ -241,6 +241,7 @@ std::vector<uint8_t> serialize(const CpuGraph& g) {
     w.vec(t.dims);
     w.vec(t.dim_order);
     w.pod(t.batch_symbol);
+    w.pod(static_cast<uint8_t>(t.int8 ? 1 : 0));
   }
   w.pod(static_cast<uint32_t>(g.ops.size()));
   for (const OpDesc& op : g.ops) {
@@ -296,7 +297,7 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     if (!r.ok() || w.nbytes > static_cast<uint64_t>(kMaxNumel) * 4) return truncated("weight");
   }
   const auto num_tensors = r.pod<uint32_t>();
-  if (!r.ok() || num_tensors > r.left() / 17) return truncated("tensor table");
+  if (!r.ok() || num_tensors > r.left() / 18) return truncated("tensor table");
   g.tensors.resize(num_tensors);
   for (TensorDesc& t : g.tensors) {
     const auto kind = r.pod<uint8_t>();
@@ -305,7 +306,13 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
       return truncated("tensor");
     }
     t.batch_symbol = r.pod<int32_t>();
+    const auto int8 = r.pod<uint8_t>();
     if (!r.ok()) return truncated("tensor");
+    if (int8 > 1 || (int8 == 1 && kind != static_cast<uint8_t>(TensorKind::Weight))) {
+      fail(error, "an int8 tensor that is not a weight");
+      return std::nullopt;
+    }
+    t.int8 = int8 == 1;
     if (kind > 2) {
       fail(error, "tensor kind out of range");
       return std::nullopt;
@@ -328,7 +335,7 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     }
     if (t.kind == TensorKind::Weight &&
         (t.index >= g.weights.size() ||
-         g.weights[t.index].nbytes != static_cast<uint64_t>(numel) * 4)) {
+         g.weights[t.index].nbytes != static_cast<uint64_t>(numel) * (t.int8 ? 1 : 4))) {
       fail(error, "tensor names a missing weight or its size disagrees");
       return std::nullopt;
     }
@@ -387,14 +394,27 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
       return std::nullopt;
     }
     if (!check_params(op, i, error)) return std::nullopt;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      if (op.inputs[k] >= 0 && g.tensors[op.inputs[k]].int8 &&
+          (op.kind != OpKind::QuantConv || k != 1)) {
+        fail(error, "op " + std::to_string(i) + ": reads int8 weights as floats");
+        return std::nullopt;
+      }
+    }
+    for (const PostOp& p : op.post_ops) {
+      if (p.is_sum && g.tensors[p.tensor].int8) {
+        fail(error, "op " + std::to_string(i) + ": sums int8 weights");
+        return std::nullopt;
+      }
+    }
     defined[op.output] = 1;
   }
   if (!r.vec(&g.outputs, 65536)) return truncated("output list");
   g.output_dim_orders.resize(g.outputs.size());
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     if (!r.vec(&g.output_dim_orders[i], kMaxCpuRank)) return truncated("output dim order");
-    if (!valid_use(g.outputs[i])) {
-      fail(error, "an output names an undefined tensor");
+    if (!valid_use(g.outputs[i]) || g.tensors[g.outputs[i]].int8) {
+      fail(error, "an output names an undefined tensor or int8 weights");
       return std::nullopt;
     }
     TensorDesc view{TensorKind::Intermediate, 0, g.tensors[g.outputs[i]].dims,

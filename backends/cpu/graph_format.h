@@ -35,9 +35,12 @@ struct TensorDesc {
   // A dynamic batch: dims[0] is the value of this symbol (0 <= symbol < CpuGraph::num_symbols)
   // at each call, at most dims[0]; -1: every dim is static. Never on a weight.
   int32_t batch_symbol = -1;
+  // A weight of int8 integers (one byte each), read only as a QuantConv's weight; else float32.
+  bool int8 = false;
 };
 
-// A weight stored in named data under `key` (exactly `nbytes` fp32 bytes, dense).
+// A weight stored in named data under `key` (exactly `nbytes` bytes, dense: four per float32
+// element, one per int8 one).
 struct WeightRef {
   std::string key;
   uint64_t nbytes = 0;
