@@ -127,7 +127,8 @@ CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options
     : graph_(std::move(g)),
       threads_(threads),
       winograd_(options.winograd),
-      int8_(options.int8 && int8_supported()),
+      int8_(options.int8 && int8_7bit_supported()),
+      int8_any_weights_(int8_supported()),
       own_kernels_(options.own_kernels && graph_.precision == Precision::Fp32 &&
                    own_kernels_supported()),
       verbose_(std::getenv("EMBER_CPU_VERBOSE") != nullptr),

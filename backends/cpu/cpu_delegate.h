@@ -332,9 +332,11 @@ class CpuDelegate {
   CpuGraph graph_;
   int threads_;
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
-  // QuantConv in integers (oneDNN's u8 x s8 convolution): the "int8" spec on a CPU with VNNI,
-  // whose dot products cannot saturate; else the float convolution of the dequantized weight.
+  // QuantConv in integers (oneDNN's u8 x s8 convolution): the "int8" spec, on a CPU with VNNI
+  // (int8_any_weights_), whose dot products cannot saturate, or with weights within [-64, 63] from
+  // AVX2 up; else the float convolution of the dequantized weight.
   bool int8_;
+  bool int8_any_weights_;
   int int8_convolutions_ = 0;  // built so far (summary())
   // Tensors held as uint8 (int8 + 128, channels-last) by the quantized convolution writing them,
   // with their float scale and zero point; only quantized convolutions read them.

@@ -123,7 +123,9 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (q_m.get_desc() != plain_md(g.wd, dt::s8)) refuse("quantized convolution: weight layout");
   const int8_t* q = data_as<int8_t>(q_m);
   const int64_t wsize = checked_numel(g.wd), per_channel = wsize / oc;
-  if (!int8_) {
+  bool seven_bits = true;
+  for (int64_t i = 0; i < wsize; ++i) seven_bits = seven_bits && q[i] >= -64 && q[i] <= 63;
+  if (!int8_ || !(int8_any_weights_ || seven_bits)) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
     memory w(plain_md(g.wd, dt::f32), engine_);
     float* wf = data_as<float>(w);

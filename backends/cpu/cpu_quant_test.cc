@@ -42,10 +42,10 @@ struct QuantConvCase {
 };
 
 QuantConvCase quant_conv_case(int64_t in_c, int64_t out_c, int64_t groups, int64_t hw,
-                              int64_t stride) {
+                              int64_t stride, int64_t weight_max) {
   QuantConvCase c;
   c.x = at::randn({1, in_c, hw, hw});
-  c.wq = at::randint(-127, 128, {out_c, in_c / groups, 3, 3}).to(at::kChar);
+  c.wq = at::randint(-weight_max, weight_max + 1, {out_c, in_c / groups, 3, 3}).to(at::kChar);
   c.scales = at::rand({out_c}) * 0.02 + 0.005;
   c.bias = at::randn({out_c});
   const double sx = 0.037, sy = 0.081;
@@ -93,12 +93,15 @@ QuantConvCase quant_conv_case(int64_t in_c, int64_t out_c, int64_t groups, int64
 TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
   at::manual_seed(7);
   struct Shape {
-    int64_t in_c, out_c, groups, hw, stride;
+    int64_t in_c, out_c, groups, hw, stride, weight_max;
   };
-  for (const Shape& s : {Shape{8, 16, 1, 10, 1}, Shape{16, 16, 16, 9, 2}, Shape{3, 32, 1, 12, 2}}) {
+  // The last: weights within [-64, 63], which run in integers from AVX2 up (no VNNI needed).
+  for (const Shape& s : {Shape{8, 16, 1, 10, 1, 127}, Shape{16, 16, 16, 9, 2, 127},
+                         Shape{3, 32, 1, 12, 2, 127}, Shape{32, 16, 1, 8, 1, 63}}) {
     SCOPED_TRACE("in " + std::to_string(s.in_c) + " out " + std::to_string(s.out_c) + " groups " +
-                 std::to_string(s.groups));
-    const QuantConvCase c = quant_conv_case(s.in_c, s.out_c, s.groups, s.hw, s.stride);
+                 std::to_string(s.groups) + " weights to " + std::to_string(s.weight_max));
+    const QuantConvCase c =
+        quant_conv_case(s.in_c, s.out_c, s.groups, s.hw, s.stride, s.weight_max);
     auto program = parse_text(c.text);
     ASSERT_NE(program, nullptr);
     const Compiled compiled = compile(*program);
@@ -110,7 +113,8 @@ TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
       DelegateSummary summary;
       auto out = run(compiled, {c.x}, {c.want}, {switched("int8", int8)}, &summary);
       ASSERT_EQ(out.size(), 1u);
-      EXPECT_EQ(summary.int8_convolutions, int8 && int8_supported() ? 1 : 0);
+      const bool integers = s.weight_max <= 63 ? int8_7bit_supported() : int8_supported();
+      EXPECT_EQ(summary.int8_convolutions, int8 && integers ? 1 : 0);
       // The integer sum is exact where the reference rounds in float: a requantized value may
       // land one step (0.081) away at a tie, and only rarely.
       const at::Tensor diff = (out[0] - c.want).abs();

@@ -276,13 +276,22 @@ bool bf16_supported() {
   return (have & need) == need && cpu_isa() >= CpuIsa::Avx512;
 }
 
-// Integer convolutions are exact only with VNNI's dot products (vpdpbusd), which accumulate
-// u8 x s8 products in 32 bits; before them, oneDNN's vpmaddubsw pairs saturate at 16 bits.
-// EMBER_CPU_ISA=avx2 stands for a CPU without them too.
+// Integer convolutions are exact on any weights only with VNNI's dot products (vpdpbusd), which
+// accumulate u8 x s8 products in 32 bits. Before VNNI, oneDNN adds pairs of them in 16 bits
+// (vpmaddubsw), which saturate unless the weights keep to [-64, 63]: 255 * 64 * 2 < 2^15.
+// Measured with oneDNN 2.6 on a 64-channel 3x3 convolution of sources near 255: weights of +-127
+// made every output wrong on its avx2 and avx512_core kernels, [-64, 63] none. EMBER_CPU_ISA caps
+// Ember's side as for bf16.
 bool int8_supported() {
   const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto avx512 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
-  return (have & avx512) == avx512 && cpu_isa() >= CpuIsa::Avx512;
+  const auto vnni = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_vnni);
+  return (have & vnni) == vnni && cpu_isa() >= CpuIsa::Avx512;
+}
+
+bool int8_7bit_supported() {
+  const auto have = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx2 = static_cast<unsigned>(dnnl::cpu_isa::avx2);
+  return (have & avx2) == avx2 && cpu_isa() >= CpuIsa::Avx2;
 }
 
 DelegateSummary summarize(const DelegateHandle* handle) {

@@ -38,10 +38,12 @@ Error register_runtime_backend();
 // it) reaches avx512_core, and Ember's (cpu_isa(), EMBER_CPU_ISA caps it) reaches Avx512.
 bool bf16_supported();
 
-// Whether quantized convolutions run in integers here (the "int8" spec, on by default): oneDNN's
-// instruction set in force reaches avx512_core_vnni, and Ember's reaches Avx512. Elsewhere they
-// run as the float convolution of the dequantized weight.
+// Whether quantized convolutions run in integers here (the "int8" spec, on by default), for any
+// int8 weights: oneDNN's instruction set in force reaches avx512_core_vnni, and Ember's reaches
+// Avx512. int8_7bit_supported(): for weights within [-64, 63] (int8_config(reduce_range=True)),
+// from AVX2 up. Elsewhere they run as the float convolution of the dequantized weight.
 bool int8_supported();
+bool int8_7bit_supported();
 
 // What a delegate runs, chosen at init (tests and tools): oneDNN primitives, and Ember's own
 // kernels (the "ember_kernels" compile spec, on by default, fp32 on AVX-512 CPUs).

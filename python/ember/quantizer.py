@@ -38,23 +38,30 @@ __all__ = ["EmberQuantizer", "int8_config"]
 _ANNOTATION = "quantization_annotation"
 
 
-def int8_config(per_channel: bool = True, observer: str = "histogram") -> QuantizationConfig:
+def int8_config(per_channel: bool = True, observer: str = "histogram",
+                reduce_range: bool = False) -> QuantizationConfig:
     """Static int8: activations int8 [-128, 127] per-tensor affine, observed by `observer`
     ("histogram", the better calibration, or "minmax", the faster); weights int8 [-127, 127]
-    symmetric, per output channel (`per_channel`) or per tensor. Biases stay float."""
+    symmetric, per output channel (`per_channel`) or per tensor. Biases stay float.
+
+    reduce_range: weights in [-63, 63] (7 bits). The cpu backend computes convolutions in
+    integers exactly on any weights only on CPUs with VNNI; 7-bit weights it computes so from
+    AVX2 up (before VNNI, the CPU adds pairs of products in 16 bits, which full-range weights
+    overflow). Elsewhere it runs them in float, exactly but without int8's speed."""
     if observer not in ("histogram", "minmax"):
         raise ValueError(f"observer must be 'histogram' or 'minmax', not {observer!r}")
+    wmax = 63 if reduce_range else 127
     act_observer = HistogramObserver if observer == "histogram" else MinMaxObserver
     act = QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127,
                            qscheme=torch.per_tensor_affine,
                            observer_or_fake_quant_ctr=act_observer.with_args(eps=2**-12))
     if per_channel:
-        weight = QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127,
+        weight = QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
                                   qscheme=torch.per_channel_symmetric, ch_axis=0,
                                   observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(
                                       eps=2**-12))
     else:
-        weight = QuantizationSpec(dtype=torch.int8, quant_min=-127, quant_max=127,
+        weight = QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
                                   qscheme=torch.per_tensor_symmetric,
                                   observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12))
     return QuantizationConfig(input_activation=act, output_activation=act, weight=weight, bias=None)
