@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/quant_bench.py [--models resnet18,mobilenet_v2] [--threads 1,2]
                                           [--eval 200] [--calibration 32] [--rounds 5]
+                                          [--reduce-range] [--isa avx2]
 
 For each model (bench/models.py, batch 1):
 - Ember int8: PT2E with ember.quantizer.EmberQuantizer (int8 activations per tensor, int8
@@ -16,6 +17,10 @@ For each model (bench/models.py, batch 1):
 - Ember fp32 (cpu backend) and PyTorch's quantized reference in eager, for scale.
 Each system's top-1 agreement with the fp32 model is given too. Latency: medians of --rounds
 interleaved rounds of 10 runs. Every system runs in this process, one after another.
+
+--reduce-range quantizes Ember's weights to 7 bits (int8_config(reduce_range=True)), which the
+cpu backend computes in integers without VNNI too; --isa avx2 runs Ember (and oneDNN in this
+process) on its AVX2 path (EMBER_CPU_ISA=avx2, ONEDNN_MAX_CPU_ISA=AVX2) whatever the CPU.
 """
 
 import argparse
@@ -106,7 +111,8 @@ def systems_for(args, name, case, work):
     calibration = [torch.randn(example.shape, generator=gen) for _ in range(args.calibration)]
     path = os.path.join(work, name)
     out = {}
-    converted = pt2e(module, example, calibration, EmberQuantizer().set_global(int8_config()))
+    config = int8_config(reduce_range=args.reduce_range)
+    converted = pt2e(module, example, calibration, EmberQuantizer().set_global(config))
     out["PyTorch quantized reference"] = (lambda x, m=converted: m(x), None)
     pte, ptd = compile_ember(args.ember, converted, example, path + "_int8")
     out["Ember cpu int8"] = ("ember", (pte, ptd))
@@ -164,7 +170,12 @@ def main():
     p.add_argument("--calibration", type=int, default=32)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
+    p.add_argument("--reduce-range", action="store_true")
+    p.add_argument("--isa", choices=["native", "avx2"], default="native")
     args = p.parse_args()
+    if args.isa == "avx2":  # read when Ember's runtime and oneDNN first start, below
+        os.environ["EMBER_CPU_ISA"] = "avx2"
+        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
     threads_list = [int(t) for t in args.threads.split(",")]
     work = tempfile.mkdtemp(prefix="ember_quant_bench_")
     accuracy_rows, latency_rows = [], []
