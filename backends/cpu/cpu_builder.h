@@ -82,6 +82,13 @@ class Builder {
   // The tensor id of `v`, materializing a weight the first time it is read.
   ir::StatusOr<int32_t> tensor(Value* v);
 
+  struct NamedQuantizedWeight {
+    std::string name;
+    QuantizedWeight weight;
+  };
+  // The int8 bytes of `w` as a weight tensor of PyTorch's dims, and its scales as a [N] one.
+  std::pair<int32_t, int32_t> add_int8_weight(const NamedQuantizedWeight& w);
+
   uint32_t add_float_weight(const std::string& fqn, const std::vector<float>& values) {
     std::vector<uint8_t> bytes(values.size() * sizeof(float));
     std::memcpy(bytes.data(), values.data(), bytes.size());
@@ -196,11 +203,8 @@ class Builder {
   std::map<std::string, int32_t> symbols_;  // dynamic batch symbols, by name
   std::map<const Value*, const ir::Weight*> weight_of_;
   std::map<const Value*, size_t> producer_op_;
-  struct NamedQuantizedWeight {
-    std::string name;
-    QuantizedWeight weight;
-  };
-  std::map<const Value*, NamedQuantizedWeight> quant_weights_;  // dequantized int8 weights
+  std::map<const Value*, NamedQuantizedWeight> quant_weights_;           // dequantized int8 weights
+  std::map<const Value*, const NamedQuantizedWeight*> quant_weights_t_;  // their transposes
   std::map<const Value*, TensorQuant> fake_quant_of_;  // floats on int8's grid: their parameters
   std::map<const Value*, int32_t> fake_quant_tensor_;  // per quantize: its dequantized tensor
   std::map<std::string, uint32_t> weight_index_;

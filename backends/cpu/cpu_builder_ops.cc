@@ -42,7 +42,9 @@ ir::Status Builder::dequantize(const Node& n) {
   const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, scale, zero_point};
   Value* x = value_arg(*in->producer(), "input");
   size_t op_index = 0;
-  if (fusable(x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::Binary}, &op_index)) {
+  if (fusable(
+          x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
+          &op_index)) {
     graph_.ops[op_index].post_ops.push_back(quantize);
     graph_.ops[op_index].post_ops.push_back(dequantize);
     if (in->users().size() == 1) {
@@ -182,7 +184,10 @@ ir::Status Builder::eltwise(const Node& n) {
   }
   Value* in = value_arg(n, "self");
   size_t op_index = 0;
-  if (fusable(in, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::Binary}, &op_index)) {
+  if (fusable(
+          in,
+          {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
+          &op_index)) {
     graph_.ops[op_index].post_ops.push_back(p);
     alias(n.output(), op_index);
     return {};
@@ -250,6 +255,19 @@ ir::Status Builder::concat(const Node& n) {
 ir::Status Builder::permute(const Node& n) {
   Value* in = value_arg(n, "self");
   const auto rank = static_cast<int64_t>(in->tensor_type().rank());
+  // A linear layer's transposed int8 weight: kept int8 for a QuantMatMul (matmul()), its floats
+  // made only when an op reads it as floats (tensor()).
+  if (auto q = quant_weights_.find(in);
+      q != quant_weights_.end() && rank == 2 && q->second.weight.dims.size() == 2) {
+    const bool swap =
+        n.op() == "aten::t" || n.op() == "aten::t_copy" ||
+        (n.op() == "aten::transpose" && *number(n, "dim0", 0) != *number(n, "dim1", 0)) ||
+        (int_list(n, "dims", 0, {}).value_or(std::vector<int64_t>{}) == std::vector<int64_t>{1, 0});
+    if (swap) {
+      quant_weights_t_[n.output()] = &q->second;
+      return {};
+    }
+  }
   std::vector<int64_t> perm(rank);
   for (int64_t i = 0; i < rank; ++i) perm[i] = i;
   if (n.op() == "aten::t" || n.op() == "aten::t_copy") {

@@ -86,6 +86,17 @@ ir::Status Builder::run() {
 ir::StatusOr<int32_t> Builder::tensor(Value* v) {
   auto it = tensor_of_.find(v);
   if (it != tensor_of_.end()) return it->second;
+  if (auto t = quant_weights_t_.find(v); t != quant_weights_t_.end()) {
+    // The transpose of a dequantized int8 weight, read as floats: a view of its floats.
+    const QuantizedWeight& qw = t->second->weight;
+    const int32_t id =
+        add_tensor({TensorKind::Weight,
+                    add_float_weight(t->second->name + "@dequantized", qw.dequantized),
+                    {qw.dims[1], qw.dims[0]},
+                    {1, 0}});
+    tensor_of_[v] = id;
+    return id;
+  }
   if (auto q = quant_weights_.find(v); q != quant_weights_.end()) {
     // A dequantized int8 weight, read as floats: PyTorch's dequantized values.
     const QuantizedWeight& qw = q->second.weight;
@@ -175,21 +186,7 @@ ir::Status Builder::conv(const Node& n) {
   if (!src.ok()) return src.status();
   if (!b.ok()) return b.status();
   if (d.kind == OpKind::QuantConv) {
-    const QuantizedWeight& w = qw->second.weight;
-    std::vector<uint8_t> bytes(w.q.size());
-    for (size_t i = 0; i < w.q.size(); ++i) {
-      bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(w.q[i]));
-    }
-    TensorDesc wt{TensorKind::Weight,
-                  add_weight_bytes(qw->second.name + "@int8", std::move(bytes)),
-                  w.dims,
-                  {}};
-    wt.int8 = true;
-    const int32_t wq = add_tensor(std::move(wt));
-    const int32_t scales = add_tensor({TensorKind::Weight,
-                                       add_float_weight(qw->second.name + "@scales", w.scales),
-                                       {static_cast<int64_t>(w.scales.size())},
-                                       {}});
+    const auto [wq, scales] = add_int8_weight(qw->second);
     d.inputs = {*src, wq, *b, scales};
   } else {
     auto w = tensor(value_arg(n, "weight"));
@@ -358,10 +355,49 @@ void Builder::compact() {
   named_ = std::move(named);
 }
 
+std::pair<int32_t, int32_t> Builder::add_int8_weight(const NamedQuantizedWeight& qw) {
+  const QuantizedWeight& w = qw.weight;
+  std::vector<uint8_t> bytes(w.q.size());
+  for (size_t i = 0; i < w.q.size(); ++i) {
+    bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(w.q[i]));
+  }
+  TensorDesc wt{
+      TensorKind::Weight, add_weight_bytes(qw.name + "@int8", std::move(bytes)), w.dims, {}};
+  wt.int8 = true;
+  const int32_t wq = add_tensor(std::move(wt));
+  const int32_t scales = add_tensor({TensorKind::Weight,
+                                     add_float_weight(qw.name + "@scales", w.scales),
+                                     {static_cast<int64_t>(w.scales.size())},
+                                     {}});
+  return {wq, scales};
+}
+
 ir::Status Builder::matmul(const Node& n) {
   OpDesc d;
   d.kind = OpKind::MatMul;
   const bool addmm = n.op() == "aten::addmm";
+  // Quantized values by the transpose of a symmetric int8 weight: a linear layer in integers.
+  Value* mat1 = value_arg(n, addmm ? "mat1" : "self");
+  auto fq = fake_quant_of_.find(mat1);
+  auto qwt = quant_weights_t_.find(value_arg(n, "mat2"));
+  if (n.op() != "aten::bmm" && fq != fake_quant_of_.end() && qwt != quant_weights_t_.end() &&
+      mat1->tensor_type().rank() == 2) {
+    bool symmetric = true;
+    for (int64_t z : qwt->second->weight.zero_points) symmetric = symmetric && z == 0;
+    if (symmetric) {
+      auto a = tensor(mat1);
+      auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
+      if (!a.ok()) return a.status();
+      if (!bias.ok()) return bias.status();
+      const auto [wq, scales] = add_int8_weight(*qwt->second);
+      d.kind = OpKind::QuantMatMul;
+      d.inputs = {*a, wq, *bias, scales};
+      d.floats = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)};
+      d.output = new_intermediate(*n.output());
+      emit(std::move(d), n.output());
+      return {};
+    }
+  }
   auto a = tensor(value_arg(n, addmm ? "mat1" : "self"));
   auto b = tensor(value_arg(n, addmm ? "mat2" : (n.op() == "aten::mm" ? "mat2" : "mat2")));
   auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
@@ -386,7 +422,9 @@ ir::Status Builder::binary(const Node& n) {
     Value* summand = nullptr;
     for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
       size_t op_index = 0;
-      if (x == y || !fusable(x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul}, &op_index))
+      if (x == y ||
+          !fusable(x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul},
+                   &op_index))
         continue;
       auto ready = producer_op_.find(y);
       const bool y_ready = ready == producer_op_.end() || ready->second < op_index;

@@ -567,6 +567,7 @@ DelegateSummary CpuDelegate::summary() const {
   DelegateSummary out;
   out.int8_convolutions = int8_convolutions_;
   out.int8_chained = static_cast<int>(u8_tensors_.size());
+  out.int8_matmuls = int8_matmuls_;
   for (const Step& s : steps_) {
     if (!s.kernel) {
       ++out.onednn_steps;

@@ -299,6 +299,8 @@ class CpuDelegate {
                          const PostOp* then = nullptr);
   // A QuantConv (graph_format.h), in integers when int8_ (cpu_quant.cc).
   void build_quant_conv(const OpDesc& op);
+  // A QuantMatMul (graph_format.h), in integers as build_quant_conv (cpu_quant.cc).
+  void build_quant_matmul(const OpDesc& op);
   // Whether QuantConv `op`, whose post-ops from `fused` on are a quantize and a dequantize, may
   // write its result as the uint8 source of the quantized convolutions that alone read it.
   bool int8_chain_out(const OpDesc& op, size_t fused) const;
@@ -338,6 +340,7 @@ class CpuDelegate {
   bool int8_;
   bool int8_any_weights_;
   int int8_convolutions_ = 0;  // built so far (summary())
+  int int8_matmuls_ = 0;
   // Tensors held as uint8 (int8 + 128, channels-last) by the quantized convolution writing them,
   // with their float scale and zero point; only quantized convolutions read them.
   std::map<int32_t, std::pair<float, float>> u8_tensors_;

@@ -231,5 +231,66 @@ TEST(CpuQuant, ChainedConvolutionsPassInt8) {
   EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
 }
 
+// A linear layer of quantized values: addmm(bias, dequantize(x), dequantize(weight)^T) -> relu ->
+// requantize, in integers (QuantMatMul).
+TEST(CpuQuant, LinearOfQuantizedValuesAgainstTheReference) {
+  at::manual_seed(10);
+  for (int64_t weight_max : {127, 63}) {
+    SCOPED_TRACE("weights to " + std::to_string(weight_max));
+    const at::Tensor x = at::randn({3, 40});
+    const at::Tensor wq = at::randint(-weight_max, weight_max + 1, {24, 40}).to(at::kChar);
+    const at::Tensor scales = at::rand({24}) * 0.01 + 0.002, bias = at::randn({24});
+    const double sx = 0.03, sy = 0.05;
+    const int64_t zx = -2, zy = -128;
+    const at::Tensor w = wq.to(at::kFloat) * scales.view({24, 1});
+    const at::Tensor y = at::relu(at::addmm(bias, dequantize(quantize(x, sx, zx), sx, zx), w.t()));
+    const at::Tensor want = dequantize(quantize(y, sy, zy), sy, zy);
+    Prog p;
+    const std::string xi = p.input("x", x);
+    const std::string si = p.weight("s", scales), bi = p.weight("b", bias);
+    p.body.push_back("%xq: " + i8_type(x) + " = " + qdq_call("quantize_per_tensor", xi, sx, zx));
+    const std::string xd = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", sx, zx));
+    const std::string wd =
+        p.node("wd", w,
+               "quantized_decomposed::dequantize_per_channel.default(input=%wq, scales=" + si +
+                   ", zero_points=none, axis=0, quant_min=-127, quant_max=127, dtype=dtype(i8), "
+                   "out_dtype=none)");
+    const std::string wt =
+        p.node("wt", w.t(), "aten::permute.default(self=" + wd + ", dims=[1, 0])");
+    const std::string yv = p.node(
+        "y", y,
+        "aten::addmm.default(self=" + bi + ", mat1=" + xd + ", mat2=" + wt + ", beta=1, alpha=1)");
+    const std::string r = p.node("r", y, "aten::relu.default(self=" + yv + ")");
+    p.body.push_back("%yq: " + i8_type(y) + " = " + qdq_call("quantize_per_tensor", r, sy, zy));
+    p.outputs = {p.node("yd", y, qdq_call("dequantize_per_tensor", "%yq", sy, zy))};
+    std::string wh;
+    const auto* bytes = static_cast<const uint8_t*>(wq.contiguous().data_ptr());
+    for (int64_t i = 0; i < wq.numel(); ++i) {
+      char b[3];
+      std::snprintf(b, sizeof b, "%02x", bytes[i]);
+      wh += b;
+    }
+    std::string text = "weight \"wq\": " + i8_type(wq) + " = hex\"" + wh + "\"\n" + p.text();
+    text.insert(text.find("\n) {\n"), ",\n    %wq: " + i8_type(wq) + " parameter \"wq\"");
+    auto program = parse_text(text);
+    ASSERT_NE(program, nullptr);
+    const Compiled compiled = compile(*program);
+    int quant_matmuls = 0;
+    for (const OpDesc& op : compiled.graph.ops) quant_matmuls += op.kind == OpKind::QuantMatMul;
+    EXPECT_EQ(quant_matmuls, 1);
+    for (bool int8 : {true, false}) {
+      SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
+      DelegateSummary summary;
+      auto out = run(compiled, {x}, {want}, {switched("int8", int8)}, &summary);
+      ASSERT_EQ(out.size(), 1u);
+      const bool integers = weight_max <= 63 ? int8_7bit_supported() : int8_supported();
+      EXPECT_EQ(summary.int8_matmuls, int8 && integers ? 1 : 0);
+      const at::Tensor diff = (out[0] - want).abs();
+      EXPECT_LE(diff.max().item<float>(), 0.05f * 1.001f);
+      EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 20 + 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ember::cpu

@@ -56,6 +56,7 @@ struct DelegateSummary {
   int exact_steps = 0;        // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
   int int8_convolutions = 0;  // quantized convolutions computed in integers (cpu_quant.cc)
   int int8_chained = 0;       // of which write the next ones' uint8 source directly
+  int int8_matmuls = 0;       // quantized linear layers computed in integers
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);

@@ -122,6 +122,12 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
         return fail(error, where + "matmul needs a, b and bias");
       }
       break;
+    case OpKind::QuantMatMul:
+      if (!need_inputs(4, 4) || !required(0) || !required(1) || !required(3) || !op.ints.empty() ||
+          op.floats.size() != 2 || !(op.floats[0] > 0)) {
+        return fail(error, where + "quantized matmul needs a, weight, bias, scales, parameters");
+      }
+      break;
     case OpKind::Pool: {
       if (!need_inputs(1, 1) || !required(0) || op.ints.size() < 2) {
         return fail(error, where + "pooling needs src and parameters");
@@ -198,7 +204,7 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
     }
   }
   if (!op.post_ops.empty() && op.kind != OpKind::Conv && op.kind != OpKind::MatMul &&
-      op.kind != OpKind::Binary && op.kind != OpKind::QuantConv) {
+      op.kind != OpKind::Binary && op.kind != OpKind::QuantConv && op.kind != OpKind::QuantMatMul) {
     return fail(error, where + "post-ops on an op that takes none");
   }
   for (const PostOp& p : op.post_ops) {
@@ -396,7 +402,7 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     if (!check_params(op, i, error)) return std::nullopt;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       if (op.inputs[k] >= 0 && g.tensors[op.inputs[k]].int8 &&
-          (op.kind != OpKind::QuantConv || k != 1)) {
+          ((op.kind != OpKind::QuantConv && op.kind != OpKind::QuantMatMul) || k != 1)) {
         fail(error, "op " + std::to_string(i) + ": reads int8 weights as floats");
         return std::nullopt;
       }

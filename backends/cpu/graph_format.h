@@ -35,7 +35,8 @@ struct TensorDesc {
   // A dynamic batch: dims[0] is the value of this symbol (0 <= symbol < CpuGraph::num_symbols)
   // at each call, at most dims[0]; -1: every dim is static. Never on a weight.
   int32_t batch_symbol = -1;
-  // A weight of int8 integers (one byte each), read only as a QuantConv's weight; else float32.
+  // A weight of int8 integers (one byte each), read only as a QuantConv's or QuantMatMul's
+  // weight; else float32.
   bool int8 = false;
 };
 
@@ -64,8 +65,12 @@ enum class OpKind : uint8_t {
   // point 0). The result is the float convolution of those dequantized values plus the bias;
   // ints as Conv's (2-D, not transposed). Runs in integers where the CPU has VNNI.
   QuantConv = 11,
+  // A matmul of quantized values by an int8 weight, a linear layer's: in: a [M, K], weight (int8,
+  // PyTorch's [N, K]), bias|-1 ([N] or [1, N]), weight scales [N]; floats [scale, zero point] of
+  // a, as QuantConv's. The result [M, N] is a x dequantized weight^T + bias.
+  QuantMatMul = 12,
 };
-inline constexpr uint8_t kNumOpKinds = 12;
+inline constexpr uint8_t kNumOpKinds = 13;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,
