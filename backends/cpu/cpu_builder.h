@@ -164,6 +164,8 @@ class Builder {
   }
 
   ir::Status matmul(const Node& n);
+  // addmm/mm of a 2-D input by a transposed grouped-integer weight: a GroupQuantMatMul.
+  ir::Status group_quant_matmul(const Node& n, const NamedQuantizedWeight& qw);
 
   ir::Status pool(const Node& n);
 

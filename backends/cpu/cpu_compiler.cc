@@ -130,7 +130,8 @@ ir::Status Builder::lower(const Node& n) {
   // A quantize is computed by the dequantizes that read it (check_quantize).
   if (op == "quantized_decomposed::quantize_per_tensor") return {};
   if (op == "quantized_decomposed::dequantize_per_tensor" ||
-      op == "quantized_decomposed::dequantize_per_channel") {
+      op == "quantized_decomposed::dequantize_per_channel" ||
+      op == "quantized_decomposed::dequantize_per_channel_group") {
     return dequantize(n);
   }
   if (op == "aten::native_batch_norm" || op == "aten::_native_batch_norm_legit_no_training") {
@@ -363,13 +364,59 @@ std::pair<int32_t, int32_t> Builder::add_int8_weight(const NamedQuantizedWeight&
   }
   TensorDesc wt{
       TensorKind::Weight, add_weight_bytes(qw.name + "@int8", std::move(bytes)), w.dims, {}};
-  wt.int8 = true;
+  wt.storage = WeightStorage::Int8;
   const int32_t wq = add_tensor(std::move(wt));
   const int32_t scales = add_tensor({TensorKind::Weight,
                                      add_float_weight(qw.name + "@scales", w.scales),
                                      {static_cast<int64_t>(w.scales.size())},
                                      {}});
   return {wq, scales};
+}
+
+ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight& qw) {
+  const QuantizedWeight& w = qw.weight;
+  const bool addmm = n.op() == "aten::addmm";
+  auto a = tensor(value_arg(n, addmm ? "mat1" : "self"));
+  auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
+  if (!a.ok()) return a.status();
+  if (!bias.ok()) return bias.status();
+  // Two integers a byte where they all fit 4 bits (torchao's int4 weights), else one.
+  bool int4 = w.dims[1] % 2 == 0 && w.group % 2 == 0;
+  for (float q : w.q) int4 = int4 && q >= -8.f && q <= 7.f;
+  std::vector<uint8_t> bytes(int4 ? w.q.size() / 2 : w.q.size(), 0);
+  for (size_t i = 0; i < w.q.size(); ++i) {
+    const auto v = static_cast<uint8_t>(static_cast<int8_t>(w.q[i]));
+    if (int4) {
+      bytes[i / 2] = static_cast<uint8_t>(bytes[i / 2] | ((v & 0xF) << (i % 2 ? 4 : 0)));
+    } else {
+      bytes[i] = v;
+    }
+  }
+  TensorDesc wt{TensorKind::Weight,
+                add_weight_bytes(qw.name + (int4 ? "@int4" : "@int8_groups"), std::move(bytes)),
+                w.dims,
+                {}};
+  wt.storage = int4 ? WeightStorage::Int4 : WeightStorage::Int8;
+  const std::vector<int64_t> param_dims = {w.dims[0], w.dims[1] / w.group};
+  OpDesc d;
+  d.kind = OpKind::GroupQuantMatMul;
+  d.inputs = {*a, add_tensor(std::move(wt)), *bias,
+              add_tensor({TensorKind::Weight,
+                          add_float_weight(qw.name + "@group_scales", w.scales),
+                          param_dims,
+                          {}}),
+              -1};
+  bool zeros = false;
+  for (int64_t z : w.zero_points) zeros = zeros || z != 0;
+  if (zeros) {
+    const std::vector<float> z(w.zero_points.begin(), w.zero_points.end());
+    d.inputs[4] = add_tensor(
+        {TensorKind::Weight, add_float_weight(qw.name + "@group_zeros", z), param_dims, {}});
+  }
+  d.ints = {w.group};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
 }
 
 ir::Status Builder::matmul(const Node& n) {
@@ -380,6 +427,10 @@ ir::Status Builder::matmul(const Node& n) {
   Value* mat1 = value_arg(n, addmm ? "mat1" : "self");
   auto fq = fake_quant_of_.find(mat1);
   auto qwt = quant_weights_t_.find(value_arg(n, "mat2"));
+  if (n.op() != "aten::bmm" && qwt != quant_weights_t_.end() && qwt->second->weight.group > 0 &&
+      mat1->tensor_type().rank() == 2) {
+    return group_quant_matmul(n, *qwt->second);
+  }
   if (n.op() != "aten::bmm" && fq != fake_quant_of_.end() && qwt != quant_weights_t_.end() &&
       mat1->tensor_type().rank() == 2) {
     bool symmetric = true;

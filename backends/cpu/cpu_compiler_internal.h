@@ -53,14 +53,18 @@ std::optional<TensorQuant> int8_tensor_quant(const ir::Node& n);
 
 // Support checks. A quantize is claimed when only dequantizes of its parameters read it (their
 // pair is the value rounded to the int8 grid, kept in float); a dequantize when it reads such a
-// quantize or a constant int8 weight (per tensor, or per channel along axis 0).
+// quantize or a constant int8 weight (per tensor, per channel along axis 0, or per group of a
+// row).
 Why check_quantize(const ir::Node& n);
 Why check_dequantize(const ir::Node& n);
 
 // The int8 weight a dequantize reads: its integers and PyTorch's dequantized floats
-// ((q - zero_point) * scale in float32), with one scale and zero point per output channel.
+// ((q - zero_point) * scale in float32), with one scale and zero point per output channel, or
+// per group of `group` consecutive elements of a row (dequantize_per_channel_group: [N, K]
+// weights, scales and zero points [N][K / group]).
 struct QuantizedWeight {
   std::vector<int64_t> dims;
+  int64_t group = 0;  // 0: per output channel
   std::vector<float> q;
   std::vector<float> dequantized;
   std::vector<float> scales;

@@ -340,7 +340,9 @@ void CpuDelegate::load_weight(int32_t id) {
   const TensorDesc& t = graph_.tensors[id];
   const WeightRef& w = graph_.weights[t.index];
   if (named_ == nullptr) refuse("no named data for weight '" + w.key + "'", Error::NotFound);
-  md_[id] = plain_md(to_dims(t.dims), t.int8 ? dt::s8 : dt::f32, t.dim_order);
+  std::vector<int64_t> stored = t.dims;  // an int4 weight: two elements a byte
+  if (t.storage == WeightStorage::Int4 && !stored.empty()) stored.back() /= 2;
+  md_[id] = plain_md(to_dims(stored), t.integer() ? dt::s8 : dt::f32, t.dim_order);
   mem_[id] = memory(md_[id], engine_);
   if (md_[id].get_size() != w.nbytes) refuse("weight '" + w.key + "' has the wrong size");
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
@@ -585,6 +587,9 @@ DelegateSummary CpuDelegate::summary() const {
         break;
       case OwnKind::MatVec:
         ++out.matvec_steps;
+        break;
+      case OwnKind::GroupQuantMatMul:
+        ++out.grouped_matmuls;
         break;
       case OwnKind::Exact:
         ++out.exact_steps;

@@ -301,6 +301,8 @@ class CpuDelegate {
   void build_quant_conv(const OpDesc& op);
   // A QuantMatMul (graph_format.h), in integers as build_quant_conv (cpu_quant.cc).
   void build_quant_matmul(const OpDesc& op);
+  // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).
+  void build_group_quant_matmul(const OpDesc& op);
   // Whether QuantConv `op`, whose post-ops from `fused` on are a quantize and a dequantize, may
   // write its result as the uint8 source of the quantized convolutions that alone read it.
   bool int8_chain_out(const OpDesc& op, size_t fused) const;

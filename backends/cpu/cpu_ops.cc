@@ -14,6 +14,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
       return build_quant_conv(op);
     case OpKind::QuantMatMul:
       return build_quant_matmul(op);
+    case OpKind::GroupQuantMatMul:
+      return build_group_quant_matmul(op);
     case OpKind::MatMul:
       return build_matmul(op, wdt);
     case OpKind::Pool:

@@ -118,7 +118,9 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   for (int64_t c = 0; c < oc; ++c) {
     if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized convolution: scale");
   }
-  if (!graph_.tensors[op.inputs[1]].int8) refuse("quantized convolution: weights not int8");
+  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
+    refuse("quantized convolution: weights not int8");
+  }
   const memory q_m = src_memory(op.inputs[1]);
   if (q_m.get_desc() != plain_md(g.wd, dt::s8)) refuse("quantized convolution: weight layout");
   const int8_t* q = data_as<int8_t>(q_m);
@@ -307,7 +309,9 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   for (int64_t c = 0; c < n; ++c) {
     if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized matmul: scale");
   }
-  if (!graph_.tensors[op.inputs[1]].int8) refuse("quantized matmul: weights not int8");
+  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
+    refuse("quantized matmul: weights not int8");
+  }
   const memory q_m = src_memory(op.inputs[1]);
   if (q_m.get_desc() != plain_md(wd, dt::s8)) refuse("quantized matmul: weight layout");
   const int8_t* q = data_as<int8_t>(q_m);
@@ -324,7 +328,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     for (int64_t i = 0; i < n * k; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / k];
     graph_.tensors[op.inputs[1]].dims = {k, n};
     graph_.tensors[op.inputs[1]].dim_order = {1, 0};
-    graph_.tensors[op.inputs[1]].int8 = false;
+    graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;
     md_[op.inputs[1]] = w.get_desc();
     mem_[op.inputs[1]] = w;
     OpDesc mm = op;
@@ -386,6 +390,52 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   add_step<dnnl::matmul>(pd, std::move(args));
   ++int8_matmuls_;
   add_post_op_steps(op, fused, dst);
+}
+
+void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
+  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
+                     od = dims_of(op.output);
+  if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
+      od[1] != wd[0]) {
+    refuse("grouped quantized matmul sizes disagree");
+  }
+  const int64_t m = ad[0], k = ad[1], n = wd[0], group = op.ints[0];
+  const WeightStorage storage = graph_.tensors[op.inputs[1]].storage;
+  const int64_t bits = storage == WeightStorage::Int4 ? 4 : 8;
+  if (k % group != 0 || (bits == 4 && group % 2 != 0)) {
+    refuse("grouped quantized matmul: the group size does not divide the rows");
+  }
+  const int64_t count = n * (k / group);
+  auto floats = [&](int32_t id, const char* what) -> const float* {
+    if (checked_numel(graph_.tensors[id].dims) != count) {
+      refuse(std::string("grouped quantized matmul: one ") + what + " a group");
+    }
+    return data_as<float>(as(id, plain_md(dims_of(id), dt::f32)));
+  };
+  const float* scales = floats(op.inputs[3], "scale");
+  const float* zeros = op.inputs[4] >= 0 ? floats(op.inputs[4], "zero point") : nullptr;
+  const float* bias = nullptr;
+  if (op.inputs[2] >= 0) {
+    if (checked_numel(graph_.tensors[op.inputs[2]].dims) != n) {
+      refuse("grouped quantized matmul: bias size differs from the output features");
+    }
+    bias = data_as<float>(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)));
+  }
+  const auto* stored = data_as<uint8_t>(src_memory(op.inputs[1]));
+  std::vector<int8_t> q(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (bits == 8) {
+      q[i] = static_cast<int8_t>(stored[i]);
+    } else {  // two's complement nibbles, the low one first
+      const auto nibble = static_cast<uint8_t>((stored[i / 2] >> (i % 2 ? 4 : 0)) & 0xF);
+      q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+    }
+  }
+  auto packed = std::make_shared<QuantPackedMatrix>(
+      QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
+  const memory a = as(op.inputs[0], plain_md(ad, dt::f32));
+  const memory dst = make_output(op, plain_md(od, dt::f32));
+  add_own_step(group_quant_matmul_step(std::move(packed), m, threads_, a, dst));
 }
 
 }  // namespace ember::cpu::delegate

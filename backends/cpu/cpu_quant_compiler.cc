@@ -1,5 +1,6 @@
 // The cpu backend's reading of PyTorch's quantize and dequantize ops (docs/quantization.md):
 // which of them it claims, their parameters, and the int8 weights behind a dequantize.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -85,8 +86,16 @@ Why check_dequantize(const Node& n) {
                  ? std::nullopt
                  : Why("a weight scale that is not a positive constant");
     }
+    const bool grouped = is_op(n, "quantized_decomposed::dequantize_per_channel_group");
     const int64_t axis = static_cast<int64_t>(number(n, "axis", -1).value_or(-1));
-    if (axis != 0) return "a per-channel dequantize along axis " + std::to_string(axis);
+    if (!grouped && axis != 0) return "a per-channel dequantize along axis " + std::to_string(axis);
+    if (grouped) {
+      const Arg* out = n.arg("output_dtype");
+      if (out == nullptr || out->kind() != ArgKind::DType || out->as_dtype() != DType::Float32) {
+        return "a grouped dequantize to a dtype other than float32";
+      }
+      if (number(n, "group_size", 0).value_or(0) < 2) return "a group size below 2";
+    }
     if (value_arg(n, "scales") == nullptr || value_arg(n, "scales")->producer() != nullptr) {
       return "per-channel scales that are not constants";
     }
@@ -95,7 +104,7 @@ Why check_dequantize(const Node& n) {
     return std::nullopt;
   }
   if (!is_op(*producer, "quantized_decomposed::quantize_per_tensor") ||
-      is_op(n, "quantized_decomposed::dequantize_per_channel")) {
+      !is_op(n, "quantized_decomposed::dequantize_per_tensor")) {
     return "dequantizes a result of " + producer->describe() + ", not of a quantize";
   }
   return check_quantize(*producer);
@@ -112,6 +121,21 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
   const auto bytes = data.bytes();
   const int64_t channels = w.dims.empty() ? 1 : w.dims[0];
   const int64_t inner = channels == 0 ? 0 : static_cast<int64_t>(bytes.size()) / channels;
+  if (is_op(n, "quantized_decomposed::dequantize_per_channel_group")) {
+    // PyTorch's reference: a group larger than a row with one scale a row is the row.
+    w.group = static_cast<int64_t>(number(n, "group_size", 0).value_or(0));
+    if (w.group > inner && scales != nullptr && scales->type.rank() > 0 &&
+        scales->type.shape.back().value == 1) {
+      w.group = inner;
+    }
+    if (w.dims.size() != 2 || w.group < 2 || inner % w.group != 0) {
+      return ir::Status::error("weight " + data.name + " is not [N, K] with K a multiple of the " +
+                               "group size " + std::to_string(w.group));
+    }
+  }
+  // One scale and zero point per channel, or per group of a row.
+  const int64_t per = w.group > 0 ? w.group : std::max<int64_t>(inner, 1);
+  const int64_t params = channels * (inner / per);
   if (is_op(n, "quantized_decomposed::dequantize_per_tensor")) {
     const Arg* scale = n.arg("scale");
     const Arg* zero_point = n.arg("zero_point");
@@ -123,21 +147,22 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
     w.zero_points.assign(static_cast<size_t>(channels), zero_point->as_int());
   } else {
     if (scales == nullptr || scales->type.dtype != DType::Float32 ||
-        scales->bytes().size() != static_cast<size_t>(channels) * sizeof(float)) {
-      return ir::Status::error("per-channel scales of " + data.name +
-                               " are not one float32 per output channel");
+        scales->bytes().size() != static_cast<size_t>(params) * sizeof(float)) {
+      return ir::Status::error("scales of " + data.name +
+                               " are not one float32 per output channel or group");
     }
-    w.scales.resize(static_cast<size_t>(channels));
+    w.scales.resize(static_cast<size_t>(params));
     std::memcpy(w.scales.data(), scales->bytes().data(), scales->bytes().size());
-    w.zero_points.assign(static_cast<size_t>(channels), 0);
+    w.zero_points.assign(static_cast<size_t>(params), 0);
     if (zero_points != nullptr) {
       const auto z = zero_points->bytes();
       const size_t width = ir::dtype_size(zero_points->type.dtype);
       if ((zero_points->type.dtype != DType::Int64 && zero_points->type.dtype != DType::Int32) ||
-          z.size() != static_cast<size_t>(channels) * width) {
-        return ir::Status::error("per-channel zero points of " + data.name);
+          z.size() != static_cast<size_t>(params) * width) {
+        return ir::Status::error("zero points of " + data.name +
+                                 " are not one int32 or int64 per output channel or group");
       }
-      for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t c = 0; c < params; ++c) {
         int64_t v = 0;
         if (width == 8) {
           std::memcpy(&v, z.data() + c * 8, 8);
@@ -153,13 +178,12 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
   w.q.resize(bytes.size());
   w.dequantized.resize(bytes.size());
   for (int64_t c = 0; c < channels; ++c) {
-    const float s = w.scales[static_cast<size_t>(c)];
-    const auto zp = static_cast<float>(w.zero_points[static_cast<size_t>(c)]);
     for (int64_t i = 0; i < inner; ++i) {
       const size_t k = static_cast<size_t>(c * inner + i);
+      const auto p = static_cast<size_t>(c * (inner / per) + i / per);
       w.q[k] = static_cast<float>(static_cast<int8_t>(bytes[k]));
-      // PyTorch's dequantize: (q - zero_point) * scale, in float32.
-      w.dequantized[k] = (w.q[k] - zp) * s;
+      // PyTorch's dequantize: (q - zero_point) * scale, in float32 (the difference is exact).
+      w.dequantized[k] = (w.q[k] - static_cast<float>(w.zero_points[p])) * w.scales[p];
     }
   }
   return w;

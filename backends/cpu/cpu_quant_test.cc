@@ -31,7 +31,7 @@ std::string qdq_call(const std::string& op, const std::string& x, double scale, 
 
 std::string i8_type(const at::Tensor& t) {
   std::string s = type_of(t);
-  return "i8" + s.substr(3);
+  return "i8" + s.substr(s.find('['));
 }
 
 // A program (IR text) of x -> quantize -> dequantize -> conv (int8 weight, per-channel scales)
@@ -288,6 +288,83 @@ TEST(CpuQuant, LinearOfQuantizedValuesAgainstTheReference) {
       const at::Tensor diff = (out[0] - want).abs();
       EXPECT_LE(diff.max().item<float>(), 0.05f * 1.001f);
       EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 20 + 1);
+    }
+  }
+}
+
+// A linear layer by a weight quantized by groups along its rows (torchao's 8da4w, 8da8w and
+// weight-only int4/int8: dequantize_per_channel_group -> permute -> addmm/mm), on Ember's own
+// kernel (GroupQuantMatMul), against ATen's matmul by PyTorch's dequantized weight.
+TEST(CpuQuant, GroupedIntegerLinearAgainstTheReference) {
+  at::manual_seed(11);
+  const int64_t n = 40, k = 64;  // 40 output features: two 16-column panels and a partial one
+  for (int64_t bits : {4, 8}) {
+    for (int64_t group : {2, 32, 64}) {
+      for (bool zeros : {false, true}) {
+        for (bool bias : {true, false}) {
+          SCOPED_TRACE(std::to_string(bits) + " bits, group " + std::to_string(group) +
+                       (zeros ? ", zero points" : "") + (bias ? ", bias" : ""));
+          const int64_t hi = bits == 4 ? 7 : 127;
+          const at::Tensor wq = at::randint(-hi - 1, hi + 1, {n, k}).to(at::kChar);
+          const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+          const at::Tensor zp = zeros ? at::randint(-hi - 1, hi + 1, {n, k / group}).to(at::kInt)
+                                      : at::zeros({n, k / group}, at::kInt);
+          const at::Tensor b = at::randn({n});
+          // PyTorch's dequantize_per_channel_group: (q - zero point) * scale, in float32.
+          const at::Tensor w = ((wq.to(at::kInt) - zp.repeat_interleave(group, 1)).to(at::kFloat) *
+                                scales.repeat_interleave(group, 1));
+          std::string wh;
+          const auto* bytes = static_cast<const uint8_t*>(wq.contiguous().data_ptr());
+          for (int64_t i = 0; i < wq.numel(); ++i) {
+            char h[3];
+            std::snprintf(h, sizeof h, "%02x", bytes[i]);
+            wh += h;
+          }
+          for (int64_t m : {1, 5}) {  // a row; a tile of four rows and one more
+            SCOPED_TRACE("rows " + std::to_string(m));
+            const at::Tensor x = at::randn({m, k});
+            const at::Tensor want = bias ? at::addmm(b, x, w.t()) : at::mm(x, w.t());
+            Prog p;
+            const std::string xi = p.input("x", x);
+            const std::string si = p.weight("s", scales), bi = p.weight("b", b);
+            const std::string zi = zeros ? p.weight("z", zp) : "none";
+            const std::string wd = p.node(
+                "wd", w,
+                "quantized_decomposed::dequantize_per_channel_group.default(input=%wq, scales=" +
+                    si + ", zero_points=" + zi + ", quant_min=" + std::to_string(-hi - 1) +
+                    ", quant_max=" + std::to_string(hi) + ", dtype=dtype(i8), group_size=" +
+                    std::to_string(group) + ", output_dtype=dtype(f32))");
+            const std::string wt =
+                p.node("wt", w.t(), "aten::permute.default(self=" + wd + ", dims=[1, 0])");
+            p.outputs = {p.node("y", want,
+                                bias ? "aten::addmm.default(self=" + bi + ", mat1=" + xi +
+                                           ", mat2=" + wt + ", beta=1, alpha=1)"
+                                     : "aten::mm.default(self=" + xi + ", mat2=" + wt + ")")};
+            std::string text =
+                "weight \"wq\": " + i8_type(wq) + " = hex\"" + wh + "\"\n" + p.text();
+            text.insert(text.find("\n) {\n"), ",\n    %wq: " + i8_type(wq) + " parameter \"wq\"");
+            auto program = parse_text(text);
+            ASSERT_NE(program, nullptr);
+            const Compiled compiled = compile(*program);
+            int grouped = 0;
+            for (const OpDesc& op : compiled.graph.ops) {
+              if (op.kind != OpKind::GroupQuantMatMul) continue;
+              ++grouped;
+              EXPECT_EQ(compiled.graph.tensors[op.inputs[1]].storage,
+                        bits == 4 ? WeightStorage::Int4 : WeightStorage::Int8);
+              EXPECT_EQ(op.inputs[4] >= 0, zeros);
+            }
+            EXPECT_EQ(grouped, 1);
+            DelegateSummary summary;
+            auto out = run(compiled, {x}, {want}, {}, &summary);
+            ASSERT_EQ(out.size(), 1u);
+            EXPECT_EQ(summary.grouped_matmuls, 1);
+            // The same products, summed in another order: float32 rounding only.
+            EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5))
+                << (out[0] - want).abs().max().item<float>();
+          }
+        }
+      }
     }
   }
 }

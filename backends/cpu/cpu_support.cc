@@ -366,6 +366,13 @@ const OpSupportTable& support_table() {
                            {"scales", {DType::Float32}},
                            {"zero_points", {DType::Int64, DType::Int32}}},
             .extra = check_dequantize});
+    // int32 or int64 zero points only: PyTorch subtracts an int8 one in int8, wrapping around.
+    t->add({.op = "quantized_decomposed::dequantize_per_channel_group",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scales", {DType::Float32}},
+                           {"zero_points", {DType::Int64, DType::Int32}}},
+            .extra = check_dequantize});
     for (const char* op :
          {"aten::view", "aten::view_copy", "aten::_unsafe_view", "aten::_reshape_alias",
           "aten::reshape", "aten::squeeze", "aten::unsqueeze", "aten::flatten", "aten::t",

@@ -25,8 +25,12 @@ namespace ember::cpu {
 
 using testing::BlobMap;
 
+// The IR type of t: its dtype (float32, int8, int32 or int64) and sizes.
 inline std::string type_of(const at::Tensor& t) {
-  std::string s = "f32[";
+  std::string s = t.scalar_type() == at::kChar   ? "i8["
+                  : t.scalar_type() == at::kInt  ? "i32["
+                  : t.scalar_type() == at::kLong ? "i64["
+                                                 : "f32[";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
   return s + "]";
 }
@@ -36,7 +40,7 @@ inline std::string hex(const at::Tensor& t) {
   const auto* p = static_cast<const uint8_t*>(c.data_ptr());
   std::string out;
   char buf[3];
-  for (int64_t i = 0; i < c.numel() * 4; ++i) {
+  for (int64_t i = 0; i < c.numel() * static_cast<int64_t>(c.element_size()); ++i) {
     std::snprintf(buf, sizeof buf, "%02x", p[i]);
     out += buf;
   }

@@ -7,7 +7,8 @@ namespace ember::cpu {
 namespace {
 
 constexpr char kMagic[8] = {'E', 'M', 'B', 'R', 'C', 'P', 'U', '1'};
-constexpr uint32_t kVersion = 3;  // 2: dynamic batch symbols; 3: quantized convolutions
+constexpr uint32_t kVersion = 4;  // 2: dynamic batch symbols; 3: quantized convolutions;
+                                  // 4: grouped int8/int4 linears
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
 class Writer {
@@ -126,6 +127,14 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
       if (!need_inputs(4, 4) || !required(0) || !required(1) || !required(3) || !op.ints.empty() ||
           op.floats.size() != 2 || !(op.floats[0] > 0)) {
         return fail(error, where + "quantized matmul needs a, weight, bias, scales, parameters");
+      }
+      break;
+    case OpKind::GroupQuantMatMul:
+      if (!need_inputs(5, 5) || !required(0) || !required(1) || !required(3) ||
+          op.ints.size() != 1 || op.ints[0] < 2 || !op.floats.empty()) {
+        return fail(error, where +
+                               "grouped quantized matmul needs a, weight, bias, scales, zero "
+                               "points and a group size of at least 2");
       }
       break;
     case OpKind::Pool: {
@@ -247,7 +256,7 @@ std::vector<uint8_t> serialize(const CpuGraph& g) {
     w.vec(t.dims);
     w.vec(t.dim_order);
     w.pod(t.batch_symbol);
-    w.pod(static_cast<uint8_t>(t.int8 ? 1 : 0));
+    w.pod(static_cast<uint8_t>(t.storage));
   }
   w.pod(static_cast<uint32_t>(g.ops.size()));
   for (const OpDesc& op : g.ops) {
@@ -312,13 +321,13 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
       return truncated("tensor");
     }
     t.batch_symbol = r.pod<int32_t>();
-    const auto int8 = r.pod<uint8_t>();
+    const auto storage = r.pod<uint8_t>();
     if (!r.ok()) return truncated("tensor");
-    if (int8 > 1 || (int8 == 1 && kind != static_cast<uint8_t>(TensorKind::Weight))) {
-      fail(error, "an int8 tensor that is not a weight");
+    if (storage > 2 || (storage != 0 && kind != static_cast<uint8_t>(TensorKind::Weight))) {
+      fail(error, "an integer tensor that is not a weight");
       return std::nullopt;
     }
-    t.int8 = int8 == 1;
+    t.storage = static_cast<WeightStorage>(storage);
     if (kind > 2) {
       fail(error, "tensor kind out of range");
       return std::nullopt;
@@ -339,9 +348,17 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
       fail(error, "tensor with a bad batch symbol");
       return std::nullopt;
     }
+    const bool odd_int4 = t.storage == WeightStorage::Int4 &&
+                          (t.dims.empty() || t.dims.back() % 2 != 0 || !t.dim_order.empty());
+    const uint64_t nbytes = t.storage == WeightStorage::Int4   ? static_cast<uint64_t>(numel) / 2
+                            : t.storage == WeightStorage::Int8 ? static_cast<uint64_t>(numel)
+                                                               : static_cast<uint64_t>(numel) * 4;
+    if (odd_int4) {
+      fail(error, "an int4 weight whose last dim is odd or not innermost");
+      return std::nullopt;
+    }
     if (t.kind == TensorKind::Weight &&
-        (t.index >= g.weights.size() ||
-         g.weights[t.index].nbytes != static_cast<uint64_t>(numel) * (t.int8 ? 1 : 4))) {
+        (t.index >= g.weights.size() || g.weights[t.index].nbytes != nbytes)) {
       fail(error, "tensor names a missing weight or its size disagrees");
       return std::nullopt;
     }
@@ -401,15 +418,24 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     }
     if (!check_params(op, i, error)) return std::nullopt;
     for (size_t k = 0; k < op.inputs.size(); ++k) {
-      if (op.inputs[k] >= 0 && g.tensors[op.inputs[k]].int8 &&
-          ((op.kind != OpKind::QuantConv && op.kind != OpKind::QuantMatMul) || k != 1)) {
-        fail(error, "op " + std::to_string(i) + ": reads int8 weights as floats");
+      const WeightStorage s =
+          op.inputs[k] >= 0 ? g.tensors[op.inputs[k]].storage : WeightStorage::Float32;
+      const bool int8_weight =
+          k == 1 && (op.kind == OpKind::QuantConv || op.kind == OpKind::QuantMatMul ||
+                     op.kind == OpKind::GroupQuantMatMul);
+      const bool int4_weight = k == 1 && op.kind == OpKind::GroupQuantMatMul;
+      if ((s == WeightStorage::Int8 && !int8_weight) ||
+          (s == WeightStorage::Int4 && !int4_weight) ||
+          (k == 1 && op.kind == OpKind::GroupQuantMatMul && s == WeightStorage::Float32)) {
+        fail(error, "op " + std::to_string(i) +
+                        ": reads integer weights as floats, or floats as "
+                        "integers");
         return std::nullopt;
       }
     }
     for (const PostOp& p : op.post_ops) {
-      if (p.is_sum && g.tensors[p.tensor].int8) {
-        fail(error, "op " + std::to_string(i) + ": sums int8 weights");
+      if (p.is_sum && g.tensors[p.tensor].integer()) {
+        fail(error, "op " + std::to_string(i) + ": sums integer weights");
         return std::nullopt;
       }
     }
@@ -419,8 +445,8 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
   g.output_dim_orders.resize(g.outputs.size());
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     if (!r.vec(&g.output_dim_orders[i], kMaxCpuRank)) return truncated("output dim order");
-    if (!valid_use(g.outputs[i]) || g.tensors[g.outputs[i]].int8) {
-      fail(error, "an output names an undefined tensor or int8 weights");
+    if (!valid_use(g.outputs[i]) || g.tensors[g.outputs[i]].integer()) {
+      fail(error, "an output names an undefined tensor or integer weights");
       return std::nullopt;
     }
     TensorDesc view{TensorKind::Intermediate, 0, g.tensors[g.outputs[i]].dims,

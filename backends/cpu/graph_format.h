@@ -27,6 +27,12 @@ enum class TensorKind : uint8_t {
   Intermediate = 2,  // produced by exactly one op
 };
 
+enum class WeightStorage : uint8_t {
+  Float32 = 0,
+  Int8 = 1,  // one byte an element
+  Int4 = 2,  // two's complement nibbles, two a byte along the last dim (low nibble first; even)
+};
+
 struct TensorDesc {
   TensorKind kind = TensorKind::Intermediate;
   uint32_t index = 0;
@@ -35,13 +41,14 @@ struct TensorDesc {
   // A dynamic batch: dims[0] is the value of this symbol (0 <= symbol < CpuGraph::num_symbols)
   // at each call, at most dims[0]; -1: every dim is static. Never on a weight.
   int32_t batch_symbol = -1;
-  // A weight of int8 integers (one byte each), read only as a QuantConv's or QuantMatMul's
-  // weight; else float32.
-  bool int8 = false;
+  // How a weight's elements are stored: float32, or integers read only as the weight of a
+  // QuantConv or QuantMatMul (int8) or of a GroupQuantMatMul (int8 or int4).
+  WeightStorage storage = WeightStorage::Float32;
+  bool integer() const { return storage != WeightStorage::Float32; }
 };
 
 // A weight stored in named data under `key` (exactly `nbytes` bytes, dense: four per float32
-// element, one per int8 one).
+// element, one per int8 one, half per int4 one).
 struct WeightRef {
   std::string key;
   uint64_t nbytes = 0;
@@ -69,8 +76,14 @@ enum class OpKind : uint8_t {
   // PyTorch's [N, K]), bias|-1 ([N] or [1, N]), weight scales [N]; floats [scale, zero point] of
   // a, as QuantConv's. The result [M, N] is a x dequantized weight^T + bias.
   QuantMatMul = 12,
+  // A linear layer by a weight of integers quantized by groups along K (quant_gemm.h): in: a
+  // [M, K], weight [N, K] (Int8 or Int4 storage), bias|-1 ([N] or [1, N]), scales [N, K / group],
+  // zero points [N, K / group] (float32 integers)|-1 for all 0; ints: [group]. The result [M, N]
+  // is a x W^T + bias, W = (q - zero point) * scale in float32 (PyTorch's
+  // dequantize_per_channel_group).
+  GroupQuantMatMul = 13,
 };
-inline constexpr uint8_t kNumOpKinds = 13;
+inline constexpr uint8_t kNumOpKinds = 14;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,

@@ -111,4 +111,17 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
   return s;
 }
 
+OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
+                                dnnl::memory a, dnnl::memory dst) {
+  OwnStep s{OwnKind::GroupQuantMatMul,
+            cat({"matmul,ember:quant_gemm,forward_inference,wei_s", n(b->bits),
+                 ",attr-group:", n(b->group)}),
+            cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
+            {}};
+  s.run = [b = std::move(b), m, threads, a, dst]() {
+    quant_gemm_threads(threads, m, *b, in_of(a), b->k, out_of(dst), b->n);
+  };
+  return s;
+}
+
 }  // namespace ember::cpu

@@ -13,13 +13,14 @@
 #include "backends/cpu/depthwise.h"
 #include "backends/cpu/inverted_residual.h"
 #include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/quant_gemm.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
 namespace ember::cpu {
 
 // Exact: the steps that keep ATen's NaN semantics where oneDNN's primitives lose them
 // (nan_exact.h: clamps, max pooling, softmax rows).
-enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec, Exact };
+enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec, GroupQuantMatMul, Exact };
 
 struct OwnStep {
   OwnKind kind;
@@ -48,5 +49,9 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
 // holds the summand when the step runs.
 OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool sum, int threads,
                     dnnl::memory a, dnnl::memory dst);
+
+// m rows a [m][b.k] by the grouped-integer weight b -> dst [m][b.n] (quant_gemm.h).
+OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
+                                dnnl::memory a, dnnl::memory dst);
 
 }  // namespace ember::cpu

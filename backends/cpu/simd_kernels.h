@@ -1,5 +1,6 @@
 // The instruction-set variants of the cpu backend's own kernels: the packed GEMM's register tiles
-// (packed_gemm.h) and the 3x3 depthwise row (depthwise.h). Each is written once, in
+// (packed_gemm.h), the 3x3 depthwise row (depthwise.h) and the grouped-integer linear
+// (quant_gemm.h). Each is written once, in
 // simd_kernels.inc (GCC/Clang vector extensions, no intrinsics), and compiled once per variant:
 // simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a vector, 16 registers) and simd_kernels_avx512.cc
 // (AVX-512F, 16 floats a vector, 32 registers), each with its own tile sizes. kernels() picks the
@@ -10,6 +11,7 @@
 #include <cstdint>
 
 #include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/quant_gemm.h"
 
 namespace ember::cpu::simd {
 
@@ -38,6 +40,9 @@ struct Kernels {
   void (*depthwise_row)(int64_t stride, const float* const rows[3], int64_t ld, int64_t w,
                         int64_t wo, const float* wts, const float* bias, int64_t cpad,
                         int64_t c_begin, int64_t c_end, float* out, Clamp act);
+  // quant_gemm() of quant_gemm.h over the panels [panel_begin, panel_end).
+  void (*quant_gemm)(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t lda, float* c,
+                     int64_t ldc, int64_t panel_begin, int64_t panel_end);
 };
 
 const Kernels& kernels_avx2();

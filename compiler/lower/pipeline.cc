@@ -42,6 +42,7 @@ ir::Status run_passes(ir::Program& program, passes::PassContext* context,
   passes::PassContext& ctx = context != nullptr ? *context : local;
   for (std::string_view step : pipeline()) {
     if (step == kDelegationStep) {
+      ctx.delegated = true;
       if (backends.empty()) continue;
       if (delegation == nullptr) return ir::Status::error("run_passes: backends need a result");
       ir::StatusOr<partition::DelegationResult> d =

@@ -52,9 +52,16 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
   for (ir::Node* n : g.nodes()) nodes.push_back(n);
   for (ir::Node* n : nodes) {
     if (n->num_subgraphs() > 0 || !mutated_arguments(*n).empty() || n->num_outputs() == 0) continue;
-    // A dequantized weight stays quantized: the program keeps its int8 bytes (a quarter of the
-    // float32 ones), and a backend sees the quantization it can compute in integers.
-    if (n->qualified_op().rfind("quantized_decomposed::dequantize_per_", 0) == 0) continue;
+    // A dequantized weight stays quantized until the backends have seen it: a backend sees the
+    // quantization it can compute in integers (C33). After that, the dequantizes that ExecuTorch's
+    // runtime computes too (per tensor, per channel: PT2E's weights) stay, so the program keeps
+    // int8 bytes (a quarter of float32's); one by groups (torchao's weights, which no kernel of
+    // ExecuTorch's computes) becomes a float32 weight, which any runtime reads at full speed.
+    if (n->qualified_op().rfind("quantized_decomposed::dequantize_per_", 0) == 0 &&
+        (!ctx.delegated ||
+         n->qualified_op().rfind("quantized_decomposed::dequantize_per_channel_group", 0) != 0)) {
+      continue;
+    }
     if (is_prim_op(n->qualified_op())) continue;
     // A result that is written later (the clone of a constant, then `y[0:2] = x`) is fresh
     // mutable storage, not a constant: folding it would make the write a write of a constant,

@@ -24,6 +24,9 @@ struct PassContext {
   std::vector<std::string> details;  // the same, item by item, where a note summarizes many
   int folded_nodes = 0;
   int removed_nodes = 0;
+  // Set once the backends have partitioned the program (with or without any): fold_constants
+  // then folds the dequantizes of weights that no kernel of ExecuTorch's runtime computes.
+  bool delegated = false;
 };
 
 // The passes, for direct calls (tests, backends); what each needs and guarantees is its EMBER_PASS

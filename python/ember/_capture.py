@@ -6,6 +6,7 @@ its symbols renamed after the declared dims. Failures inside torch.export come b
 worded for what to change (_torch_export_error).
 """
 
+import importlib
 import inspect
 import re
 import sys
@@ -218,6 +219,73 @@ def _torchao_decompositions():
     return table
 
 
+def _is_weight(node, weights):
+    """A parameter, buffer or constant, or an inner tensor of one (a tensor subclass's: torchao's
+    quantized weight holds its integers, scales and zero points so)."""
+    while isinstance(node, torch.fx.Node) and node.op == "call_function" and \
+            "access_subclass_inner_tensor" in str(node.target):
+        node = node.args[0]
+    return isinstance(node, torch.fx.Node) and node.op == "placeholder" and node.name in weights
+
+
+def _group_dequantized_weights(ep):
+    """torchao's dequantize of a weight by groups of a row (8da4w, 8da8w, weight-only int4 and
+    int8; a whole row per channel) as quantized_decomposed::dequantize_per_channel_group: the op
+    that names the whole quantization (integer weight, scales, zero points, group size), which a
+    backend can claim whole (contract C33) and the compiler keeps quantized until one has.
+
+    It computes what torchao's decomposition does, bit for bit: torchao takes
+    (float(q) - float(zero point)) * scale in float32; the op takes the integer difference (exact:
+    the zero point is widened to int32 first, so int8 - int8 cannot wrap) times the float32 scale.
+    Only weights (so activations keep ATen ops, which ExecuTorch's runtime runs too), and only
+    that shape: other blocks, dtypes and floating zero points keep torchao's decomposition.
+    """
+    namespace = getattr(torch.ops, "torchao", None)
+    dequantize = getattr(namespace, "dequantize_affine", None) if namespace else None
+    if dequantize is None:
+        return
+    sig = ep.graph_signature
+    weights = set(sig.inputs_to_parameters) | set(sig.inputs_to_buffers) | set(
+        sig.inputs_to_lifted_tensor_constants)
+    graph = ep.graph_module.graph
+    for node in list(graph.nodes):
+        if node.target != dequantize.default:
+            continue
+        args = list(node.args) + [None] * (8 - len(node.args))
+        q, block, scale, zero_point, _, quant_min, quant_max, out_dtype = args
+        out_dtype = node.kwargs.get("output_dtype", out_dtype or torch.float32)
+        quant_min = node.kwargs.get("quant_min", quant_min)
+        quant_max = node.kwargs.get("quant_max", quant_max)
+        val = lambda n: n.meta.get("val") if isinstance(n, torch.fx.Node) else None  # noqa: E731
+        qv, sv, zv = val(q), val(scale), val(zero_point)
+        if (not _is_weight(q, weights) or qv is None or sv is None or qv.dim() != 2 or len(block) != 2 or block[0] != 1):
+            continue
+        group = int(block[1])
+        if (group < 2 or qv.shape[1] % group != 0 or qv.dtype != torch.int8
+                or sv.dtype != torch.float32 or out_dtype != torch.float32
+                or sv.numel() != qv.numel() // group
+                or (zero_point is not None and (zv is None or zv.is_floating_point()
+                                                or zv.numel() != sv.numel()))):
+            continue
+        importlib.import_module("torch.ao.quantization.fx._decomposed")  # quantized_decomposed
+        info = torch.iinfo(torch.int8)
+        lo = info.min if quant_min is None else int(quant_min)
+        hi = info.max if quant_max is None else int(quant_max)
+        with graph.inserting_before(node):
+            zp = None
+            if zero_point is not None:
+                zp = graph.call_function(torch.ops.aten._to_copy.default, (zero_point,),
+                                         {"dtype": torch.int32})
+                zp.meta["val"] = zv.to(torch.int32)
+            grouped = graph.call_function(
+                torch.ops.quantized_decomposed.dequantize_per_channel_group.default,
+                (q, scale, zp, lo, hi, torch.int8, group, torch.float32))
+        grouped.meta = dict(node.meta)
+        node.replace_all_uses_with(grouped)
+        graph.erase_node(node)
+    ep.graph_module.recompile()
+
+
 def _capture_torch_export(module, inputs, dims, state, strict):
     from torch.export import Dim as TorchDim
     from torch.export import export as torch_export
@@ -245,6 +313,7 @@ def _capture_torch_export(module, inputs, dims, state, strict):
             # the default table gives the core ATen opset, functional: the form ExecuTorch's
             # exporter starts from too (std and var_mean in double, see _decompositions).
             _make_copies_explicit(ep.graph_module)
+            _group_dequantized_weights(ep)
             ep = ep.run_decompositions(_decompositions())
     except Exception as e:
         raise _torch_export_error(e) from e

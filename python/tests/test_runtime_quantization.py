@@ -1,7 +1,9 @@
 """Quantized programs end to end: PyTorch's PT2E flow with Ember's quantizer (and ExecuTorch's
 XNNPACKQuantizer), exported, compiled with the `ember` command (EMBER_BIN) and run by Ember's
 runtime, against the converted module run in eager PyTorch: the quantized reference. Also the
-quantizer's contracts C31 (bfloat16 stays float) and C32 (a config applies only in its scope).
+quantizer's contracts C31 (bfloat16 stays float) and C32 (a config applies only in its scope), and
+torchao's quantized linears (8da4w, 8da8w, weight-only int4/int8) with contract C33 (the cpu
+backend claims a quantized linear only whole, and never reads an integer weight as a float one).
 
 The quantized reference computes each quantize/dequantize in float32, as Ember's portable kernels
 do, so the portable flow is compared bit for bit. The cpu backend computes the same float ops
@@ -193,33 +195,102 @@ class QuantizationTest(unittest.TestCase):
         (y,) = self.run_in_ember(converted, (x,), "xnnpack_portable")
         torch.testing.assert_close(y, converted(x), rtol=0, atol=0)
 
-    def test_torchao_flows_run_as_their_reference(self):
-        # torchao's quantized weights (tensor subclasses) and its primitives (choose_qparams_affine,
-        # quantize_affine, dequantize_affine) export as the ATen ops they run in eager.
+    TORCHAO_CONFIGS = ("8da4w", "8da8w", "int8_weight_only", "int4_weight_only")
+
+    @staticmethod
+    def torchao_model(name):
         from torchao.quantization import (Int8DynamicActivationIntxWeightConfig,
                                           IntxWeightOnlyConfig, quantize_)
         from torchao.quantization.granularity import PerAxis, PerGroup
-        configs = {
-            "8da4w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
-                                                           weight_granularity=PerGroup(32)),
-            "8da8w": Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int8,
-                                                           weight_granularity=PerAxis(0)),
-            "int8_weight_only": IntxWeightOnlyConfig(weight_dtype=torch.int8,
-                                                     granularity=PerAxis(0)),
-            "int4_weight_only": IntxWeightOnlyConfig(weight_dtype=torch.int4,
-                                                     granularity=PerGroup(32)),
-        }
-        for name, config in configs.items():
-            torch.manual_seed(3)
-            model = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
-            quantize_(model, config)
-            x = torch.randn(4, 64)
+        config = {
+            "8da4w": lambda: Int8DynamicActivationIntxWeightConfig(
+                weight_dtype=torch.int4, weight_granularity=PerGroup(32)),
+            "8da8w": lambda: Int8DynamicActivationIntxWeightConfig(
+                weight_dtype=torch.int8, weight_granularity=PerAxis(0)),
+            "int8_weight_only": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int8,
+                                                             granularity=PerAxis(0)),
+            "int4_weight_only": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int4,
+                                                             granularity=PerGroup(32)),
+        }[name]()
+        torch.manual_seed(3)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
+        quantize_(model, config)
+        return model
+
+    def compile_cpu(self, module, inputs, name):
+        """Exports and compiles with the cpu backend; (pte path, compile's --verbose report)."""
+        ep = os.path.join(self.dir, name + ".ep")
+        pte = os.path.join(self.dir, name + ".pte")
+        ember.export(module, inputs, ep)
+        r = subprocess.run([EMBER_BIN, "compile", ep, "-o", pte, "--backend", "cpu", "--verbose"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return pte, r.stdout
+
+    def test_c33_quantized_linears_lower_whole_and_match_eager(self):
+        # torchao's quantized weights (tensor subclasses) and its primitives export as ATen ops,
+        # the weight's dequantize as quantized_decomposed::dequantize_per_channel_group: the
+        # integer weight, its scales, zero points and group size in one op. The cpu backend
+        # claims that op with the linear that reads it (an integer kernel, the weight kept
+        # integer); the portable program folds it into float32 weights. Both match eager.
+        x = torch.randn(4, 64)
+        for name in self.TORCHAO_CONFIGS:
+            model = self.torchao_model(name)
             expected = model(x)
-            for backend in (None, "cpu"):
-                with self.subTest(flow=name, backend=backend):
-                    (y,) = self.run_in_ember(model, (x,), f"torchao_{name}_{backend}", backend)
-                    # The matmul sums in another order than eager's: float32 rounding only.
-                    torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+            with self.subTest(flow=name):
+                pte, report = self.compile_cpu(model, (x,), f"c33_{name}")
+                # --verbose lists each partition's nodes after its "partition" line.
+                partitions = report.split("\npartition ")[1:]
+                claimed = [p for p in partitions if "(aten::addmm" in p and
+                           "(quantized_decomposed::dequantize_per_channel_group" in p]
+                self.assertEqual(len(claimed), 1, report)
+                self.assertNotIn("portable: quantized_decomposed::dequantize_per_channel_group",
+                                 report)
+                (y,) = Program.load(pte).forward(x)
+                # The same products, summed in another order than eager's: float32 rounding.
+                torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+                (y,) = self.run_in_ember(model, (x,), f"c33_{name}_portable")
+                torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+
+    def test_c33_broken_up_pattern_is_never_an_integer_weight_read_as_float(self):
+        # The pattern broken up before partitioning: torchao's dequantize decomposed into plain
+        # ATen arithmetic (cast, subtract the zero point, multiply by the scale) instead of the
+        # grouped op. No backend claims an integer linear then; the compiler computes that
+        # arithmetic exactly as eager does (it folds it on the constant weight), so the result is
+        # eager's, never the integers read as floats. (The contract allows failing at export or
+        # reassembling exactly; Ember's is the exact arithmetic.)
+        from ember import _capture
+        x = torch.randn(4, 64)
+        original = _capture._group_dequantized_weights
+        _capture._group_dequantized_weights = lambda ep: None
+        try:
+            for name in self.TORCHAO_CONFIGS:
+                model = self.torchao_model(name)
+                with self.subTest(flow=name):
+                    pte, report = self.compile_cpu(model, (x,), f"c33_broken_{name}")
+                    self.assertNotIn("dequantize_per_channel_group", report)
+                    (y,) = Program.load(pte).forward(x)
+                    torch.testing.assert_close(y, model(x), rtol=1e-5, atol=1e-5)
+        finally:
+            _capture._group_dequantized_weights = original
+
+    def test_c33_float_linear_lowers_in_both_flows(self):
+        from ember import _capture
+        torch.manual_seed(4)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
+        x = torch.randn(4, 64)
+        original = _capture._group_dequantized_weights
+        for grouped in (True, False):
+            if not grouped:
+                _capture._group_dequantized_weights = lambda ep: None
+            try:
+                pte, report = self.compile_cpu(model, (x,), f"c33_fp32_{grouped}")
+            finally:
+                _capture._group_dequantized_weights = original
+            self.assertIn("aten::addmm", report)
+            self.assertNotIn("portable: aten::addmm", report)
+            (y,) = Program.load(pte).forward(x)
+            torch.testing.assert_close(y, model(x), rtol=1e-5, atol=1e-5)
 
     @staticmethod
     def output_scale(gm):

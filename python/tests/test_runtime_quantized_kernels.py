@@ -195,6 +195,74 @@ class PerChannelTest(KernelTest):
                                           f"-> {out_dtype}")
 
 
+class PerChannelGroupTest(KernelTest):
+    def run_case(self, q, scales, zps, group_size, out_dtype, what):
+        info = torch.iinfo(q.dtype)
+        ref = qd.dequantize_per_channel_group(q, scales, zps, info.min, info.max, q.dtype,
+                                              group_size, out_dtype)
+        out = torch.empty(q.shape, dtype=out_dtype)
+        call_kernel(NS + "dequantize_per_channel_group.out", q, scales, zps, info.min, info.max,
+                    CODE[q.dtype], group_size, CODE[out_dtype], out, out)
+        self.assertSameBits(out, ref, f"dequantize_per_channel_group {what} {q.dtype} "
+                                      f"group_size={group_size} -> {out_dtype}")
+
+    def test_dequantize(self):
+        g = torch.Generator().manual_seed(14)
+        rows, k = 3, 64
+        out_dtypes = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+        zp_dtypes = [None, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+        # (group_size, scales' shape): the last one is larger than a row with one scale a row,
+        # which the reference shrinks to the row.
+        groupings = [(2, (rows * k // 2,)), (32, (rows, 2)), (k, (rows,)), (5 * k, (rows, 1))]
+        cases = itertools.product(QDTYPES, zp_dtypes, [torch.float32, torch.float64], out_dtypes,
+                                  groupings)
+        for dtype, zd, sd, out_dtype, (group_size, scale_shape) in cases:
+            info = torch.iinfo(dtype)
+            q = torch.randint(info.min, info.max + 1, (rows, k), generator=g, dtype=torch.int64)
+            q.view(-1)[:2] = torch.tensor([info.min, info.max])
+            q = q.to(dtype)
+            scales = torch.rand(scale_shape, generator=g, dtype=torch.float64) * 0.3 + 1e-6
+            scales.view(-1)[0] = 1 / 3  # rounds differently in float32 and float64
+            scales = scales.to(sd)
+            zps = None
+            if zd is not None:
+                # Over the zero points' whole range: the subtraction wraps where the promoted
+                # dtype is the input's (int8 - int8, uint8 - uint8, int32 - int32).
+                zinfo = torch.iinfo(zd)
+                lo, hi = max(zinfo.min, -(2**40)), min(zinfo.max, 2**40)
+                zps = torch.randint(lo, hi + 1, scale_shape, generator=g, dtype=torch.int64)
+                zps.view(-1)[0] = lo
+                zps = zps.to(zd)
+            self.run_case(q, scales, zps, group_size, out_dtype, f"zp {zd} scales {sd}")
+
+    def test_wraps_in_int8(self):
+        # int8 - int8 stays int8 in ATen: -128 - 100 wraps to 28, 100 - (-100) to -56.
+        q = torch.tensor([[-128, 5, 100, -5]], dtype=torch.int8)
+        scales = torch.tensor([0.5, 0.25])
+        zps = torch.tensor([100, -100], dtype=torch.int8)
+        ref = qd.dequantize_per_channel_group(q, scales, zps, -128, 127, torch.int8, 2,
+                                              torch.float32)
+        self.assertEqual(ref.tolist(), [[14.0, -47.5, -14.0, 23.75]])
+        self.run_case(q, scales, zps, 2, torch.float32, "int8 wrap")
+        # The same zero points as int32 widen the subtraction: no wrap.
+        self.run_case(q, scales, zps.int(), 2, torch.float32, "int32 zero points")
+
+    def test_layouts(self):
+        g = torch.Generator().manual_seed(15)
+        q = torch.randint(-128, 128, (8, 6), generator=g, dtype=torch.int64).to(torch.int8)
+        zps = torch.randint(-20, 20, (8,), generator=g, dtype=torch.int64).to(torch.int8)
+        # A transposed (non-contiguous) input, as the reference's reshape copies it.
+        self.run_case(q.t(), torch.rand(6 * 8 // 4, generator=g), None, 4, torch.float32,
+                      "transposed")
+        # One scale and one zero point for every group (broadcast).
+        self.run_case(q, torch.tensor([0.125]), torch.tensor([3], dtype=torch.int8), 3,
+                      torch.float32, "one scale")
+        # Empty inputs.
+        self.run_case(q[:0], torch.ones(0), torch.zeros(0, dtype=torch.int32), 3, torch.float32,
+                      "no rows")
+        self.run_case(q[:, :0], torch.ones(0), None, 2, torch.float64, "empty rows")
+
+
 class ChooseQparamsTest(KernelTest):
     def run_case(self, x, qmin, qmax, eps, dtype):
         ref_s, ref_z = qd.choose_qparams.tensor(x, qmin, qmax, eps, dtype)
@@ -390,6 +458,36 @@ class ErrorTest(unittest.TestCase):
                          -128, 127, i8, None, out, out)
         self.assertFails("scales has 3 elements, expected 4", "dequantize_per_channel.out", q,
                          torch.ones(3), None, 0, -128, 127, i8, None, out, out)
+        group = "dequantize_per_channel_group.out"
+        f32 = CODE[torch.float32]
+        w = torch.zeros(4, 8, dtype=torch.int8)
+        w_out = torch.empty(4, 8)
+        self.assertFails("group_size must be > 1", group, w, torch.ones(32), None, -128, 127, i8,
+                         1, f32, w_out, w_out)
+        self.assertFails(r"input.shape\[-1\] \(8\) must be divisible by group_size \(3\)", group,
+                         w, torch.ones(10), None, -128, 127, i8, 3, f32, w_out, w_out)
+        self.assertFails(r"input.shape\[-1\] \(8\) must be divisible by group_size \(16\)",
+                         group, w, torch.ones(4, 2), None, -128, 127, i8, 16, f32, w_out, w_out)
+        self.assertFails("input must be 2-dimensional, got 3 dims", group,
+                         torch.zeros(2, 2, 8, dtype=torch.int8), torch.ones(8), None, -128, 127,
+                         i8, 4, f32, torch.empty(2, 2, 8), torch.empty(2, 2, 8))
+        self.assertFails("scales has 3 elements, expected 8", group, w, torch.ones(3), None, -128,
+                         127, i8, 4, f32, w_out, w_out)
+        self.assertFails("zero_points has 2 elements, expected 8", group, w, torch.ones(8),
+                         torch.zeros(2, dtype=torch.int8), -128, 127, i8, 4, f32, w_out, w_out)
+        self.assertFails("zero_points must be uint8, int8, int16, int32 or int64, got float32",
+                         group, w, torch.ones(8), torch.zeros(8), -128, 127, i8, 4, f32, w_out,
+                         w_out)
+        self.assertFails("scales must be float32 or float64, got float16", group, w,
+                         torch.ones(8, dtype=torch.float16), None, -128, 127, i8, 4, f32, w_out,
+                         w_out)
+        self.assertFails("out has dtype float32, expected float64", group, w, torch.ones(8), None,
+                         -128, 127, i8, 4, CODE[torch.float64], w_out, w_out)
+        self.assertFails("output dtype must be floating", group, w, torch.ones(8), None, -128,
+                         127, i8, 4, CODE[torch.int32], torch.empty(4, 8, dtype=torch.int32),
+                         torch.empty(4, 8, dtype=torch.int32))
+        self.assertFails("input must be uint8, int8, int16 or int32, got float32", group,
+                         w.float(), torch.ones(8), None, -128, 127, i8, 4, f32, w_out, w_out)
 
     def test_choose_qparams_errors(self):
         x = torch.randn(8)

@@ -134,6 +134,29 @@ EMBER_SWEEP_CASE("quantized_decomposed::dequantize_per_channel.out", [](ScalarTy
       {at::kFloat}, q.sizes(), why);
 });
 
+// Per channel group on a [3, 4] input, groups of 2: float32 scales and int32 zero points, one per
+// group (the reference's reshape(-1, 1)), so the subtraction is int32 and the product float32. The
+// Python reference would also take floating and int64 inputs; Ember takes the quantized integer
+// dtypes only, as for the other dequantize ops.
+EMBER_SWEEP_CASE("quantized_decomposed::dequantize_per_channel_group.out", [](ScalarType dtype,
+                                                                              std::string* why) {
+  const at::Tensor q = sweep_input(dtype, {3, 4});
+  const at::Tensor s = at::tensor({0.1f, 0.07f, 0.5f, 0.003f, 1.0f / 3, 2.5f}, at::kFloat);
+  const at::Tensor z = at::tensor({0, 3, -5, 10, 100, -128}, at::kInt);
+  return sweep_run(
+      "quantized_decomposed::dequantize_per_channel_group.out",
+      [&] {
+        TORCH_CHECK(quantized_dtype(dtype), "dequantize_per_channel_group takes quantized inputs");
+        const at::Tensor grouped = q.reshape({-1, 2});
+        return Outs{(grouped - z.view({-1, 1})).mul(s.view({-1, 1})).reshape_as(q).to(at::kFloat)};
+      },
+      [&](KernelCall& c) {
+        c.tensor(q).tensor(s).tensor(z).scalar(int64_t{-128}).scalar(int64_t{127});
+        c.scalar(kInt8).scalar(int64_t{2}).scalar(code_of(at::kFloat));
+      },
+      {at::kFloat}, q.sizes(), why);
+});
+
 // determine_qparams (per_tensor_affine) on aminmax of the input, int8's range, eps 1e-5.
 EMBER_SWEEP_CASE("quantized_decomposed::choose_qparams.Tensor_out", [](ScalarType dtype,
                                                                        std::string* why) {

@@ -10,12 +10,17 @@
 // quantized_decomposed::dequantize_per_token.out(Tensor input, Tensor scales,
 //     Tensor zero_points, int quant_min, int quant_max, ScalarType dtype,
 //     ScalarType output_dtype, *, Tensor(a!) out)
+// quantized_decomposed::dequantize_per_channel_group.out(Tensor input, Tensor scales,
+//     Tensor? zero_points, int quant_min, int quant_max, ScalarType dtype, int group_size,
+//     ScalarType output_dtype, *, Tensor(a!) out)
 //
 // (x - zero_point) * scale as PyTorch's references compute it (quant_family.h): per tensor in the
-// output dtype; per channel and per token in the scales' dtype, then converted to the output
-// dtype. quant_min and quant_max only describe the input (checked against dtype per channel).
+// output dtype; per channel, per token and per channel group in the scales' dtype, then converted
+// to the output dtype. quant_min and quant_max only describe the input (checked against dtype per
+// channel).
 #include "runtime/kernels/portable/quant_family.h"
 #include "runtime/kernels/portable/util/dispatch.h"
+#include "runtime/kernels/portable/util/promotion.h"
 
 namespace ember {
 namespace {
@@ -125,6 +130,46 @@ Error dequantize_per_token_out(KernelContext& /*ctx*/, std::span<EValue*> args) 
   // input - zero_points and * scales broadcast one parameter per token.
   EMBER_TRY(check_scales(op, scales, p.groups.groups, "scales", false));
   EMBER_TRY(check_zero_points(op, zero_points, p.groups.groups, "zero_points", false));
+  run_grouped(in, scales, out, p);
+  return Error::Ok;
+}
+
+// The reference (groupwise-quantized weights, as GPTQ and 8da4w make) reshapes the 2-D input to
+// rows of group_size, each with one scale and zero point, and checks neither `dtype` nor the
+// quant range.
+Error dequantize_per_channel_group_out(KernelContext& /*ctx*/, std::span<EValue*> args) {
+  const char* op = "dequantize_per_channel_group";
+  const Tensor& in = args[0]->to_tensor();
+  const Tensor& scales = args[1]->to_tensor();
+  int64_t group_size = args[6]->to_int();
+  Tensor& out = args[8]->to_tensor();
+  EMBER_TRY(check_dequantize_args(op, in, *args[5], *args[7], false, out));
+  EMBER_CHECK(group_size > 1, Error::InvalidArgument, "%s: group_size must be > 1, got %lld", op,
+              static_cast<long long>(group_size));
+  EMBER_CHECK(in.dim() == 2, Error::InvalidArgument, "%s: input must be 2-dimensional, got %d dims",
+              op, in.dim());
+  const int64_t k = in.size(1);
+  // GPTQ dequantizes a single column with one scale per row: the group shrinks to the row. An
+  // empty row leaves a group of 0, which the reference fails on (modulo by zero).
+  if (group_size > k && scales.dim() > 0 && scales.size(scales.dim() - 1) == 1) group_size = k;
+  EMBER_CHECK(group_size > 0 && k % group_size == 0, Error::InvalidArgument,
+              "%s: input.shape[-1] (%lld) must be divisible by group_size (%lld)", op,
+              static_cast<long long>(k), static_cast<long long>(group_size));
+  QuantParams p{groups_of_size(in, group_size), ScaleSource::of(scales), {}};
+  // reshape(-1, 1) then broadcasting: one parameter per group, or one for all.
+  EMBER_TRY(check_scales(op, scales, p.groups.groups, "scales"));
+  if (!args[2]->is_none()) {
+    const Tensor& zero_points = args[2]->to_tensor();
+    // Any integer dtype: the subtraction then wraps in promote_types(input, zero points), so
+    // int8 zero points keep an int8 input's arithmetic in int8. Bool is refused, as ATen's sub
+    // refuses it.
+    EMBER_CHECK(is_integral(zero_points.dtype(), false), Error::InvalidArgument,
+                "%s: zero_points must be uint8, int8, int16, int32 or int64, got %s", op,
+                to_string(zero_points.dtype()));
+    EMBER_TRY(check_param_count(op, zero_points, p.groups.groups, "zero_points", true));
+    p.zero_point = ZeroPointSource::of(zero_points);
+    p.zero_point.diff_dtype = promote_types(in.dtype(), zero_points.dtype());
+  }
   run_grouped(in, scales, out, p);
   return Error::Ok;
 }

@@ -1,5 +1,6 @@
-// The quantize / dequantize family (quantized_decomposed::*): per tensor, per channel and per
-// token share one loop each, parametrised by how an element finds its scale and zero point.
+// The quantize / dequantize family (quantized_decomposed::*): per tensor, per channel, per token
+// and per channel group share one loop each, parametrised by how an element finds its scale and
+// zero point.
 //
 //   QuantParams p{groups_per_channel(in, axis), ScaleSource::of(scales), ZeroPointSource::of(zps)};
 //   quantize<double, float, int8_t>(in, out, p, quant_min, quant_max, QuantOrder::kRoundThenAdd);
@@ -46,6 +47,11 @@ inline QuantGroups groups_per_token(const Tensor& t) {
   return g;
 }
 
+// Runs of `size` consecutive elements (size > 0 dividing the last dim): per channel group.
+inline QuantGroups groups_of_size(const Tensor& t, int64_t size) {
+  return {1, t.numel() / size, size};
+}
+
 // A scale: one double (a `float` argument) or one per group from a float32/float64 tensor whose
 // numel is the number of groups, or 1 (broadcast, as PyTorch's view + broadcasting allows).
 struct ScaleSource {
@@ -60,19 +66,21 @@ struct ScaleSource {
   }
 };
 
-// An integer zero point: none (0), one int argument, or one per group from an int32/int64 tensor,
-// as ScaleSource.
+// An integer zero point: none (0), one int argument, or one per group from an integer tensor, as
+// ScaleSource.
 struct ZeroPointSource {
   int64_t value = 0;
   const void* data = nullptr;
   LoadFn<int64_t> load = nullptr;
   int64_t stride = 0;
-  bool int32 = false;  // an int32 tensor: x - zp is int32 arithmetic in ATen (it wraps)
+  // The dtype x - zp has in ATen, promote_types(input, zero points), in which it wraps around.
+  // of() assumes zero points at least as wide as the input (int32 / int64 ones with an input of
+  // at most 32 bits); a kernel taking narrower ones sets it.
+  ScalarType diff_dtype = ScalarType::Long;
 
   int64_t at(int64_t group) const { return data == nullptr ? value : load(data, group * stride); }
   static ZeroPointSource of(const Tensor& t) {
-    return {0, t.data(), load_fn<int64_t>(t.dtype()), t.numel() == 1 ? 0 : 1,
-            t.dtype() == ScalarType::Int};
+    return {0, t.data(), load_fn<int64_t>(t.dtype()), t.numel() == 1 ? 0 : 1, t.dtype()};
   }
 };
 
@@ -159,19 +167,34 @@ inline S scale_in(S shifted, double scale) {
   return S(static_cast<M>(shifted) * static_cast<M>(convert<S>(scale)));
 }
 
-// Per channel and per token: (x - zp) * scales, the subtraction in ATen's promoted integer type
-// (int64, or int32 that wraps), the product in the scales' dtype S, then converted to out's
-// dtype D. Without zero points: x * scales.
+// v (two's complement bits) as integer dtype t holds it: ATen's integer ops wrap around.
+inline int64_t wrap_to(ScalarType t, uint64_t v) {
+  switch (t) {
+    case ScalarType::Byte:
+      return static_cast<uint8_t>(v);
+    case ScalarType::Char:
+      return static_cast<int8_t>(v);
+    case ScalarType::Short:
+      return static_cast<int16_t>(v);
+    case ScalarType::Int:
+      return static_cast<int32_t>(v);
+    default:
+      return static_cast<int64_t>(v);
+  }
+}
+
+// Per channel, per token and per channel group: (x - zp) * scales, the subtraction in ATen's
+// promoted integer type (zero_point.diff_dtype, wrapping: int8 - int8 stays int8), the product in
+// the scales' dtype S, then converted to out's dtype D. Without zero points: x * scales.
 template <typename S, typename D>
 void dequantize_in_scale_dtype(const Tensor& in, Tensor& out, const QuantParams& p) {
   const LoadFn<int64_t> load = load_fn<int64_t>(in.dtype());
-  const bool wrap32 = p.zero_point.int32;
+  const ScalarType diff_dtype = p.zero_point.diff_dtype;
   D* dst = out.data<D>();
   for_each_quant_element(in, out, p.groups, [&](int64_t group, int64_t src, int64_t o) {
     const auto x = static_cast<uint64_t>(load(in.data(), src));
     const auto zp = static_cast<uint64_t>(p.zero_point.at(group));
-    const int64_t shifted =
-        wrap32 ? static_cast<int32_t>(static_cast<uint32_t>(x - zp)) : static_cast<int64_t>(x - zp);
+    const int64_t shifted = wrap_to(diff_dtype, x - zp);
     dst[o] = convert<D>(scale_in<S>(convert<S>(shifted), p.scale.at(group)));
   });
 }
@@ -227,16 +250,22 @@ inline Error check_quant_range(const char* op, ScalarType dtype, int64_t quant_m
   return Error::Ok;
 }
 
+// A parameter tensor with `count` elements (or 1 when `broadcast`).
+inline Error check_param_count(const char* op, const Tensor& t, int64_t count, const char* what,
+                               bool broadcast) {
+  EMBER_CHECK(t.numel() == count || (broadcast && t.numel() == 1), Error::InvalidArgument,
+              "%s: %s has %lld elements, expected %lld", op, what,
+              static_cast<long long>(t.numel()), static_cast<long long>(count));
+  return Error::Ok;
+}
+
 // A scales tensor: float32 or float64 with `count` elements (or 1 when `broadcast`).
 inline Error check_scales(const char* op, const Tensor& t, int64_t count, const char* what,
                           bool broadcast = true) {
   EMBER_CHECK(t.dtype() == ScalarType::Float || t.dtype() == ScalarType::Double,
               Error::InvalidArgument, "%s: %s must be float32 or float64, got %s", op, what,
               to_string(t.dtype()));
-  EMBER_CHECK(t.numel() == count || (broadcast && t.numel() == 1), Error::InvalidArgument,
-              "%s: %s has %lld elements, expected %lld", op, what,
-              static_cast<long long>(t.numel()), static_cast<long long>(count));
-  return Error::Ok;
+  return check_param_count(op, t, count, what, broadcast);
 }
 
 // A zero points tensor: int32 or int64 with `count` elements (or 1 when `broadcast`).
@@ -244,10 +273,7 @@ inline Error check_zero_points(const char* op, const Tensor& t, int64_t count, c
                                bool broadcast = true) {
   EMBER_CHECK(t.dtype() == ScalarType::Int || t.dtype() == ScalarType::Long, Error::InvalidArgument,
               "%s: %s must be int32 or int64, got %s", op, what, to_string(t.dtype()));
-  EMBER_CHECK(t.numel() == count || (broadcast && t.numel() == 1), Error::InvalidArgument,
-              "%s: %s has %lld elements, expected %lld", op, what,
-              static_cast<long long>(t.numel()), static_cast<long long>(count));
-  return Error::Ok;
+  return check_param_count(op, t, count, what, broadcast);
 }
 
 }  // namespace ember

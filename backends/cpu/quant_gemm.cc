@@ -1,0 +1,103 @@
+#include "backends/cpu/quant_gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+
+#include "backends/cpu/simd_kernels.h"
+
+namespace ember::cpu {
+
+QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, const float* zeros,
+                                          const float* bias, int64_t k, int64_t n, int64_t group,
+                                          int64_t bits) {
+  QuantPackedMatrix out;
+  out.k = k;
+  out.n = n;
+  out.group = group;
+  out.bits = bits;
+  out.panels = (n + kGroup - 1) / kGroup;
+  const int64_t groups = k / group;
+  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), 0);
+  out.scales.assign(static_cast<size_t>(out.panels * groups * kGroup), 0.f);
+  if (zeros != nullptr) out.zeros.assign(out.scales.size(), 0.f);
+  out.bias.assign(static_cast<size_t>(out.panels * kGroup), 0.f);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t p = j / kGroup, col = j % kGroup;
+    int8_t* panel = out.data.data() + p * out.panel_bytes();
+    for (int64_t i = 0; i < k; ++i) {
+      const int8_t v = q[j * k + i];
+      if (bits == 8) {
+        panel[i * kGroup + col] = v;
+      } else {
+        auto& byte = reinterpret_cast<uint8_t&>(panel[(i / 2) * kGroup + col]);
+        byte = static_cast<uint8_t>(byte | ((static_cast<uint8_t>(v) & 0xF) << (i % 2 ? 4 : 0)));
+      }
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      const size_t at = static_cast<size_t>((p * groups + g) * kGroup + col);
+      out.scales[at] = scales[j * groups + g];
+      if (zeros != nullptr) out.zeros[at] = zeros[j * groups + g];
+    }
+    out.bias[static_cast<size_t>(j)] = bias != nullptr ? bias[j] : 0.f;
+  }
+  return out;
+}
+
+namespace {
+
+// The plain loops (no AVX2): one output at a time, the same dequantized weights.
+void quant_gemm_plain(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t lda, float* c,
+                      int64_t ldc, int64_t panel_begin, int64_t panel_end) {
+  const int64_t groups = b.groups();
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const int8_t* panel = b.data.data() + p * b.panel_bytes();
+    const int64_t cols = std::min<int64_t>(kGroup, b.n - p * kGroup);
+    for (int64_t row = 0; row < m; ++row) {
+      for (int64_t col = 0; col < cols; ++col) {
+        float sum = b.bias[static_cast<size_t>(p * kGroup + col)];
+        for (int64_t i = 0; i < b.k; ++i) {
+          int32_t v = 0;
+          if (b.bits == 8) {
+            v = panel[i * kGroup + col];
+          } else {
+            const int32_t byte = panel[(i / 2) * kGroup + col];
+            v = i % 2 ? byte >> 4 : static_cast<int32_t>(static_cast<uint32_t>(byte) << 28) >> 28;
+          }
+          const size_t at = static_cast<size_t>((p * groups + i / b.group) * kGroup + col);
+          const float zero = b.zeros.empty() ? 0.f : b.zeros[at];
+          sum += a[row * lda + i] * ((static_cast<float>(v) - zero) * b.scales[at]);
+        }
+        c[row * ldc + p * kGroup + col] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void quant_gemm(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t lda, float* c,
+                int64_t ldc, int64_t panel_begin, int64_t panel_end) {
+  if (panel_end < 0 || panel_end > b.panels) panel_end = b.panels;
+  if (const simd::Kernels* k = simd::kernels()) {
+    k->quant_gemm(m, b, a, lda, c, ldc, panel_begin, panel_end);
+  } else {
+    quant_gemm_plain(m, b, a, lda, c, ldc, panel_begin, panel_end);
+  }
+}
+
+void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, const float* a,
+                        int64_t lda, float* c, int64_t ldc) {
+  threads = static_cast<int>(std::min<int64_t>(threads, b.panels));
+  if (threads <= 1) {
+    quant_gemm(m, b, a, lda, c, ldc);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    quant_gemm(m, b, a, lda, c, ldc, b.panels * t / count, b.panels * (t + 1) / count);
+  }
+}
+
+}  // namespace ember::cpu

@@ -1,0 +1,53 @@
+// A linear layer by a weight of 4- or 8-bit integers quantized by groups along each row (torchao's
+// 8da4w, 8da8w and weight-only int4/int8 linears;
+// quantized_decomposed::dequantize_per_channel_group in the program): Ember's own kernel of the cpu
+// backend, so the weight stays as small as its integers (half a byte or one byte a weight, against
+// four) and a matrix-vector product, which streams the whole weight from memory each call, reads an
+// eighth or a quarter of float32's bytes.
+//
+//   QuantPackedMatrix b = QuantPackedMatrix::pack(q, scales, zeros, bias, k, n, group, bits);
+//   quant_gemm(threads, m, b, a, lda, c, ldc);       // c [m][n] = a [m][k] W^T + bias
+//
+// W's element (j, i) is (q[j][i] - zero[j][i / group]) * scale[j][i / group] in float32, exactly
+// the value PyTorch's dequantize computes; the products and sums are float32 (fused multiply-add),
+// in another order than ATen's matmul: float32 rounding apart, the result is the reference's.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/packed_gemm.h"
+
+namespace ember::cpu {
+
+struct QuantPackedMatrix {
+  int64_t k = 0, n = 0, group = 0, bits = 8;
+  int64_t panels = 0;  // of kGroup columns, the last zero-padded
+  // Panel p's integers: bits 8: [k][kGroup] int8; bits 4: [k / 2][kGroup] bytes, each holding
+  // rows 2i (low nibble) and 2i + 1 (high nibble) of a column, as two's complement nibbles.
+  std::vector<int8_t, CacheLineAllocator<int8_t>> data;
+  AlignedFloats scales;  // [panels][k / group][kGroup]
+  AlignedFloats zeros;   // the same, or empty where every zero point is 0
+  AlignedFloats bias;    // [panels * kGroup], zero-padded
+
+  int64_t groups() const { return k / group; }
+  int64_t panel_bytes() const { return k * kGroup * bits / 8; }
+
+  // q: [n][k] integers in [-8, 7] (bits 4) or [-128, 127]; scales, zeros: [n][k / group] (zeros
+  // null: all 0); bias: [n] or null. k % group == 0; for bits 4, group is even.
+  static QuantPackedMatrix pack(const int8_t* q, const float* scales, const float* zeros,
+                                const float* bias, int64_t k, int64_t n, int64_t group,
+                                int64_t bits);
+};
+
+// c = a W^T + bias for the panels [panel_begin, panel_end) (all by default), a [m][k] with row
+// stride lda, c [m][n] with ldc. Ember's SIMD kernels where own_kernels_supported(), else plain
+// loops (the same arithmetic).
+void quant_gemm(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t lda, float* c,
+                int64_t ldc, int64_t panel_begin = 0, int64_t panel_end = -1);
+
+// The same on up to `threads` OpenMP threads, split by panels.
+void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, const float* a,
+                        int64_t lda, float* c, int64_t ldc);
+
+}  // namespace ember::cpu
