@@ -208,6 +208,15 @@ class Builder {
   std::map<const Value*, NamedQuantizedWeight> quant_weights_;           // dequantized int8 weights
   std::map<const Value*, const NamedQuantizedWeight*> quant_weights_t_;  // their transposes
   std::map<const Value*, TensorQuant> fake_quant_of_;  // floats on int8's grid: their parameters
+  // A dynamically quantized activation's dequantize (activation_dequantize_linear), computed by
+  // the grouped linear that reads it: its integers (as floats), zero points and scales (null
+  // until the multiplication).
+  struct ActivationQuant {
+    Value* q;
+    Value* zero_point;
+    Value* scale = nullptr;
+  };
+  std::map<const Value*, ActivationQuant> activation_quant_;
   std::map<const Value*, int32_t> fake_quant_tensor_;  // per quantize: its dequantized tensor
   std::map<std::string, uint32_t> weight_index_;
   std::vector<partition::NamedBlob> named_;

@@ -310,6 +310,11 @@ ir::Status Builder::permute(const Node& n) {
 }
 
 ir::Status Builder::reshape(const Node& n) {
+  // An activation's dequantize, rows kept (activation_dequantize_linear): the linear reads it.
+  if (auto q = activation_quant_.find(value_arg(n, "self")); q != activation_quant_.end()) {
+    activation_quant_[n.output()] = q->second;
+    return {};
+  }
   auto src = tensor(value_arg(n, "self"));
   if (!src.ok()) return src.status();
   const TensorDesc s = graph_.tensors[*src];

@@ -86,6 +86,11 @@ ir::Status Builder::run() {
 ir::StatusOr<int32_t> Builder::tensor(Value* v) {
   auto it = tensor_of_.find(v);
   if (it != tensor_of_.end()) return it->second;
+  if (activation_quant_.count(v) != 0) {
+    return ir::Status::error("%" + v->name() +
+                             " dequantizes an activation for a grouped linear, and something "
+                             "else reads it");
+  }
   if (auto t = quant_weights_t_.find(v); t != quant_weights_t_.end()) {
     // The transpose of a dequantized int8 weight, read as floats: a view of its floats.
     const QuantizedWeight& qw = t->second->weight;
@@ -138,6 +143,10 @@ ir::Status Builder::lower(const Node& n) {
     return batch_norm(n);
   }
   if (op == "aten::addmm" || op == "aten::mm" || op == "aten::bmm") return matmul(n);
+  if (op == "aten::sub") {  // only an activation's dequantize (check_activation_dequantize)
+    activation_quant_[n.output()] = {value_arg(n, "self"), value_arg(n, "other")};
+    return {};
+  }
   if (op == "aten::max_pool2d_with_indices" || op == "aten::avg_pool2d") return pool(n);
   if (op == "aten::adaptive_avg_pool2d" || op == "aten::_adaptive_avg_pool2d" ||
       op == "aten::mean") {
@@ -376,7 +385,11 @@ std::pair<int32_t, int32_t> Builder::add_int8_weight(const NamedQuantizedWeight&
 ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight& qw) {
   const QuantizedWeight& w = qw.weight;
   const bool addmm = n.op() == "aten::addmm";
-  auto a = tensor(value_arg(n, addmm ? "mat1" : "self"));
+  Value* x = value_arg(n, addmm ? "mat1" : "self");
+  // A dequantized activation: its integers, zero points and scales, for the kernel to compute.
+  const auto act = activation_quant_.find(x);
+  const bool dynamic = act != activation_quant_.end() && act->second.scale != nullptr;
+  auto a = tensor(dynamic ? act->second.q : x);
   auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
   if (!a.ok()) return a.status();
   if (!bias.ok()) return bias.status();
@@ -412,6 +425,14 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
     const std::vector<float> z(w.zero_points.begin(), w.zero_points.end());
     d.inputs[4] = add_tensor(
         {TensorKind::Weight, add_float_weight(qw.name + "@group_zeros", z), param_dims, {}});
+  }
+  if (dynamic) {
+    auto zero_point = tensor(act->second.zero_point);
+    auto scale = tensor(act->second.scale);
+    if (!zero_point.ok()) return zero_point.status();
+    if (!scale.ok()) return scale.status();
+    d.inputs.push_back(*zero_point);
+    d.inputs.push_back(*scale);
   }
   d.ints = {w.group};
   d.output = new_intermediate(*n.output());
@@ -464,6 +485,15 @@ ir::Status Builder::matmul(const Node& n) {
 ir::Status Builder::binary(const Node& n) {
   Value* a = value_arg(n, "self");
   Value* b = value_arg(n, "other");
+  if (n.op() == "aten::mul") {  // an activation's dequantize: x * scale
+    for (auto [x, scale] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto q = activation_quant_.find(x);
+      if (q != activation_quant_.end() && q->second.scale == nullptr) {
+        activation_quant_[n.output()] = {q->second.q, q->second.zero_point, scale};
+        return {};
+      }
+    }
+  }
   const auto out_dims = static_dims(*n.output());
   const bool is_add = n.op() == "aten::add";
   if (is_add && static_dims(*a) == out_dims && static_dims(*b) == out_dims) {

@@ -74,4 +74,12 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const ir::Node& n, const ir::Weig
                                                const ir::Weight* scales,
                                                const ir::Weight* zero_points);
 
+// The dequantize of a dynamically quantized activation (torchao's 8da, decomposed to ATen):
+// mul(sub(float(q), float(zero point)), scale), q int8 [..., K], zero point and scale one a row
+// ([..., 1]), whose result reaches, through reshapes that keep the rows, only the input of a
+// linear (addmm/mm) by a transposed grouped-integer weight (dequantize_per_channel_group of a
+// constant). `sub` is the subtraction: the linear, or nullptr.
+const ir::Node* activation_dequantize_linear(const ir::Node& sub);
+Why check_activation_dequantize(const ir::Node& sub);
+
 }  // namespace ember::cpu::internal

@@ -591,6 +591,10 @@ DelegateSummary CpuDelegate::summary() const {
       case OwnKind::GroupQuantMatMul:
         ++out.grouped_matmuls;
         break;
+      case OwnKind::DotMatMul:
+        ++out.grouped_matmuls;
+        ++out.dot_matmuls;
+        break;
       case OwnKind::Exact:
         ++out.exact_steps;
         break;

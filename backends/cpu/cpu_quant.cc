@@ -393,10 +393,13 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
 }
 
 void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
-  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
-                     od = dims_of(op.output);
+  // A dynamically quantized input (7 inputs) may have any shape of m * k elements.
+  const bool dynamic = op.inputs.size() == 7;
+  const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
+  memory::dims ad = dims_of(op.inputs[0]);
+  if (dynamic && wd.size() == 2 && od.size() == 2) ad = {od[0], checked_numel(ad) / od[0]};
   if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
-      od[1] != wd[0]) {
+      od[1] != wd[0] || checked_numel(graph_.tensors[op.inputs[0]].dims) != ad[0] * ad[1]) {
     refuse("grouped quantized matmul sizes disagree");
   }
   const int64_t m = ad[0], k = ad[1], n = wd[0], group = op.ints[0];
@@ -431,11 +434,30 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
       q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
     }
   }
+  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
+  const memory dst = make_output(op, plain_md(od, dt::f32));
+  memory zero_points, input_scales;  // a's, one a row
+  if (dynamic) {
+    for (int32_t id : {op.inputs[5], op.inputs[6]}) {
+      if (checked_numel(graph_.tensors[id].dims) != m) {
+        refuse("grouped quantized matmul: one input zero point and scale a row");
+      }
+    }
+    zero_points = as(op.inputs[5], plain_md(dims_of(op.inputs[5]), dt::f32));
+    input_scales = as(op.inputs[6], plain_md(dims_of(op.inputs[6]), dt::f32));
+    // In integers where the weight is 4 bits with zero points 0 (8da4w) and the CPU has AVX2.
+    if (own_kernels_supported() && DotPackedMatrix::fits(q.data(), zeros, k, n, group)) {
+      auto packed = std::make_shared<DotPackedMatrix>(
+          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group));
+      add_own_step(
+          dot_matmul_step(std::move(packed), m, threads_, a, zero_points, input_scales, dst));
+      return;
+    }
+  }
   auto packed = std::make_shared<QuantPackedMatrix>(
       QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
-  const memory a = as(op.inputs[0], plain_md(ad, dt::f32));
-  const memory dst = make_output(op, plain_md(od, dt::f32));
-  add_own_step(group_quant_matmul_step(std::move(packed), m, threads_, a, dst));
+  add_own_step(
+      group_quant_matmul_step(std::move(packed), m, threads_, a, zero_points, input_scales, dst));
 }
 
 }  // namespace ember::cpu::delegate

@@ -189,4 +189,80 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
   return w;
 }
 
+namespace {
+
+// A float32 copy of int8 values: _to_copy(int8 -> float32).
+bool is_int8_cast(const Value* v) {
+  const Node* p = v == nullptr ? nullptr : v->producer();
+  if (p == nullptr || p->op() != "aten::_to_copy" || v->tensor_type().dtype != DType::Float32) {
+    return false;
+  }
+  const Value* in = value_arg(*p, "self");
+  return in != nullptr && in->is_tensor() && in->tensor_type().dtype == DType::Int8;
+}
+
+// v's one user, or null.
+const Node* only_user(const Value* v) {
+  return v->users().size() == 1 && !v->is_graph_output() ? v->users()[0] : nullptr;
+}
+
+bool is_reshape(const Node& n) {
+  return n.op() == "aten::view" || n.op() == "aten::view_copy" || n.op() == "aten::_unsafe_view" ||
+         n.op() == "aten::reshape";
+}
+
+}  // namespace
+
+const Node* activation_dequantize_linear(const Node& sub) {
+  Value* q = value_arg(sub, "self");
+  Value* zp = value_arg(sub, "other");
+  const Node* mul = only_user(sub.output());
+  if (!is_int8_cast(q) || !is_int8_cast(zp) || number(sub, "alpha", 1).value_or(0) != 1 ||
+      mul == nullptr || mul->op() != "aten::mul") {
+    return nullptr;
+  }
+  Value* scale =
+      value_arg(*mul, "self") == sub.output() ? value_arg(*mul, "other") : value_arg(*mul, "self");
+  const std::vector<int64_t> dims = static_dims(*q);
+  if (scale == nullptr || scale->tensor_type().dtype != DType::Float32 || dims.empty() ||
+      static_dims(*sub.output()) != dims || static_dims(*mul->output()) != dims) {
+    return nullptr;
+  }
+  std::vector<int64_t> per_row = dims;
+  per_row.back() = 1;
+  if (static_dims(*zp) != per_row || static_dims(*scale) != per_row) return nullptr;
+  // Through reshapes that keep the rows (the last dim), to a linear's input.
+  const Node* at = only_user(mul->output());
+  const Value* x = mul->output();
+  while (at != nullptr && is_reshape(*at)) {
+    if (static_dims(*at->output()).empty() || static_dims(*at->output()).back() != dims.back()) {
+      return nullptr;
+    }
+    x = at->output();
+    at = only_user(x);
+  }
+  if (at == nullptr || (at->op() != "aten::addmm" && at->op() != "aten::mm")) return nullptr;
+  if (value_arg(*at, at->op() == "aten::addmm" ? "mat1" : "self") != x) return nullptr;
+  const Value* wt = value_arg(*at, "mat2");
+  const Node* permute = wt == nullptr ? nullptr : wt->producer();
+  const Node* dq = nullptr;
+  if (permute != nullptr && (permute->op() == "aten::permute" || permute->op() == "aten::t")) {
+    const Value* w = value_arg(*permute, "self");
+    dq = w == nullptr ? nullptr : w->producer();
+  }
+  if (dq == nullptr || dq->op() != "quantized_decomposed::dequantize_per_channel_group" ||
+      check_dequantize(*dq)) {
+    return nullptr;
+  }
+  return at;
+}
+
+Why check_activation_dequantize(const Node& sub) {
+  if (activation_dequantize_linear(sub) == nullptr) {
+    return "not the dequantize of an int8 activation read only by a linear by a grouped integer "
+           "weight";
+  }
+  return std::nullopt;
+}
+
 }  // namespace ember::cpu::internal

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_test_util.h"
+#include "backends/cpu/packed_gemm.h"
 
 namespace ember::cpu {
 namespace {
@@ -58,13 +59,7 @@ QuantConvCase quant_conv_case(int64_t in_c, int64_t out_c, int64_t groups, int64
   Prog p;
   const std::string xi = p.input("x", c.x);
   const std::string si = p.weight("s", c.scales), bi = p.weight("b", c.bias);
-  std::string wh;
-  const auto* bytes = static_cast<const uint8_t*>(c.wq.contiguous().data_ptr());
-  for (int64_t i = 0; i < c.wq.numel(); ++i) {
-    char b[3];
-    std::snprintf(b, sizeof b, "%02x", bytes[i]);
-    wh += b;
-  }
+  const std::string wh = hex(c.wq);
   p.body.push_back("%xq: " + i8_type(c.x) + " = " + qdq_call("quantize_per_tensor", xi, sx, zx));
   const std::string xd = p.node("xd", c.x, qdq_call("dequantize_per_tensor", "%xq", sx, zx));
   const std::string wd =
@@ -191,13 +186,7 @@ TEST(CpuQuant, ChainedConvolutionsPassInt8) {
     const at::Tensor y =
         at::relu(at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1));
     ref = dequantize(quantize(y, s_out, z_out), s_out, z_out);
-    std::string wh;
-    const auto* bytes = static_cast<const uint8_t*>(wq.contiguous().data_ptr());
-    for (int64_t i = 0; i < wq.numel(); ++i) {
-      char b[3];
-      std::snprintf(b, sizeof b, "%02x", bytes[i]);
-      wh += b;
-    }
+    const std::string wh = hex(wq);
     decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + wh + "\"\n";
     params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
     const std::string si = p.weight("s" + l, scales), bi = p.weight("b" + l, bias);
@@ -263,13 +252,7 @@ TEST(CpuQuant, LinearOfQuantizedValuesAgainstTheReference) {
     const std::string r = p.node("r", y, "aten::relu.default(self=" + yv + ")");
     p.body.push_back("%yq: " + i8_type(y) + " = " + qdq_call("quantize_per_tensor", r, sy, zy));
     p.outputs = {p.node("yd", y, qdq_call("dequantize_per_tensor", "%yq", sy, zy))};
-    std::string wh;
-    const auto* bytes = static_cast<const uint8_t*>(wq.contiguous().data_ptr());
-    for (int64_t i = 0; i < wq.numel(); ++i) {
-      char b[3];
-      std::snprintf(b, sizeof b, "%02x", bytes[i]);
-      wh += b;
-    }
+    const std::string wh = hex(wq);
     std::string text = "weight \"wq\": " + i8_type(wq) + " = hex\"" + wh + "\"\n" + p.text();
     text.insert(text.find("\n) {\n"), ",\n    %wq: " + i8_type(wq) + " parameter \"wq\"");
     auto program = parse_text(text);
@@ -313,13 +296,7 @@ TEST(CpuQuant, GroupedIntegerLinearAgainstTheReference) {
           // PyTorch's dequantize_per_channel_group: (q - zero point) * scale, in float32.
           const at::Tensor w = ((wq.to(at::kInt) - zp.repeat_interleave(group, 1)).to(at::kFloat) *
                                 scales.repeat_interleave(group, 1));
-          std::string wh;
-          const auto* bytes = static_cast<const uint8_t*>(wq.contiguous().data_ptr());
-          for (int64_t i = 0; i < wq.numel(); ++i) {
-            char h[3];
-            std::snprintf(h, sizeof h, "%02x", bytes[i]);
-            wh += h;
-          }
+          const std::string wh = hex(wq);
           for (int64_t m : {1, 5}) {  // a row; a tile of four rows and one more
             SCOPED_TRACE("rows " + std::to_string(m));
             const at::Tensor x = at::randn({m, k});
@@ -364,6 +341,103 @@ TEST(CpuQuant, GroupedIntegerLinearAgainstTheReference) {
                 << (out[0] - want).abs().max().item<float>();
           }
         }
+      }
+    }
+  }
+}
+
+// The linear of a dynamically quantized activation (torchao's 8da4w, 8da8w): addmm of
+// (a - zero point) * scale, a the int8 integers as float32 and one zero point and scale a row,
+// by a grouped-integer weight: in integers for 4-bit weights of zero points 0 (DotPackedMatrix),
+// else the float kernel on the dequantized input. Against ATen on the reference's floats.
+TEST(CpuQuant, DynamicallyQuantizedActivationLinear) {
+  at::manual_seed(12);
+  const int64_t n = 40, k = 64, group = 32;
+  for (int64_t bits : {4, 8}) {
+    for (bool zeros : {false, true}) {
+      for (int64_t m : {1, 5}) {
+        SCOPED_TRACE(std::to_string(bits) + " bits" + (zeros ? ", weight zero points" : "") +
+                     ", rows " + std::to_string(m));
+        const int64_t hi = bits == 4 ? 7 : 127;
+        const at::Tensor wq = at::randint(-hi - 1, hi + 1, {n, k}).to(at::kChar);
+        const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+        const at::Tensor wz = zeros ? at::randint(-hi - 1, hi + 1, {n, k / group}).to(at::kInt)
+                                    : at::zeros({n, k / group}, at::kInt);
+        const at::Tensor b = at::randn({n});
+        const at::Tensor w = (wq.to(at::kInt) - wz.repeat_interleave(group, 1)).to(at::kFloat) *
+                             scales.repeat_interleave(group, 1);
+        // The activation's integers (as floats), zero points and scales, as torchao makes them.
+        const at::Tensor a = at::randint(-128, 128, {1, m, k}).to(at::kFloat);
+        const at::Tensor za = at::randint(-128, 128, {1, m, 1}).to(at::kFloat);
+        const at::Tensor sa = at::rand({1, m, 1}) * 0.05 + 0.01;
+        const at::Tensor x = (a - za) * sa;
+        const at::Tensor want = at::addmm(b, x.view({m, k}), w.t());
+        Prog p;
+        const std::string ai = p.input("a", a), zi = p.input("za", za), si = p.input("sa", sa);
+        const std::string ws = p.weight("ws", scales), bi = p.weight("b", b);
+        const std::string wzi = zeros ? p.weight("wz", wz) : "none";
+        const std::string d =
+            p.node("d", x, "aten::sub.Tensor(self=" + ai + ", other=" + zi + ", alpha=1)");
+        const std::string xd = p.node("x", x, "aten::mul.Tensor(self=" + d + ", other=" + si + ")");
+        const std::string xv =
+            p.node("xv", x.view({m, k}),
+                   "aten::view.default(self=" + xd + ", size=[" + std::to_string(m) + ", 64])");
+        const std::string wd = p.node(
+            "wd", w,
+            "quantized_decomposed::dequantize_per_channel_group.default(input=%wq, scales=" + ws +
+                ", zero_points=" + wzi + ", quant_min=" + std::to_string(-hi - 1) + ", quant_max=" +
+                std::to_string(hi) + ", dtype=dtype(i8), group_size=32, output_dtype=dtype(f32))");
+        const std::string wt =
+            p.node("wt", w.t(), "aten::permute.default(self=" + wd + ", dims=[1, 0])");
+        p.outputs = {p.node("y", want,
+                            "aten::addmm.default(self=" + bi + ", mat1=" + xv + ", mat2=" + wt +
+                                ", beta=1, alpha=1)")};
+        auto with_weight = [&](std::string text) {
+          text = "weight \"wq\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n" + text;
+          text.insert(text.find("\n) {\n"), ",\n    %wq: " + i8_type(wq) + " parameter \"wq\"");
+          return parse_text(text);
+        };
+        // The whole program, a and za the float32 copies of int8 tensors: the backend claims
+        // the subtraction there (the casts stay outside the partition, whose inputs they are).
+        std::string whole = p.text();
+        for (const char* name : {"a", "za"}) {
+          const std::string decl = std::string("    %") + name + ": f32[";
+          const size_t at = whole.find(decl);
+          ASSERT_NE(at, std::string::npos);
+          whole.replace(at, decl.size(), std::string("    %") + name + "_i8: i8[");
+        }
+        whole.insert(whole.find("\n) {\n") + 5,
+                     "  %a: " + type_of(a) +
+                         " = aten::_to_copy.default(self=%a_i8, dtype=dtype(f32))\n"
+                         "  %za: " +
+                         type_of(za) +
+                         " = aten::_to_copy.default(self=%za_i8, dtype=dtype(f32))\n");
+        auto full = with_weight(whole);
+        ASSERT_NE(full, nullptr);
+        for (const ir::Node* node : full->graph().nodes()) {
+          if (node->op() != "aten::sub") continue;
+          partition::Support support = compiler_backend()->support().check(*node);
+          EXPECT_TRUE(support.supported) << support.reason;
+        }
+        auto program = with_weight(p.text());
+        ASSERT_NE(program, nullptr);
+        for (const ir::Node* node : program->graph().nodes()) {
+          if (node->op() != "aten::sub") continue;  // a float input: not an int8 activation
+          EXPECT_FALSE(compiler_backend()->support().check(*node).supported);
+        }
+        const Compiled compiled = compile(*program, {}, /*check_support=*/false);
+        ASSERT_EQ(compiled.graph.ops.size(), 1u);
+        EXPECT_EQ(compiled.graph.ops[0].kind, OpKind::GroupQuantMatMul);
+        EXPECT_EQ(compiled.graph.ops[0].inputs.size(), 7u);
+        DelegateSummary summary;
+        auto out = run(compiled, {a, za, sa}, {want}, {}, &summary);
+        ASSERT_EQ(out.size(), 1u);
+        EXPECT_EQ(summary.grouped_matmuls, 1);
+        const bool integers = bits == 4 && !zeros && own_kernels_supported();
+        EXPECT_EQ(summary.dot_matmuls, integers ? 1 : 0);
+        // Integer sums are exact; the float reference rounds each product: float32 rounding.
+        EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5))
+            << (out[0] - want).abs().max().item<float>();
       }
     }
   }

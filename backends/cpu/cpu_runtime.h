@@ -58,6 +58,7 @@ struct DelegateSummary {
   int int8_chained = 0;       // of which write the next ones' uint8 source directly
   int int8_matmuls = 0;       // quantized linear layers computed in integers
   int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (quant_gemm.h)
+  int dot_matmuls = 0;        // of which in integers, of dynamically quantized inputs (8da4w)
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);

@@ -366,6 +366,9 @@ const OpSupportTable& support_table() {
                            {"scales", {DType::Float32}},
                            {"zero_points", {DType::Int64, DType::Int32}}},
             .extra = check_dequantize});
+    // torchao's dynamically quantized activation, (float(q) - float(zero point)) * scale: only
+    // as the input of a grouped integer linear (GroupQuantMatMul), which computes it whole.
+    t->add({.op = "aten::sub", .overload = "Tensor", .extra = check_activation_dequantize});
     // int32 or int64 zero points only: PyTorch subtracts an int8 one in int8, wrapping around.
     t->add({.op = "quantized_decomposed::dequantize_per_channel_group",
             .overload = "default",

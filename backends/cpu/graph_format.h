@@ -80,7 +80,10 @@ enum class OpKind : uint8_t {
   // [M, K], weight [N, K] (Int8 or Int4 storage), bias|-1 ([N] or [1, N]), scales [N, K / group],
   // zero points [N, K / group] (float32 integers)|-1 for all 0; ints: [group]. The result [M, N]
   // is a x W^T + bias, W = (q - zero point) * scale in float32 (PyTorch's
-  // dequantize_per_channel_group).
+  // dequantize_per_channel_group). With two more inputs, a's zero points and scales (one a row:
+  // M elements each), a holds integers (int8's, as float32) and the layer's input is
+  // (a - zero point) * scale: a dynamically quantized activation (torchao's 8da); a may then
+  // have any shape of M * K elements.
   GroupQuantMatMul = 13,
 };
 inline constexpr uint8_t kNumOpKinds = 14;

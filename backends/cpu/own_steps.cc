@@ -112,14 +112,43 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
 }
 
 OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                dnnl::memory a, dnnl::memory dst) {
+                                dnnl::memory a, dnnl::memory zero_points, dnnl::memory scales,
+                                dnnl::memory dst) {
+  const bool dynamic = static_cast<bool>(scales);
   OwnStep s{OwnKind::GroupQuantMatMul,
-            cat({"matmul,ember:quant_gemm,forward_inference,wei_s", n(b->bits),
-                 ",attr-group:", n(b->group)}),
+            cat({"matmul,ember:quant_gemm,forward_inference,", dynamic ? "src_dyn_s8," : "",
+                 "wei_s", n(b->bits), ",attr-group:", n(b->group)}),
             cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
             {}};
-  s.run = [b = std::move(b), m, threads, a, dst]() {
-    quant_gemm_threads(threads, m, *b, in_of(a), b->k, out_of(dst), b->n);
+  // The dequantized input, (a - zero) * scale in float32 as PyTorch computes it.
+  auto x = std::make_shared<AlignedFloats>(dynamic ? static_cast<size_t>(m * b->k) : 0);
+  s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, x]() {
+    const float* in = in_of(a);
+    if (!x->empty()) {
+      const float *zero = in_of(zero_points), *scale = in_of(scales);
+      for (int64_t r = 0; r < m; ++r) {
+        for (int64_t i = 0; i < b->k; ++i) {
+          (*x)[static_cast<size_t>(r * b->k + i)] = (in[r * b->k + i] - zero[r]) * scale[r];
+        }
+      }
+      in = x->data();
+    }
+    quant_gemm_threads(threads, m, *b, in, b->k, out_of(dst), b->n);
+  };
+  return s;
+}
+
+OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
+                        dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst) {
+  OwnStep s{
+      OwnKind::DotMatMul,
+      cat({"matmul,ember:dot_gemm,forward_inference,src_dyn_s8,wei_s4,attr-group:", n(b->group)}),
+      cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
+      {}};
+  auto rows = std::make_shared<DotRows>();
+  s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, rows]() {
+    rows->set(m, b->k, b->group, in_of(a), in_of(zero_points), in_of(scales));
+    dot_gemm_threads(threads, m, *b, *rows, out_of(dst), b->n);
   };
   return s;
 }

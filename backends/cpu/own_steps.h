@@ -20,7 +20,15 @@ namespace ember::cpu {
 
 // Exact: the steps that keep ATen's NaN semantics where oneDNN's primitives lose them
 // (nan_exact.h: clamps, max pooling, softmax rows).
-enum class OwnKind { InvertedResidual, Depthwise, Pointwise, MatVec, GroupQuantMatMul, Exact };
+enum class OwnKind {
+  InvertedResidual,
+  Depthwise,
+  Pointwise,
+  MatVec,
+  GroupQuantMatMul,
+  DotMatMul,
+  Exact
+};
 
 struct OwnStep {
   OwnKind kind;
@@ -50,8 +58,13 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
 OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool sum, int threads,
                     dnnl::memory a, dnnl::memory dst);
 
-// m rows a [m][b.k] by the grouped-integer weight b -> dst [m][b.n] (quant_gemm.h).
+// m rows a [m][b.k] by the grouped-integer weight b -> dst [m][b.n] (quant_gemm.h). With
+// zero_points and scales (m each), a holds integers and the input is (a - zero) * scale.
 OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                dnnl::memory a, dnnl::memory dst);
+                                dnnl::memory a, dnnl::memory zero_points, dnnl::memory scales,
+                                dnnl::memory dst);
+// The same for a dynamically quantized activation and a 4-bit weight, in integers (DotRows).
+OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
+                        dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst);
 
 }  // namespace ember::cpu

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "backends/cpu/simd_kernels.h"
 
@@ -97,6 +98,81 @@ void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, cons
   {
     const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
     quant_gemm(m, b, a, lda, c, ldc, b.panels * t / count, b.panels * (t + 1) / count);
+  }
+}
+
+bool DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_t n,
+                           int64_t group) {
+  if (k % 8 != 0 || group % 8 != 0 || k % group != 0) return false;
+  for (int64_t i = 0; i < n * k; ++i) {
+    if (q[i] < -8 || q[i] > 7) return false;
+  }
+  for (int64_t i = 0; zeros != nullptr && i < n * (k / group); ++i) {
+    if (zeros[i] != 0.f) return false;
+  }
+  return true;
+}
+
+DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
+                                      int64_t k, int64_t n, int64_t group) {
+  DotPackedMatrix out;
+  out.k = k;
+  out.n = n;
+  out.group = group;
+  out.panels = (n + kGroup - 1) / kGroup;
+  const int64_t groups = k / group;
+  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), 8 | 8 << 4);  // q = 0
+  out.sums.assign(static_cast<size_t>(out.panels * groups * kGroup), 0);
+  out.scales.assign(out.sums.size(), 0.f);
+  out.bias.assign(static_cast<size_t>(out.panels * kGroup), 0.f);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t p = j / kGroup, col = j % kGroup;
+    uint8_t* panel = out.data.data() + p * out.panel_bytes();
+    for (int64_t i = 0; i < k; ++i) {
+      const auto u = static_cast<uint8_t>(q[j * k + i] + 8);
+      uint8_t& byte = panel[((i / 8) * kGroup + col) * 4 + i % 4];
+      byte = static_cast<uint8_t>(i % 8 < 4 ? (byte & 0xF0) | u : (byte & 0x0F) | u << 4);
+      out.sums[static_cast<size_t>((p * groups + i / group) * kGroup + col)] += q[j * k + i];
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      out.scales[static_cast<size_t>((p * groups + g) * kGroup + col)] = scales[j * groups + g];
+    }
+    out.bias[static_cast<size_t>(j)] = bias != nullptr ? bias[j] : 0.f;
+  }
+  return out;
+}
+
+void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
+                  const float* scales) {
+  const int64_t groups = k / group;
+  xq.resize(static_cast<size_t>(m * k));
+  xsum.assign(static_cast<size_t>(m * groups), 0);
+  zero.resize(static_cast<size_t>(m));
+  scale.assign(scales, scales + m);
+  for (int64_t r = 0; r < m; ++r) {
+    zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
+    for (int64_t i = 0; i < k; ++i) {
+      // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
+      const float v = std::clamp(a[r * k + i], -128.f, 127.f);
+      const auto x = static_cast<int8_t>(std::nearbyint(v));
+      xq[static_cast<size_t>(r * k + i)] = x;
+      xsum[static_cast<size_t>(r * groups + i / group)] += x;
+    }
+  }
+}
+
+void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
+                      float* c, int64_t ldc) {
+  const simd::Kernels& kernels = *simd::kernels();
+  threads = static_cast<int>(std::min<int64_t>(threads, b.panels));
+  if (threads <= 1) {
+    kernels.dot_gemm(m, b, rows, c, ldc, 0, b.panels);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    kernels.dot_gemm(m, b, rows, c, ldc, b.panels * t / count, b.panels * (t + 1) / count);
   }
 }
 

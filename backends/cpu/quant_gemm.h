@@ -52,4 +52,45 @@ void quant_gemm(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t l
 void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, const float* a,
                         int64_t lda, float* c, int64_t ldc);
 
+// The linear of a dynamically quantized activation (torchao's 8da4w) in integers: rows of int8
+// integers xq with one zero point and scale a row, the input (xq - zero) * scale, by a 4-bit
+// weight of zero points 0. Within a group the sum of (xq - zero) q is exact in int32 (pairs of
+// u8 x s8 products in 16 bits: at most 2 * 15 * 128, no saturation), times the weight's scale in
+// float32; the row's sum times its scale, plus the bias.
+struct DotPackedMatrix {
+  int64_t k = 0, n = 0, group = 0;
+  int64_t panels = 0;  // of kGroup columns
+  // Panel p, rows 8o .. 8o + 7: kGroup columns of 4 bytes, byte j holding q + 8 of row 8o + j
+  // (low nibble) and of row 8o + 4 + j (high nibble): each column's four rows side by side, as
+  // pmaddubsw pairs them. 8 rows a 64-byte line, k / 2 * kGroup bytes a panel.
+  std::vector<uint8_t, CacheLineAllocator<uint8_t>> data;
+  std::vector<int32_t, CacheLineAllocator<int32_t>> sums;  // [panels][groups][kGroup]: sum of q
+  AlignedFloats scales;                                    // [panels][groups][kGroup]
+  AlignedFloats bias;                                      // [panels * kGroup]
+
+  int64_t groups() const { return k / group; }
+  int64_t panel_bytes() const { return k / 2 * kGroup; }
+  // Whether a weight fits: integers in [-8, 7], zero points 0, k and group multiples of 8.
+  static bool fits(const int8_t* q, const float* zeros, int64_t k, int64_t n, int64_t group);
+  // q: [n][k]; scales: [n][k / group]; bias: [n] or null. Check fits() first.
+  static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
+                              int64_t n, int64_t group);
+};
+
+// The integers of m rows, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of each
+// group's xq), zero [m].
+struct DotRows {
+  std::vector<int8_t> xq;
+  std::vector<int32_t> xsum, zero;
+  std::vector<float> scale;
+  // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
+  void set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
+           const float* scales);
+};
+
+// c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check
+// own_kernels_supported()).
+void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
+                      float* c, int64_t ldc);
+
 }  // namespace ember::cpu

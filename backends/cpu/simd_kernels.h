@@ -43,6 +43,9 @@ struct Kernels {
   // quant_gemm() of quant_gemm.h over the panels [panel_begin, panel_end).
   void (*quant_gemm)(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t lda, float* c,
                      int64_t ldc, int64_t panel_begin, int64_t panel_end);
+  // dot_gemm_threads() of quant_gemm.h over the panels [panel_begin, panel_end).
+  void (*dot_gemm)(int64_t m, const DotPackedMatrix& b, const DotRows& rows, float* c, int64_t ldc,
+                   int64_t panel_begin, int64_t panel_end);
 };
 
 const Kernels& kernels_avx2();

@@ -256,9 +256,10 @@ def _group_dequantized_weights(ep):
         out_dtype = node.kwargs.get("output_dtype", out_dtype or torch.float32)
         quant_min = node.kwargs.get("quant_min", quant_min)
         quant_max = node.kwargs.get("quant_max", quant_max)
-        val = lambda n: n.meta.get("val") if isinstance(n, torch.fx.Node) else None  # noqa: E731
-        qv, sv, zv = val(q), val(scale), val(zero_point)
-        if (not _is_weight(q, weights) or qv is None or sv is None or qv.dim() != 2 or len(block) != 2 or block[0] != 1):
+        qv, sv, zv = (n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+                      for n in (q, scale, zero_point))
+        if (not _is_weight(q, weights) or qv is None or sv is None or qv.dim() != 2
+                or len(block) != 2 or block[0] != 1):
             continue
         group = int(block[1])
         if (group < 2 or qv.shape[1] % group != 0 or qv.dtype != torch.int8
