@@ -1,6 +1,7 @@
 // delegate_to_backends: partitions become delegate call nodes (see to_backend.h).
 #include "compiler/partition/to_backend.h"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -10,6 +11,7 @@
 #include <unordered_set>
 
 #include "compiler/passes/op_table.h"
+#include "compiler/passes/pass_util.h"
 
 namespace ember::partition {
 
@@ -274,8 +276,18 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
     result.summary += summarize_partitions(*parts);
     // Values the delegates made so far stand for the partition outputs they replaced.
     std::unordered_map<const ir::Value*, ir::Value*> replaced;
+    size_t views_only = 0;
     for (size_t pi = 0; pi < parts->partitions.size(); ++pi) {
       Partition p = parts->partitions[pi];
+      // Views alone compute nothing: the portable runtime makes them without a copy or a call,
+      // where a delegate call would copy (a Llama 8da4w decode step had 29 such partitions).
+      if (std::all_of(p.nodes.begin(), p.nodes.end(),
+                      [](const ir::Node* n) { return passes::is_view_node(*n); })) {
+        result.report += "partition " + std::to_string(pi) + " stays portable: views only (" +
+                         node_list(p) + ")\n";
+        ++views_only;
+        continue;
+      }
       if (p.graph != &g) {
         const std::string line = "partition " + std::to_string(pi) +
                                  " stays portable: it is inside a control-flow subgraph, and "
@@ -365,6 +377,10 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
       }
       EMBER_IR_RETURN_IF_ERROR(stable_sort(g));
       result.delegates.push_back(std::move(d));
+    }
+    if (views_only > 0) {
+      result.summary += "  " + std::to_string(views_only) +
+                        " partition(s) of views only stay portable (no copy, no call)\n";
     }
   }
   return result;
