@@ -15,6 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,12 @@ class Builder {
     Value* scale = nullptr;
   };
   std::map<const Value*, ActivationQuant> activation_quant_;
+  // torchao's whole per-token quantization of a linear's input (activation_chain): its nodes,
+  // computed by the linear, and for its dequantized result (and reshapes of it) the float input
+  // and eps.
+  std::set<const Node*> activation_chain_nodes_;
+  std::map<const Value*, std::pair<Value*, double>> activation_input_;
+  ir::Status find_activation_chains();
   std::map<const Value*, int32_t> fake_quant_tensor_;  // per quantize: its dequantized tensor
   std::map<std::string, uint32_t> weight_index_;
   std::vector<partition::NamedBlob> named_;

@@ -315,6 +315,10 @@ ir::Status Builder::reshape(const Node& n) {
     activation_quant_[n.output()] = q->second;
     return {};
   }
+  if (auto q = activation_input_.find(value_arg(n, "self")); q != activation_input_.end()) {
+    activation_input_[n.output()] = q->second;
+    return {};
+  }
   auto src = tensor(value_arg(n, "self"));
   if (!src.ok()) return src.status();
   const TensorDesc s = graph_.tensors[*src];

@@ -58,7 +58,9 @@ ir::Status Builder::run() {
       weight_of_[v] = w;
     }
   }
+  EMBER_IR_RETURN_IF_ERROR(find_activation_chains());
   for (const Node* n : g.nodes()) {
+    if (activation_chain_nodes_.count(n) != 0) continue;  // the grouped linear computes them
     ir::Status s = lower(*n);
     if (!s.ok()) return ir::Status::error(n->describe() + ": " + s.message());
   }
@@ -83,10 +85,50 @@ ir::Status Builder::run() {
   return {};
 }
 
+ir::Status Builder::find_activation_chains() {
+  for (const Node* n : program_.graph().nodes()) {
+    if (n->op() != "aten::sub") continue;
+    std::optional<ActivationChain> chain = activation_chain(*n);
+    if (!chain) continue;
+    // The 0-d constants must hold torchao's numbers: else the program is not its quantization,
+    // and claiming it would be wrong (C33), so the compile fails naming the node.
+    for (const auto& [value, want] : chain->constants) {
+      auto w = weight_of_.find(value);
+      double got = want + 1;
+      if (w != weight_of_.end() &&
+          w->second->bytes().size() == ir::dtype_size(w->second->type.dtype)) {
+        const auto b = w->second->bytes();
+        if (w->second->type.dtype == DType::Float32) {
+          float f;
+          std::memcpy(&f, b.data(), sizeof f);
+          got = f;
+        } else if (w->second->type.dtype == DType::Int64) {
+          int64_t i;
+          std::memcpy(&i, b.data(), sizeof i);
+          got = static_cast<double>(i);
+        }
+      }
+      if (got != want) {
+        return ir::Status::error(n->describe() + ": %" + value->name() +
+                                 " is not the constant of torchao's per-token quantization (" +
+                                 std::to_string(want) + ")");
+      }
+    }
+    for (const Node* member : chain->nodes) {
+      if (member != n && member != chain->result->producer())
+        activation_chain_nodes_.insert(member);
+    }
+    activation_chain_nodes_.insert(n);
+    activation_chain_nodes_.insert(chain->result->producer());
+    activation_input_[chain->result] = {chain->x, chain->eps};
+  }
+  return {};
+}
+
 ir::StatusOr<int32_t> Builder::tensor(Value* v) {
   auto it = tensor_of_.find(v);
   if (it != tensor_of_.end()) return it->second;
-  if (activation_quant_.count(v) != 0) {
+  if (activation_quant_.count(v) != 0 || activation_input_.count(v) != 0) {
     return ir::Status::error("%" + v->name() +
                              " dequantizes an activation for a grouped linear, and something "
                              "else reads it");
@@ -386,10 +428,13 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
   const QuantizedWeight& w = qw.weight;
   const bool addmm = n.op() == "aten::addmm";
   Value* x = value_arg(n, addmm ? "mat1" : "self");
-  // A dequantized activation: its integers, zero points and scales, for the kernel to compute.
+  // A dequantized activation: its integers, zero points and scales, for the kernel to compute;
+  // or its whole per-token quantization: the float input, quantized by the kernel.
   const auto act = activation_quant_.find(x);
   const bool dynamic = act != activation_quant_.end() && act->second.scale != nullptr;
-  auto a = tensor(dynamic ? act->second.q : x);
+  const auto whole = activation_input_.find(x);
+  const bool quantize = whole != activation_input_.end();
+  auto a = tensor(quantize ? whole->second.first : dynamic ? act->second.q : x);
   auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
   if (!a.ok()) return a.status();
   if (!bias.ok()) return bias.status();
@@ -435,6 +480,10 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
     d.inputs.push_back(*scale);
   }
   d.ints = {w.group};
+  if (quantize) {
+    d.ints.push_back(1);
+    d.floats = {static_cast<float>(whole->second.second)};
+  }
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

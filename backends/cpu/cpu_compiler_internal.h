@@ -82,4 +82,20 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const ir::Node& n, const ir::Weig
 const ir::Node* activation_dequantize_linear(const ir::Node& sub);
 Why check_activation_dequantize(const ir::Node& sub);
 
+// torchao's whole per-token quantization of a linear's input (cpu_activation_quant.cc), from the
+// subtraction of its dequantize: every node (the dequantize's sub and mul included), the float
+// input (through reshapes), the dequantized result, eps, and the 0-d constants with the number
+// each must hold (the builder reads them). nullopt unless the whole chain is there and read only
+// inside itself.
+struct ActivationChain {
+  std::vector<const ir::Node*> nodes;
+  ir::Value* x = nullptr;
+  const ir::Value* result = nullptr;
+  double eps = 0;
+  std::vector<std::pair<const ir::Value*, double>> constants;
+};
+std::optional<ActivationChain> activation_chain(const ir::Node& sub);
+// A node of such a chain (or a dequantize's subtraction, check_activation_dequantize).
+Why check_activation_quantize(const ir::Node& n);
+
 }  // namespace ember::cpu::internal

@@ -393,8 +393,10 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
 }
 
 void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
-  // A dynamically quantized input (7 inputs) may have any shape of m * k elements.
-  const bool dynamic = op.inputs.size() == 7;
+  // A dynamically quantized input (7 inputs), or a float one the op quantizes (ints [group, 1]),
+  // may have any shape of m * k elements.
+  const bool quantize = op.ints.size() == 2;
+  const bool dynamic = op.inputs.size() == 7 || quantize;
   const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
   memory::dims ad = dims_of(op.inputs[0]);
   if (dynamic && wd.size() == 2 && od.size() == 2) ad = {od[0], checked_numel(ad) / od[0]};
@@ -436,6 +438,20 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   }
   const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
   const memory dst = make_output(op, plain_md(od, dt::f32));
+  if (quantize) {
+    std::shared_ptr<DotPackedMatrix> dot;
+    std::shared_ptr<QuantPackedMatrix> packed;
+    if (own_kernels_supported() && DotPackedMatrix::fits(q.data(), zeros, k, n, group)) {
+      dot = std::make_shared<DotPackedMatrix>(
+          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group));
+    } else {
+      packed = std::make_shared<QuantPackedMatrix>(
+          QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
+    }
+    add_own_step(quantized_input_matmul_step(std::move(dot), std::move(packed), m, op.floats[0],
+                                             threads_, a, dst));
+    return;
+  }
   memory zero_points, input_scales;  // a's, one a row
   if (dynamic) {
     for (int32_t id : {op.inputs[5], op.inputs[6]}) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -245,6 +246,23 @@ Why check_binary(const Node& n) {
 
 Why check_static(const Node& n) { return all_static(n); }
 
+// `check`, and int8 tensors only in torchao's per-token activation quantization.
+std::function<Why(const Node&)> int8_only_in_activation_quant(Why (*check)(const Node&)) {
+  return [check](const Node& n) -> Why {
+    bool int8 = false;
+    for (const ir::NamedArg& a : n.args()) {
+      if (a.value.kind() == ArgKind::Value && a.value.as_value()->is_tensor()) {
+        int8 = int8 || a.value.as_value()->tensor_type().dtype == DType::Int8;
+      }
+    }
+    for (size_t i = 0; i < n.num_outputs(); ++i) {
+      int8 = int8 || (n.output(i)->is_tensor() && n.output(i)->tensor_type().dtype == DType::Int8);
+    }
+    if (int8) return check_activation_quantize(n);
+    return check(n);
+  };
+}
+
 Why check_softmax(const Node& n) {
   if (auto w = all_static(n)) return w;
   auto h = number(n, "half_to_float", 0);
@@ -344,10 +362,12 @@ const OpSupportTable& support_table() {
             .overload = "default",
             .attrs = {{"scale", {1.0}}, {"input_scale", {1.0}}},
             .extra = check_static});
+    // An int8 operand only inside torchao's per-token quantization (cpu_activation_quant.cc).
     t->add({.op = "aten::add",
             .overload = "Tensor",
+            .dtypes = {DType::Float32, DType::Int8},
             .attrs = {{"alpha", {1.0}}},
-            .extra = check_binary});
+            .extra = int8_only_in_activation_quant(check_binary)});
     t->add({.op = "aten::mul", .overload = "Tensor", .extra = check_binary});
     t->add({.op = "aten::_softmax", .extra = check_softmax});
     t->add({.op = "aten::native_layer_norm", .extra = check_layer_norm});
@@ -366,9 +386,21 @@ const OpSupportTable& support_table() {
                            {"scales", {DType::Float32}},
                            {"zero_points", {DType::Int64, DType::Int32}}},
             .extra = check_dequantize});
-    // torchao's dynamically quantized activation, (float(q) - float(zero point)) * scale: only
-    // as the input of a grouped integer linear (GroupQuantMatMul), which computes it whole.
-    t->add({.op = "aten::sub", .overload = "Tensor", .extra = check_activation_dequantize});
+    // torchao's dynamically quantized activation: its quantization (min, max, scale, zero point,
+    // rounding) and dequantize, (float(q) - float(zero point)) * scale, only as the input of a
+    // grouped integer linear (GroupQuantMatMul), which computes them (cpu_activation_quant.cc).
+    t->add({.op = "aten::sub",
+            .overload = "Tensor",
+            .arg_dtypes = {{"self", {DType::Float32, DType::Int64}}},
+            .extra = check_activation_quantize});
+    for (const char* op :
+         {"aten::amin", "aten::amax", "aten::full_like", "aten::minimum", "aten::maximum",
+          "aten::div", "aten::clamp", "aten::round", "aten::reciprocal"}) {
+      t->add({.op = op, .extra = check_activation_quantize});
+    }
+    t->add({.op = "aten::_to_copy",
+            .dtypes = {DType::Float32, DType::Int8},
+            .extra = check_activation_quantize});
     // int32 or int64 zero points only: PyTorch subtracts an int8 one in int8, wrapping around.
     t->add({.op = "quantized_decomposed::dequantize_per_channel_group",
             .overload = "default",
@@ -380,7 +412,9 @@ const OpSupportTable& support_table() {
          {"aten::view", "aten::view_copy", "aten::_unsafe_view", "aten::_reshape_alias",
           "aten::reshape", "aten::squeeze", "aten::unsqueeze", "aten::flatten", "aten::t",
           "aten::t_copy", "aten::permute", "aten::permute_copy", "aten::transpose"}) {
-      t->add({.op = op, .extra = check_reshape_like});
+      t->add({.op = op,
+              .dtypes = {DType::Float32, DType::Int8},
+              .extra = int8_only_in_activation_quant(check_reshape_like)});
     }
     return t;
   }();

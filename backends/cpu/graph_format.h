@@ -83,7 +83,9 @@ enum class OpKind : uint8_t {
   // dequantize_per_channel_group). With two more inputs, a's zero points and scales (one a row:
   // M elements each), a holds integers (int8's, as float32) and the layer's input is
   // (a - zero point) * scale: a dynamically quantized activation (torchao's 8da); a may then
-  // have any shape of M * K elements.
+  // have any shape of M * K elements. With ints [group, 1] and floats [eps] (5 inputs), a is
+  // float and the op quantizes each row first as torchao's per-token int8 quantization does
+  // (DotRows::quantize, quant_gemm.h), then computes with the dequantized row.
   GroupQuantMatMul = 13,
 };
 inline constexpr uint8_t kNumOpKinds = 14;

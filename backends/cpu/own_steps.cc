@@ -153,4 +153,29 @@ OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threa
   return s;
 }
 
+OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
+                                    std::shared_ptr<QuantPackedMatrix> b, int64_t m, float eps,
+                                    int threads, dnnl::memory a, dnnl::memory dst) {
+  const int64_t k = dot ? dot->k : b->k, n_out = dot ? dot->n : b->n;
+  const int64_t group = dot ? dot->group : b->group;
+  OwnStep s{dot ? OwnKind::DotMatMul : OwnKind::GroupQuantMatMul,
+            cat({"matmul,ember:", dot ? "dot_gemm" : "quant_gemm",
+                 ",forward_inference,src_f32_per_token_s8,wei_s", dot ? "4" : n(b->bits),
+                 ",attr-group:", n(group)}),
+            cat({n(m), "x", n(k), ":", n(k), "x", n(n_out), ":", n(m), "x", n(n_out)}),
+            {}};
+  auto rows = std::make_shared<DotRows>();
+  auto x = std::make_shared<AlignedFloats>(dot ? 0 : static_cast<size_t>(m * k));
+  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, eps, threads, a, dst, rows, x]() {
+    rows->quantize(m, k, group, in_of(a), eps);
+    if (dot) {
+      dot_gemm_threads(threads, m, *dot, *rows, out_of(dst), dot->n);
+      return;
+    }
+    rows->dequantize(m, k, x->data());
+    quant_gemm_threads(threads, m, *b, x->data(), k, out_of(dst), b->n);
+  };
+  return s;
+}
+
 }  // namespace ember::cpu

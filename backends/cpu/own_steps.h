@@ -66,5 +66,11 @@ OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m,
 // The same for a dynamically quantized activation and a 4-bit weight, in integers (DotRows).
 OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
                         dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst);
+// a float [m][b.k], quantized a row at a time as torchao's per-token int8 quantization
+// (DotRows::quantize), by the grouped-integer weight: in integers where `dot` is given (a 4-bit
+// weight), else on the dequantized rows with `b`.
+OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
+                                    std::shared_ptr<QuantPackedMatrix> b, int64_t m, float eps,
+                                    int threads, dnnl::memory a, dnnl::memory dst);
 
 }  // namespace ember::cpu

@@ -161,6 +161,58 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
   }
 }
 
+namespace {
+
+// PyTorch's float -> int8 cast of an integer-valued float in [-128, 127]; NaN as x86 casts it.
+int8_t to_int8(float v) { return std::isnan(v) ? 0 : static_cast<int8_t>(v); }
+
+}  // namespace
+
+void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps) {
+  const int64_t groups = k / group;
+  xq.resize(static_cast<size_t>(m * k));
+  xsum.assign(static_cast<size_t>(m * groups), 0);
+  zero.resize(static_cast<size_t>(m));
+  scale.resize(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; ++r) {
+    const float* row = x + r * k;
+    // amin / amax propagate NaN; minimum / maximum with 0 too.
+    float mn = row[0], mx = row[0];
+    for (int64_t i = 1; i < k; ++i) {
+      const float v = row[i];
+      if (!std::isnan(mn) && (v < mn || std::isnan(v))) mn = v;
+      if (!std::isnan(mx) && (v > mx || std::isnan(v))) mx = v;
+    }
+    mn = std::isnan(mn) ? mn : std::min(mn, 0.f);
+    mx = std::isnan(mx) ? mx : std::max(mx, 0.f);
+    float s = (mx - mn) / 255.f;
+    s = std::isnan(s) ? s : std::max(s, eps);
+    float zp = -128.f - std::nearbyint(mn / s);
+    zp = std::isnan(zp) ? zp : std::clamp(zp, -128.f, 127.f);
+    const int8_t z = to_int8(zp);
+    const float inverse = (1.f / s) * 1.f;
+    zero[static_cast<size_t>(r)] = z;
+    scale[static_cast<size_t>(r)] = s;
+    for (int64_t i = 0; i < k; ++i) {
+      float v = std::nearbyint(row[i] * inverse) + static_cast<float>(z);
+      v = std::isnan(v) ? v : std::clamp(v, -128.f, 127.f);
+      const int8_t q = to_int8(v);
+      xq[static_cast<size_t>(r * k + i)] = q;
+      xsum[static_cast<size_t>(r * groups + i / group)] += q;
+    }
+  }
+}
+
+void DotRows::dequantize(int64_t m, int64_t k, float* out) const {
+  for (int64_t r = 0; r < m; ++r) {
+    const auto z = static_cast<float>(zero[static_cast<size_t>(r)]);
+    for (int64_t i = 0; i < k; ++i) {
+      out[r * k + i] = (static_cast<float>(xq[static_cast<size_t>(r * k + i)]) - z) *
+                       scale[static_cast<size_t>(r)];
+    }
+  }
+}
+
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc) {
   const simd::Kernels& kernels = *simd::kernels();

@@ -86,6 +86,14 @@ struct DotRows {
   // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
   void set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
            const float* scales);
+  // Rows of x quantized as torchao's per-token int8 quantization (choose_qparams_affine
+  // ASYMMETRIC, quantize_affine) computes them, op by op in float32: mn = min(min(x), 0),
+  // mx = max(max(x), 0), scale = max((mx - mn) / 255, eps), zero = clamp(-128 - round(mn / scale),
+  // -128, 127), q = clamp(round(x * (1 / scale)) + zero, -128, 127), rounding half to even. A
+  // NaN becomes 0 where PyTorch casts it to int8 (x86: 0).
+  void quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps);
+  // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
+  void dequantize(int64_t m, int64_t k, float* out) const;
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check
