@@ -4,11 +4,13 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_test_util.h"
 #include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/quant_gemm.h"
 
 namespace ember::cpu {
 namespace {
@@ -438,6 +440,40 @@ TEST(CpuQuant, DynamicallyQuantizedActivationLinear) {
         // Integer sums are exact; the float reference rounds each product: float32 rounding.
         EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5))
             << (out[0] - want).abs().max().item<float>();
+      }
+    }
+  }
+}
+
+// torchao's per-token int8 quantization of a linear's input (8da), as the kernel computes it
+// (DotRows::quantize), bit for bit against ATen running the ops torchao's decomposition writes.
+TEST(CpuQuant, PerTokenQuantizationIsTorchaosBitForBit) {
+  at::manual_seed(13);
+  const int64_t k = 64;
+  const float eps = 1.1754943508222875e-38f;  // torchao's default: float32's smallest normal
+  std::vector<at::Tensor> rows = {at::randn({4, k}), at::randn({4, k}) * 1e4, at::rand({2, k}) + 1,
+                                  -at::rand({2, k}), at::zeros({1, k}), at::randn({2, k}) * 1e-30,
+                                  // Halves of a step: ties that round to even.
+                                  at::round(at::randn({2, k}) * 8) / 2};
+  for (const at::Tensor& x : rows) {
+    const at::Tensor zeros = at::zeros({x.size(0)});
+    const at::Tensor mn = at::minimum(at::amin(x, {-1}), zeros);
+    const at::Tensor mx = at::maximum(at::amax(x, {-1}), zeros);
+    const at::Tensor scale = at::clamp((mx - mn) / 255.0, eps);
+    const at::Tensor zp = at::clamp(-128 - at::round(mn / scale), -128, 127).to(at::kChar);
+    const at::Tensor inverse = at::reciprocal(scale.unsqueeze(-1)) * 1.0;
+    const at::Tensor q =
+        at::clamp(at::round(x * inverse) + zp.unsqueeze(-1), -128, 127).to(at::kChar);
+    DotRows got;
+    got.quantize(x.size(0), k, 32, x.contiguous().data_ptr<float>(), eps);
+    for (int64_t r = 0; r < x.size(0); ++r) {
+      SCOPED_TRACE("row " + std::to_string(r));
+      const float want_scale = scale[r].item<float>();
+      EXPECT_EQ(std::memcmp(&got.scale[r], &want_scale, sizeof(float)), 0)
+          << got.scale[r] << " " << want_scale;
+      EXPECT_EQ(got.zero[r], zp[r].item<int8_t>());
+      for (int64_t i = 0; i < k; ++i) {
+        ASSERT_EQ(got.xq[r * k + i], q[r][i].item<int8_t>()) << "element " << i;
       }
     }
   }
