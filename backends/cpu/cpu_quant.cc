@@ -19,18 +19,6 @@
 namespace ember::cpu::delegate {
 namespace {
 
-// PyTorch's quantize to int8's grid, as a float: clamp(round(x * inv) + zp, -128, 127), with
-// round half to even; NaN gives 0, as PyTorch's conversion of NaN to int8 does. The rounding is
-// the float addition of 1.5 * 2^23 and back (exact for |t| < 2^22, which the clamp before it
-// keeps): libm's nearbyintf is not inlined, and it cost 85% of an int8 MobileNetV2.
-inline float quantize_int8(float x, float inv, float zp) {
-  const float t = x * inv;
-  const float c = t < -512.f ? -512.f : t > 512.f ? 512.f : t;  // NaN stays NaN
-  float q = ((c + 0x1.8p23f) - 0x1.8p23f) + zp;
-  q = q < -128.f ? -128.f : q > 127.f ? 127.f : q;
-  return t == t ? q : 0.f;  // branch-free, so the loops vectorize
-}
-
 // The element loops, compiled for AVX-512 and AVX2 beside the baseline and chosen at load by the
 // CPU (the arithmetic is the same on each: no contraction, exact roundings).
 #define EMBER_QUANT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

@@ -11,9 +11,11 @@ namespace ember::cpu {
 
 namespace simd {
 const Kernels* kernels() {
-  static const Kernels* const k = cpu_isa() >= CpuIsa::Avx512 ? &kernels_avx512()
-                                  : cpu_isa() >= CpuIsa::Avx2 ? &kernels_avx2()
-                                                              : nullptr;
+  static const Kernels* const k =
+      cpu_isa() >= CpuIsa::Avx512
+          ? (__builtin_cpu_supports("avx512vnni") ? &kernels_avx512_vnni() : &kernels_avx512())
+      : cpu_isa() >= CpuIsa::Avx2 ? &kernels_avx2()
+                                  : nullptr;
   return k;
 }
 }  // namespace simd

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "backends/cpu/simd_kernels.h"
 
@@ -151,22 +152,18 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
   scale.assign(scales, scales + m);
   for (int64_t r = 0; r < m; ++r) {
     zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
-    for (int64_t i = 0; i < k; ++i) {
-      // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
-      const float v = std::clamp(a[r * k + i], -128.f, 127.f);
-      const auto x = static_cast<int8_t>(std::nearbyint(v));
-      xq[static_cast<size_t>(r * k + i)] = x;
-      xsum[static_cast<size_t>(r * groups + i / group)] += x;
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+        // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
+        const auto x = static_cast<int8_t>(std::clamp(a[r * k + i], -128.f, 127.f));
+        xq[static_cast<size_t>(r * k + i)] = x;
+        sum += x;
+      }
+      xsum[static_cast<size_t>(r * groups + g)] = sum;
     }
   }
 }
-
-namespace {
-
-// PyTorch's float -> int8 cast of an integer-valued float in [-128, 127]; NaN as x86 casts it.
-int8_t to_int8(float v) { return std::isnan(v) ? 0 : static_cast<int8_t>(v); }
-
-}  // namespace
 
 void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps) {
   const int64_t groups = k / group;
@@ -176,29 +173,39 @@ void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, floa
   scale.resize(static_cast<size_t>(m));
   for (int64_t r = 0; r < m; ++r) {
     const float* row = x + r * k;
-    // amin / amax propagate NaN; minimum / maximum with 0 too.
+    // amin / amax propagate NaN (branch-free, so the loop vectorizes); minimum / maximum with 0
+    // too.
     float mn = row[0], mx = row[0];
-    for (int64_t i = 1; i < k; ++i) {
+    bool nan = false;
+    for (int64_t i = 0; i < k; ++i) {
       const float v = row[i];
-      if (!std::isnan(mn) && (v < mn || std::isnan(v))) mn = v;
-      if (!std::isnan(mx) && (v > mx || std::isnan(v))) mx = v;
+      mn = v < mn ? v : mn;
+      mx = v > mx ? v : mx;
+      nan = nan || v != v;
     }
+    if (nan) mn = mx = std::numeric_limits<float>::quiet_NaN();
     mn = std::isnan(mn) ? mn : std::min(mn, 0.f);
     mx = std::isnan(mx) ? mx : std::max(mx, 0.f);
     float s = (mx - mn) / 255.f;
     s = std::isnan(s) ? s : std::max(s, eps);
-    float zp = -128.f - std::nearbyint(mn / s);
-    zp = std::isnan(zp) ? zp : std::clamp(zp, -128.f, 127.f);
-    const int8_t z = to_int8(zp);
+    // zero = clamp(-128 - round(mn / s), -128, 127): mn / s <= 0, and below -512 the clamp
+    // saturates all the same. NaN casts to 0.
+    float t = mn / s;
+    t = t < -512.f ? -512.f : t;
+    float zp = -128.f - round_half_even(t);
+    zp = zp > 127.f ? 127.f : zp < -128.f ? -128.f : zp;
+    const auto z = static_cast<int8_t>(std::isnan(zp) ? 0.f : zp);
     const float inverse = (1.f / s) * 1.f;
     zero[static_cast<size_t>(r)] = z;
     scale[static_cast<size_t>(r)] = s;
-    for (int64_t i = 0; i < k; ++i) {
-      float v = std::nearbyint(row[i] * inverse) + static_cast<float>(z);
-      v = std::isnan(v) ? v : std::clamp(v, -128.f, 127.f);
-      const int8_t q = to_int8(v);
-      xq[static_cast<size_t>(r * k + i)] = q;
-      xsum[static_cast<size_t>(r * groups + i / group)] += q;
+    int8_t* out = xq.data() + r * k;
+    for (int64_t g = 0; g < groups; ++g) {
+      int32_t sum = 0;
+      for (int64_t i = g * group; i < (g + 1) * group; ++i) {
+        out[i] = static_cast<int8_t>(quantize_int8(row[i], inverse, static_cast<float>(z)));
+        sum += out[i];
+      }
+      xsum[static_cast<size_t>(r * groups + g)] = sum;
     }
   }
 }

@@ -50,6 +50,7 @@ struct Kernels {
 
 const Kernels& kernels_avx2();
 const Kernels& kernels_avx512();
+const Kernels& kernels_avx512_vnni();  // the same, the integer linear by vpdpbusd
 
 // The variant cpu_isa() allows, or null (below AVX2). Decided once.
 const Kernels* kernels();
