@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_test_util.h"
 #include "backends/cpu/packed_gemm.h"
 #include "backends/cpu/quant_gemm.h"
+#include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu {
 namespace {
@@ -477,6 +478,48 @@ TEST(CpuQuant, PerTokenQuantizationIsTorchaosBitForBit) {
       }
     }
   }
+}
+
+// The integer linear's instruction-set variants (AVX2 pmaddubsw, AVX-512 pmaddubsw, AVX-512
+// VNNI vpdpbusd) on one CPU: integer sums are exact and the float steps the same, so every
+// variant the CPU runs gives the same bits; the one in use against ATen.
+TEST(CpuQuant, IntegerLinearVariantsAgree) {
+  at::manual_seed(14);
+  const int64_t n = 40, k = 96, group = 32, m = 11;  // a partial panel; tiles of 8, 4 and 1 rows
+  const at::Tensor wq = at::randint(-8, 8, {n, k}).to(at::kChar);
+  const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+  const at::Tensor bias = at::randn({n});
+  const at::Tensor x = at::randn({m, k}) * 3;
+  const DotPackedMatrix b =
+      DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
+                            bias.data_ptr<float>(), k, n, group);
+  DotRows rows;
+  rows.quantize(m, k, group, x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
+  std::vector<const simd::Kernels*> variants;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    variants.push_back(&simd::kernels_avx2());
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    variants.push_back(&simd::kernels_avx512());
+    if (__builtin_cpu_supports("avx512vnni")) variants.push_back(&simd::kernels_avx512_vnni());
+  }
+  if (variants.empty()) GTEST_SKIP() << "no AVX2";
+  std::vector<std::vector<float>> outs;
+  for (const simd::Kernels* v : variants) {
+    outs.emplace_back(static_cast<size_t>(m * n));
+    v->dot_gemm(m, b, rows, outs.back().data(), n, 0, b.panels);
+  }
+  for (size_t i = 1; i < outs.size(); ++i) {
+    EXPECT_EQ(outs[i], outs[0]) << variants[i]->name << " against " << variants[0]->name;
+  }
+  // ATen on the dequantized rows and weights.
+  std::vector<float> xd(static_cast<size_t>(m * k));
+  rows.dequantize(m, k, xd.data());
+  const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
+  const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
+  const at::Tensor got = at::from_blob(outs[0].data(), {m, n});
+  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
 }
 
 }  // namespace
