@@ -3,10 +3,11 @@ decode latency against Ember fp32 and ExecuTorch+XNNPACK.
 
     .venv/bin/python bench/llm_quant_bench.py [--threads 1,2] [--rounds 5] [--group 32]
                                               [--config 8da4w|8da8w|int4_weight_only|...]
-                                              [--isa avx2]
+                                              [--isa avx2] [--step decode|prefill]
 
 The model is bench/models.py's llama_decode (dim 512, 8 heads, 4 layers, FFN 1536, vocab 32000),
-one decode step (one token) after a prefill, every system starting from the same KV cache.
+one decode step (one token) after a prefill, every system starting from the same KV cache; with
+--step prefill, llama_prefill (a 128-token prefill).
 --config (default 8da4w: int8 dynamic per-token activations, int4 weights in groups of --group,
 symmetric) is applied with torchao's quantize_ to every Linear, the output head included:
 - "torchao eager": the quantized module in PyTorch, the reference.
@@ -88,11 +89,13 @@ def main():
     p.add_argument("--config", default="8da4w")
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
+    p.add_argument("--step", choices=["decode", "prefill"], default="decode")
     args = p.parse_args()
     if args.isa == "avx2":
         os.environ["EMBER_CPU_ISA"] = "avx2"
         os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
-    case = models.build(["llama_decode"])["llama_decode"]
+    name = "llama_" + args.step
+    case = models.build([name])[name]
     fp32, inputs = case.module, case.inputs
     from torchao.quantization import quantize_
     quantized = copy.deepcopy(fp32)
@@ -114,7 +117,7 @@ def main():
             except Exception as e:  # reported, the rest goes on
                 print(f"ExecuTorch XNNPACK {label}: {type(e).__name__}: {e}"[:300], file=sys.stderr)
     scale = reference.abs().max().item()
-    print(f"\nLlama decode step, {args.config} (group {args.group}), ISA path {args.isa}; "
+    print(f"\nLlama {args.step} step, {args.config} (group {args.group}), ISA path {args.isa}; "
           f"work dir {work}\n")
     print("| system | largest logit difference / largest logit | top-1 = reference |")
     print("|---|---|---|")
