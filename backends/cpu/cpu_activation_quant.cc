@@ -23,11 +23,6 @@ using ir::Value;
 
 namespace {
 
-bool is_view(const Node& n) {
-  return n.op() == "aten::view" || n.op() == "aten::view_copy" || n.op() == "aten::_unsafe_view" ||
-         n.op() == "aten::reshape";
-}
-
 // Walks a chain backwards, collecting its nodes; fails (ok = false) at the first mismatch.
 struct Walk {
   std::vector<const Node*> nodes;
@@ -36,7 +31,7 @@ struct Walk {
 
   // v's producer through reshapes, when it is `op`; else a failed walk.
   const Node* producer(const Value* v, const char* op) {
-    while (ok && v != nullptr && v->producer() != nullptr && is_view(*v->producer())) {
+    while (ok && v != nullptr && v->producer() != nullptr && is_reshape(*v->producer())) {
       nodes.push_back(v->producer());
       v = value_arg(*v->producer(), "self");
     }
@@ -47,12 +42,19 @@ struct Walk {
   }
   // v through reshapes (the same data).
   const Value* root(const Value* v) {
-    while (v != nullptr && v->producer() != nullptr && is_view(*v->producer())) {
+    while (v != nullptr && v->producer() != nullptr && is_reshape(*v->producer())) {
       nodes.push_back(v->producer());
       v = value_arg(*v->producer(), "self");
     }
     return v;
   }
+  // The same, where v is read by rows of k: the rows the chain quantizes are then runs of k
+  // elements of its input in order (a reshape keeps the order), the rows the kernel reads.
+  const Value* row_root(const Value* v) {
+    if (v == nullptr || static_dims(*v).empty() || static_dims(*v).back() != k) ok = false;
+    return root(v);
+  }
+  int64_t k = 0;  // the linear's input features
   // Argument `name` of n: the number `want`, or a 0-d constant the builder checks holds it.
   void number_arg(const Node* n, const char* name, double want) {
     if (!ok) return;
@@ -85,7 +87,8 @@ struct Walk {
         number(*r, "keepdim", 0).value_or(1) != 0) {
       ok = false;
     }
-    return ok ? root(x) : nullptr;
+    const Value* rows = row_root(x);
+    return ok ? rows : nullptr;
   }
   void clamp_int8(const Node* c) {
     number_arg(c, "min", -128);
@@ -98,6 +101,7 @@ struct Walk {
 std::optional<ActivationChain> activation_chain(const Node& sub) {
   if (activation_dequantize_linear(sub) == nullptr) return std::nullopt;
   Walk w;
+  w.k = static_dims(*value_arg(sub, "self")).back();  // activation_dequantize_linear: [..., K]
   ActivationChain chain;
   w.nodes.push_back(&sub);
   const Node* mul = sub.output()->users()[0];
@@ -154,7 +158,7 @@ std::optional<ActivationChain> activation_chain(const Node& sub) {
   if (w.ok) w.number_arg(inverse, "other", 1);
   const Node* reciprocal =
       w.ok ? w.producer(value_arg(*inverse, "self"), "aten::reciprocal") : nullptr;
-  if (w.ok && (w.root(value_arg(*scaled, "self")) != x ||
+  if (w.ok && (w.row_root(value_arg(*scaled, "self")) != x ||
                w.root(value_arg(*reciprocal, "self")) != scale->output())) {
     w.ok = false;
   }

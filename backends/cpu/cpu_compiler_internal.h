@@ -74,6 +74,9 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const ir::Node& n, const ir::Weig
                                                const ir::Weight* scales,
                                                const ir::Weight* zero_points);
 
+// A view or reshape of one input (the same data, other dims).
+bool is_reshape(const ir::Node& n);
+
 // The dequantize of a dynamically quantized activation (torchao's 8da, decomposed to ATen):
 // mul(sub(float(q), float(zero point)), scale), q int8 [..., K], zero point and scale one a row
 // ([..., 1]), whose result reaches, through reshapes that keep the rows, only the input of a

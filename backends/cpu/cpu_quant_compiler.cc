@@ -206,12 +206,12 @@ const Node* only_user(const Value* v) {
   return v->users().size() == 1 && !v->is_graph_output() ? v->users()[0] : nullptr;
 }
 
+}  // namespace
+
 bool is_reshape(const Node& n) {
   return n.op() == "aten::view" || n.op() == "aten::view_copy" || n.op() == "aten::_unsafe_view" ||
          n.op() == "aten::reshape";
 }
-
-}  // namespace
 
 const Node* activation_dequantize_linear(const Node& sub) {
   Value* q = value_arg(sub, "self");
