@@ -522,5 +522,117 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
 }
 
+// torchao's per-token quantization of a linear's input as its decomposition writes it (the ops
+// of python/tests' 8da4w export), claimed whole with the linear: one op, against ATen running
+// the same ops; and not claimed where the chain is not torchao's (another constant, a value read
+// outside it).
+std::string per_token_chain_program(const at::Tensor& x, const at::Tensor& wq,
+                                    const at::Tensor& scales, const at::Tensor& b,
+                                    const at::Tensor& y, float divisor, bool leak_scale) {
+  const int64_t m = x.size(0), k = x.size(1);
+  const std::string rows = "[" + std::to_string(m) + "]", col = "[" + std::to_string(m) + ", 1]";
+  const std::string mk = "[" + std::to_string(m) + ", " + std::to_string(k) + "]";
+  std::string t = "weight \"wq\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n";
+  t += "weight \"s\": " + type_of(scales) + " = hex\"" + hex(scales) + "\"\n";
+  t += "weight \"b\": " + type_of(b) + " = hex\"" + hex(b) + "\"\n";
+  // The numbers torchao's ops take, as the importer wraps them: 0-d constants.
+  const at::Tensor c255 = at::tensor(divisor), cm128 = at::tensor(int64_t{-128}),
+                   c1 = at::tensor(1.f);
+  for (const auto& [name, c] : {std::pair{"c255", c255}, {"cm128", cm128}, {"c1", c1}}) {
+    t += std::string("weight \"") + name + "\": " + type_of(c) + " = hex\"" + hex(c) + "\"\n";
+  }
+  t += "graph(\n    %x: f32" + mk + ",\n    %wq: " + i8_type(wq) + " parameter \"wq\",\n" +
+       "    %s: " + type_of(scales) + " parameter \"s\",\n    %b: " + type_of(b) +
+       " parameter \"b\",\n    %c255: f32[] constant \"c255\",\n" +
+       "    %cm128: i64[] constant \"cm128\",\n    %c1: f32[] constant \"c1\"\n) {\n";
+  auto node = [&](const std::string& name, const std::string& type, const std::string& rhs) {
+    t += "  %" + name + ": " + type + " = " + rhs + "\n";
+  };
+  node("amin", "f32" + rows, "aten::amin.default(self=%x, dim=[-1], keepdim=false)");
+  node("amax", "f32" + rows, "aten::amax.default(self=%x, dim=[-1], keepdim=false)");
+  node("z0", "f32" + rows, "aten::full_like.default(self=%amin, fill_value=0)");
+  node("mn", "f32" + rows, "aten::minimum.default(self=%amin, other=%z0)");
+  node("z1", "f32" + rows, "aten::full_like.default(self=%amax, fill_value=0)");
+  node("mx", "f32" + rows, "aten::maximum.default(self=%amax, other=%z1)");
+  node("range", "f32" + rows, "aten::sub.Tensor(self=%mx, other=%mn, alpha=1)");
+  node("div", "f32" + rows, "aten::div.Tensor(self=%range, other=%c255)");
+  node("scale", "f32" + rows, "aten::clamp.default(self=%div, min=1.1754943508222875e-38)");
+  node("d1", "f32" + rows, "aten::div.Tensor(self=%mn, other=%scale)");
+  node("r1", "f32" + rows, "aten::round.default(self=%d1)");
+  node("zs", "f32" + rows, "aten::sub.Tensor(self=%cm128, other=%r1, alpha=1)");
+  node("zc", "f32" + rows, "aten::clamp.default(self=%zs, min=-128, max=127)");
+  node("zp", "i8" + rows, "aten::_to_copy.default(self=%zc, dtype=dtype(i8))");
+  node("sv", "f32" + col, "aten::view.default(self=%scale, size=" + col + ")");
+  node("zv", "i8" + col, "aten::view.default(self=%zp, size=" + col + ")");
+  node("rec", "f32" + col, "aten::reciprocal.default(self=%sv)");
+  node("inv", "f32" + col, "aten::mul.Tensor(self=%rec, other=%c1)");
+  node("xs", "f32" + mk, "aten::mul.Tensor(self=%x, other=%inv)");
+  node("r2", "f32" + mk, "aten::round.default(self=%xs)");
+  node("add", "f32" + mk, "aten::add.Tensor(self=%r2, other=%zv, alpha=1)");
+  node("qc", "f32" + mk, "aten::clamp.default(self=%add, min=-128, max=127)");
+  node("q", "i8" + mk, "aten::_to_copy.default(self=%qc, dtype=dtype(i8))");
+  node("qf", "f32" + mk, "aten::_to_copy.default(self=%q, dtype=dtype(f32))");
+  node("zf", "f32" + col, "aten::_to_copy.default(self=%zv, dtype=dtype(f32))");
+  node("dq", "f32" + mk, "aten::sub.Tensor(self=%qf, other=%zf, alpha=1)");
+  node("xd", "f32" + mk, "aten::mul.Tensor(self=%dq, other=%sv)");
+  node("wd", type_of(wq.to(at::kFloat)),
+       "quantized_decomposed::dequantize_per_channel_group.default(input=%wq, scales=%s, "
+       "zero_points=none, quant_min=-8, quant_max=7, dtype=dtype(i8), group_size=32, "
+       "output_dtype=dtype(f32))");
+  node("wt", type_of(wq.t().to(at::kFloat)), "aten::permute.default(self=%wd, dims=[1, 0])");
+  node("y", type_of(y), "aten::addmm.default(self=%b, mat1=%xd, mat2=%wt, beta=1, alpha=1)");
+  t += std::string("  return (%y") + (leak_scale ? ", %scale" : "") + ")\n}\n";
+  return t;
+}
+
+TEST(CpuQuant, PerTokenQuantizedLinearClaimedWhole) {
+  at::manual_seed(15);
+  const int64_t m = 3, n = 40, k = 64, group = 32;
+  const at::Tensor x = at::randn({m, k});
+  const at::Tensor wq = at::randint(-8, 8, {n, k}).to(at::kChar);
+  const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+  const at::Tensor b = at::randn({n});
+  // ATen running torchao's ops.
+  const at::Tensor mn = at::minimum(at::amin(x, {-1}), at::zeros({m}));
+  const at::Tensor mx = at::maximum(at::amax(x, {-1}), at::zeros({m}));
+  const at::Tensor scale = at::clamp((mx - mn) / 255.0, 1.1754943508222875e-38).view({m, 1});
+  const at::Tensor zp =
+      at::clamp(-128 - at::round(mn.view({m, 1}) / scale), -128, 127).to(at::kChar);
+  const at::Tensor q =
+      at::clamp(at::round(x * (at::reciprocal(scale) * 1.0)) + zp, -128, 127).to(at::kChar);
+  const at::Tensor xd = (q.to(at::kFloat) - zp.to(at::kFloat)) * scale;
+  const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
+  const at::Tensor want = at::addmm(b, xd, w.t());
+  {
+    auto program = parse_text(per_token_chain_program(x, wq, scales, b, want, 255.f, false));
+    ASSERT_NE(program, nullptr);
+    const Compiled compiled = compile(*program);
+    ASSERT_EQ(compiled.graph.ops.size(), 1u);
+    EXPECT_EQ(compiled.graph.ops[0].kind, OpKind::GroupQuantMatMul);
+    EXPECT_EQ(compiled.graph.ops[0].ints.size(), 2u);  // [group, 1]: the op quantizes its input
+    DelegateSummary summary;
+    auto out = run(compiled, {x}, {want}, {}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(summary.dot_matmuls, own_kernels_supported() ? 1 : 0);
+    EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5))
+        << (out[0] - want).abs().max().item<float>();
+  }
+  // Not torchao's: the scale read outside the chain: its ops are not claimed.
+  auto leaked = parse_text(per_token_chain_program(x, wq, scales, b, want, 255.f, true));
+  ASSERT_NE(leaked, nullptr);
+  for (const ir::Node* node : leaked->graph().nodes()) {
+    if (node->op() != "aten::amin") continue;
+    EXPECT_FALSE(compiler_backend()->support().check(*node).supported);
+  }
+  // Another divisor than 255 in its constant: the structure is claimed, and the compile fails
+  // naming the node rather than computing torchao's quantization for it (C33).
+  auto other = parse_text(per_token_chain_program(x, wq, scales, b, want, 254.f, false));
+  ASSERT_NE(other, nullptr);
+  auto r = compiler_backend()->preprocess(*other, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("torchao's per-token quantization"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace ember::cpu
