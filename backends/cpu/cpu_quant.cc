@@ -429,9 +429,10 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   if (quantize) {
     std::shared_ptr<DotPackedMatrix> dot;
     std::shared_ptr<QuantPackedMatrix> packed;
-    if (own_kernels_supported() && DotPackedMatrix::fits(q.data(), zeros, k, n, group)) {
+    if (const int dot_bits =
+            own_kernels_supported() ? DotPackedMatrix::fits(q.data(), zeros, k, n, group) : 0) {
       dot = std::make_shared<DotPackedMatrix>(
-          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group));
+          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
     } else {
       packed = std::make_shared<QuantPackedMatrix>(
           QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
@@ -449,10 +450,12 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
     }
     zero_points = as(op.inputs[5], plain_md(dims_of(op.inputs[5]), dt::f32));
     input_scales = as(op.inputs[6], plain_md(dims_of(op.inputs[6]), dt::f32));
-    // In integers where the weight is 4 bits with zero points 0 (8da4w) and the CPU has AVX2.
-    if (own_kernels_supported() && DotPackedMatrix::fits(q.data(), zeros, k, n, group)) {
+    // In integers where the weight's zero points are 0 and it is 4 bits (8da4w, AVX2 up) or the
+    // CPU has VNNI (8da8w).
+    if (const int dot_bits =
+            own_kernels_supported() ? DotPackedMatrix::fits(q.data(), zeros, k, n, group) : 0) {
       auto packed = std::make_shared<DotPackedMatrix>(
-          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group));
+          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
       add_own_step(
           dot_matmul_step(std::move(packed), m, threads_, a, zero_points, input_scales, dst));
       return;

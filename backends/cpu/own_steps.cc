@@ -140,11 +140,11 @@ OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m,
 
 OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
                         dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst) {
-  OwnStep s{
-      OwnKind::DotMatMul,
-      cat({"matmul,ember:dot_gemm,forward_inference,src_dyn_s8,wei_s4,attr-group:", n(b->group)}),
-      cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
-      {}};
+  OwnStep s{OwnKind::DotMatMul,
+            cat({"matmul,ember:dot_gemm,forward_inference,src_dyn_s8,wei_s", n(b->bits),
+                 ",attr-group:", n(b->group)}),
+            cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
+            {}};
   auto rows = std::make_shared<DotRows>();
   s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, rows]() {
     rows->set(m, b->k, b->group, in_of(a), in_of(zero_points), in_of(scales));
@@ -160,7 +160,7 @@ OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
   const int64_t group = dot ? dot->group : b->group;
   OwnStep s{dot ? OwnKind::DotMatMul : OwnKind::GroupQuantMatMul,
             cat({"matmul,ember:", dot ? "dot_gemm" : "quant_gemm",
-                 ",forward_inference,src_f32_per_token_s8,wei_s", dot ? "4" : n(b->bits),
+                 ",forward_inference,src_f32_per_token_s8,wei_s", n(dot ? dot->bits : b->bits),
                  ",attr-group:", n(group)}),
             cat({n(m), "x", n(k), ":", n(k), "x", n(n_out), ":", n(m), "x", n(n_out)}),
             {}};

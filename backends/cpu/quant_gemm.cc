@@ -102,27 +102,30 @@ void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, cons
   }
 }
 
-bool DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_t n,
-                           int64_t group) {
-  if (k % 8 != 0 || group % 8 != 0 || k % group != 0) return false;
-  for (int64_t i = 0; i < n * k; ++i) {
-    if (q[i] < -8 || q[i] > 7) return false;
-  }
+int DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_t n,
+                          int64_t group) {
+  if (k % group != 0 || group % 4 != 0) return 0;
   for (int64_t i = 0; zeros != nullptr && i < n * (k / group); ++i) {
-    if (zeros[i] != 0.f) return false;
+    if (zeros[i] != 0.f) return 0;
   }
-  return true;
+  bool nibbles = group % 8 == 0;
+  for (int64_t i = 0; i < n * k && nibbles; ++i) nibbles = q[i] >= -8 && q[i] <= 7;
+  if (nibbles) return 4;
+  const simd::Kernels* kernels = simd::kernels();
+  return kernels != nullptr && kernels->dot8 ? 8 : 0;
 }
 
 DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
-                                      int64_t k, int64_t n, int64_t group) {
+                                      int64_t k, int64_t n, int64_t group, int bits) {
   DotPackedMatrix out;
   out.k = k;
   out.n = n;
   out.group = group;
+  out.bits = bits;
   out.panels = (n + kGroup - 1) / kGroup;
   const int64_t groups = k / group;
-  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), 8 | 8 << 4);  // q = 0
+  // Padding columns hold q = 0.
+  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), bits == 4 ? 8 | 8 << 4 : 0);
   out.sums.assign(static_cast<size_t>(out.panels * groups * kGroup), 0);
   out.scales.assign(out.sums.size(), 0.f);
   out.bias.assign(static_cast<size_t>(out.panels * kGroup), 0.f);
@@ -130,10 +133,15 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
     const int64_t p = j / kGroup, col = j % kGroup;
     uint8_t* panel = out.data.data() + p * out.panel_bytes();
     for (int64_t i = 0; i < k; ++i) {
-      const auto u = static_cast<uint8_t>(q[j * k + i] + 8);
-      uint8_t& byte = panel[((i / 8) * kGroup + col) * 4 + i % 4];
-      byte = static_cast<uint8_t>(i % 8 < 4 ? (byte & 0xF0) | u : (byte & 0x0F) | u << 4);
-      out.sums[static_cast<size_t>((p * groups + i / group) * kGroup + col)] += q[j * k + i];
+      const int8_t v = q[j * k + i];
+      if (bits == 4) {
+        const auto u = static_cast<uint8_t>(v + 8);
+        uint8_t& byte = panel[((i / 8) * kGroup + col) * 4 + i % 4];
+        byte = static_cast<uint8_t>(i % 8 < 4 ? (byte & 0xF0) | u : (byte & 0x0F) | u << 4);
+      } else {
+        panel[((i / 4) * kGroup + col) * 4 + i % 4] = static_cast<uint8_t>(v);
+      }
+      out.sums[static_cast<size_t>((p * groups + i / group) * kGroup + col)] += v;
     }
     for (int64_t g = 0; g < groups; ++g) {
       out.scales[static_cast<size_t>((p * groups + g) * kGroup + col)] = scales[j * groups + g];
@@ -147,6 +155,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
                   const float* scales) {
   const int64_t groups = k / group;
   xq.resize(static_cast<size_t>(m * k));
+  xu.resize(static_cast<size_t>(m * k));
   xsum.assign(static_cast<size_t>(m * groups), 0);
   zero.resize(static_cast<size_t>(m));
   scale.assign(scales, scales + m);
@@ -158,6 +167,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
         // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
         const auto x = static_cast<int8_t>(std::clamp(a[r * k + i], -128.f, 127.f));
         xq[static_cast<size_t>(r * k + i)] = x;
+        xu[static_cast<size_t>(r * k + i)] = static_cast<uint8_t>(x + 128);
         sum += x;
       }
       xsum[static_cast<size_t>(r * groups + g)] = sum;
@@ -168,6 +178,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
 void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps) {
   const int64_t groups = k / group;
   xq.resize(static_cast<size_t>(m * k));
+  xu.resize(static_cast<size_t>(m * k));
   xsum.assign(static_cast<size_t>(m * groups), 0);
   zero.resize(static_cast<size_t>(m));
   scale.resize(static_cast<size_t>(m));
@@ -199,10 +210,12 @@ void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, floa
     zero[static_cast<size_t>(r)] = z;
     scale[static_cast<size_t>(r)] = s;
     int8_t* out = xq.data() + r * k;
+    uint8_t* unsigned_out = xu.data() + r * k;
     for (int64_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
       for (int64_t i = g * group; i < (g + 1) * group; ++i) {
         out[i] = static_cast<int8_t>(quantize_int8(row[i], inverse, static_cast<float>(z)));
+        unsigned_out[i] = static_cast<uint8_t>(out[i] + 128);
         sum += out[i];
       }
       xsum[static_cast<size_t>(r * groups + g)] = sum;

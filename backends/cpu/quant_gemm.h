@@ -74,29 +74,34 @@ void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, cons
 // u8 x s8 products in 16 bits: at most 2 * 15 * 128, no saturation), times the weight's scale in
 // float32; the row's sum times its scale, plus the bias.
 struct DotPackedMatrix {
-  int64_t k = 0, n = 0, group = 0;
+  int64_t k = 0, n = 0, group = 0, bits = 4;
   int64_t panels = 0;  // of kGroup columns
-  // Panel p, rows 8o .. 8o + 7: kGroup columns of 4 bytes, byte j holding q + 8 of row 8o + j
-  // (low nibble) and of row 8o + 4 + j (high nibble): each column's four rows side by side, as
-  // pmaddubsw pairs them. 8 rows a 64-byte line, k / 2 * kGroup bytes a panel.
+  // bits 4: panel p, rows 8o .. 8o + 7: kGroup columns of 4 bytes, byte j holding q + 8 of row
+  // 8o + j (low nibble) and of row 8o + 4 + j (high nibble): each column's four rows side by
+  // side, as pmaddubsw pairs them. 8 rows a 64-byte line, k / 2 * kGroup bytes a panel.
+  // bits 8 (8da8w, on CPUs with VNNI only: vpdpbusd sums u8 x s8 products in 32 bits, where
+  // pmaddubsw's 16-bit pairs would saturate): rows 4o .. 4o + 3 of a column as its 4 bytes, q
+  // itself; the activation is the unsigned operand, xq + 128. k * kGroup bytes a panel.
   std::vector<uint8_t, CacheLineAllocator<uint8_t>> data;
   std::vector<int32_t, CacheLineAllocator<int32_t>> sums;  // [panels][groups][kGroup]: sum of q
   AlignedFloats scales;                                    // [panels][groups][kGroup]
   AlignedFloats bias;                                      // [panels * kGroup]
 
   int64_t groups() const { return k / group; }
-  int64_t panel_bytes() const { return k / 2 * kGroup; }
-  // Whether a weight fits: integers in [-8, 7], zero points 0, k and group multiples of 8.
-  static bool fits(const int8_t* q, const float* zeros, int64_t k, int64_t n, int64_t group);
-  // q: [n][k]; scales: [n][k / group]; bias: [n] or null. Check fits() first.
+  int64_t panel_bytes() const { return bits == 4 ? k / 2 * kGroup : k * kGroup; }
+  // The bits a weight fits, or 0: zero points 0, and integers in [-8, 7] with k and group
+  // multiples of 8 (4), or any with multiples of 4 where the kernels have VNNI (8).
+  static int fits(const int8_t* q, const float* zeros, int64_t k, int64_t n, int64_t group);
+  // q: [n][k]; scales: [n][k / group]; bias: [n] or null; bits from fits().
   static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
-                              int64_t n, int64_t group);
+                              int64_t n, int64_t group, int bits);
 };
 
 // The integers of m rows, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of each
 // group's xq), zero [m].
 struct DotRows {
   std::vector<int8_t> xq;
+  std::vector<uint8_t> xu;  // xq + 128: the unsigned operand for 8-bit weights
   std::vector<int32_t> xsum, zero;
   std::vector<float> scale;
   // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
