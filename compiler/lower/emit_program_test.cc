@@ -10,6 +10,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/lower/pipeline.h"
 #include "compiler/partition/backend.h"
+#include "compiler/passes/passes.h"
 #include "runtime/executor/program.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/loaders.h"
@@ -49,6 +50,51 @@ size_t count(const std::vector<uint8_t>& bytes, const std::string& needle) {
   for (size_t pos = hay.find(needle); pos != std::string::npos; pos = hay.find(needle, pos + 1))
     ++n;
   return n;
+}
+
+// A dequantized weight stays quantized through the first constant folding, for the backends to
+// see; after partitioning, one by groups (torchao's, which ExecuTorch's runtime has no kernel for)
+// becomes a float32 weight, while a per-channel one (PT2E's, which it runs) keeps its int8 bytes.
+TEST(Pipeline, GroupDequantizedWeightsFoldAfterDelegation) {
+  const std::string q = "0102fdfe0304fcfb0506faf90708f8f7";  // 16 int8
+  const std::string s2 =
+      "0000803f000000400000404000008040000080400000404000000040"
+      "0000803f";
+  const std::string s4 = "0000803f000000400000404000008040";
+  const std::string text =
+      "weight \"wq\": i8[4, 4] = hex\"" + q + "\"\n" + "weight \"s2\": f32[4, 2] = hex\"" + s2 +
+      "\"\n" + "weight \"s4\": f32[4] = hex\"" + s4 + "\"\n" +
+      "graph(\n    %wq: i8[4, 4] parameter \"wq\",\n    %s2: f32[4, 2] parameter \"s2\",\n"
+      "    %s4: f32[4] parameter \"s4\",\n    %x: f32[2, 4]\n) {\n"
+      "  %g: f32[4, 4] = quantized_decomposed::dequantize_per_channel_group.default(input=%wq, "
+      "scales=%s2, zero_points=none, quant_min=-8, quant_max=7, dtype=dtype(i8), group_size=2, "
+      "output_dtype=dtype(f32))\n"
+      "  %c: f32[4, 4] = quantized_decomposed::dequantize_per_channel.default(input=%wq, "
+      "scales=%s4, zero_points=none, axis=0, quant_min=-127, quant_max=127, dtype=dtype(i8), "
+      "out_dtype=none)\n"
+      "  %gt: f32[4, 4]{1, 0} = aten::t.default(self=%g)\n"
+      "  %ct: f32[4, 4]{1, 0} = aten::t.default(self=%c)\n"
+      "  %a: f32[2, 4] = aten::mm.default(self=%x, mat2=%gt)\n"
+      "  %b: f32[2, 4] = aten::mm.default(self=%x, mat2=%ct)\n"
+      "  return (%a, %b)\n}\n";
+  auto count = [](const ir::Program& p, const std::string& prefix) {
+    int n = 0;
+    for (const ir::Node* node : p.graph().nodes()) n += node->qualified_op().rfind(prefix, 0) == 0;
+    return n;
+  };
+  // Before partitioning (fold_constants alone), both stay.
+  auto before = ir::parse_program(text);
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  ASSERT_EQ(register_portable_kernels(), Error::Ok);
+  passes::PassContext ctx;
+  ASSERT_TRUE(passes::fold_constants(**before, ctx).ok());
+  EXPECT_EQ(count(**before, "quantized_decomposed::dequantize_per_channel_group"), 1);
+  EXPECT_EQ(count(**before, "quantized_decomposed::dequantize_per_channel."), 1);
+  // Through the pipeline without a backend: the grouped one is folded.
+  auto program = lowered(text);
+  ASSERT_NE(program, nullptr);
+  EXPECT_EQ(count(*program, "quantized_decomposed::dequantize_per_channel_group"), 0);
+  EXPECT_EQ(count(*program, "quantized_decomposed::dequantize_per_channel."), 1);
 }
 
 TEST(EmitProgram, SharedWeightIsStoredOnceAcrossMethods) {
