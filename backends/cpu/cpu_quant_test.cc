@@ -436,9 +436,8 @@ TEST(CpuQuant, DynamicallyQuantizedActivationLinear) {
         auto out = run(compiled, {a, za, sa}, {want}, {}, &summary);
         ASSERT_EQ(out.size(), 1u);
         EXPECT_EQ(summary.grouped_matmuls, 1);
-        // In integers: 4-bit weights from AVX2 up, 8-bit ones where the kernels have VNNI.
-        const bool integers =
-            !zeros && own_kernels_supported() && (bits == 4 || simd::kernels()->dot8);
+        // In integers where the weight's zero points are 0, from AVX2 up.
+        const bool integers = !zeros && own_kernels_supported();
         EXPECT_EQ(summary.dot_matmuls, integers ? 1 : 0);
         // Integer sums are exact; the float reference rounds each product: float32 rounding.
         EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5))
@@ -522,16 +521,20 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
   const at::Tensor got = at::from_blob(outs[0].data(), {m, n});
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
-  // 8-bit weights (8da8w) where VNNI sums them: against ATen too.
-  if (!__builtin_cpu_supports("avx512vnni") || variants.back() != &simd::kernels_avx512_vnni()) {
-    return;
-  }
+  // 8-bit weights (8da8w), full range: the same bits on every variant, against ATen.
   const at::Tensor w8 = at::randint(-128, 128, {n, k}).to(at::kChar);
   const DotPackedMatrix b8 =
       DotPackedMatrix::pack(w8.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
                             bias.data_ptr<float>(), k, n, group, 8);
-  std::vector<float> out8(static_cast<size_t>(m * n));
-  simd::kernels_avx512_vnni().dot_gemm(m, b8, rows, out8.data(), n, 0, b8.panels);
+  std::vector<std::vector<float>> outs8;
+  for (const simd::Kernels* v : variants) {
+    outs8.emplace_back(static_cast<size_t>(m * n));
+    v->dot_gemm(m, b8, rows, outs8.back().data(), n, 0, b8.panels);
+  }
+  for (size_t i = 1; i < outs8.size(); ++i) {
+    EXPECT_EQ(outs8[i], outs8[0]) << variants[i]->name << " against " << variants[0]->name;
+  }
+  std::vector<float>& out8 = outs8[0];
   const at::Tensor want8 = at::addmm(bias, at::from_blob(xd.data(), {m, k}),
                                      (w8.to(at::kFloat) * scales.repeat_interleave(group, 1)).t());
   const at::Tensor got8 = at::from_blob(out8.data(), {m, n});

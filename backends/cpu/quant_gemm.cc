@@ -110,9 +110,7 @@ int DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_
   }
   bool nibbles = group % 8 == 0;
   for (int64_t i = 0; i < n * k && nibbles; ++i) nibbles = q[i] >= -8 && q[i] <= 7;
-  if (nibbles) return 4;
-  const simd::Kernels* kernels = simd::kernels();
-  return kernels != nullptr && kernels->dot8 ? 8 : 0;
+  return nibbles ? 4 : 8;
 }
 
 DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
@@ -155,7 +153,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
                   const float* scales) {
   const int64_t groups = k / group;
   xq.resize(static_cast<size_t>(m * k));
-  xu.resize(static_cast<size_t>(m * k));
+  for (auto* v : {&xu, &xu_high, &xu_low}) v->resize(static_cast<size_t>(m * k));
   xsum.assign(static_cast<size_t>(m * groups), 0);
   zero.resize(static_cast<size_t>(m));
   scale.assign(scales, scales + m);
@@ -167,7 +165,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
         // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
         const auto x = static_cast<int8_t>(std::clamp(a[r * k + i], -128.f, 127.f));
         xq[static_cast<size_t>(r * k + i)] = x;
-        xu[static_cast<size_t>(r * k + i)] = static_cast<uint8_t>(x + 128);
+        set_unsigned(static_cast<size_t>(r * k + i), x);
         sum += x;
       }
       xsum[static_cast<size_t>(r * groups + g)] = sum;
@@ -178,7 +176,7 @@ void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const flo
 void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps) {
   const int64_t groups = k / group;
   xq.resize(static_cast<size_t>(m * k));
-  xu.resize(static_cast<size_t>(m * k));
+  for (auto* v : {&xu, &xu_high, &xu_low}) v->resize(static_cast<size_t>(m * k));
   xsum.assign(static_cast<size_t>(m * groups), 0);
   zero.resize(static_cast<size_t>(m));
   scale.resize(static_cast<size_t>(m));
@@ -210,12 +208,11 @@ void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, floa
     zero[static_cast<size_t>(r)] = z;
     scale[static_cast<size_t>(r)] = s;
     int8_t* out = xq.data() + r * k;
-    uint8_t* unsigned_out = xu.data() + r * k;
     for (int64_t g = 0; g < groups; ++g) {
       int32_t sum = 0;
       for (int64_t i = g * group; i < (g + 1) * group; ++i) {
         out[i] = static_cast<int8_t>(quantize_int8(row[i], inverse, static_cast<float>(z)));
-        unsigned_out[i] = static_cast<uint8_t>(out[i] + 128);
+        set_unsigned(static_cast<size_t>(r * k + i), out[i]);
         sum += out[i];
       }
       xsum[static_cast<size_t>(r * groups + g)] = sum;

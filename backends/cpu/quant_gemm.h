@@ -79,9 +79,10 @@ struct DotPackedMatrix {
   // bits 4: panel p, rows 8o .. 8o + 7: kGroup columns of 4 bytes, byte j holding q + 8 of row
   // 8o + j (low nibble) and of row 8o + 4 + j (high nibble): each column's four rows side by
   // side, as pmaddubsw pairs them. 8 rows a 64-byte line, k / 2 * kGroup bytes a panel.
-  // bits 8 (8da8w, on CPUs with VNNI only: vpdpbusd sums u8 x s8 products in 32 bits, where
-  // pmaddubsw's 16-bit pairs would saturate): rows 4o .. 4o + 3 of a column as its 4 bytes, q
-  // itself; the activation is the unsigned operand, xq + 128. k * kGroup bytes a panel.
+  // bits 8 (8da8w): rows 4o .. 4o + 3 of a column as its 4 bytes, q itself; the activation is
+  // the unsigned operand, xq + 128: one vpdpbusd (VNNI: u8 x s8 products summed in 32 bits), or,
+  // where pmaddubsw's 16-bit pairs of full-range bytes would saturate, its two nibbles in two
+  // pmaddubsw (pairs at most 2 * 15 * 128). k * kGroup bytes a panel.
   std::vector<uint8_t, CacheLineAllocator<uint8_t>> data;
   std::vector<int32_t, CacheLineAllocator<int32_t>> sums;  // [panels][groups][kGroup]: sum of q
   AlignedFloats scales;                                    // [panels][groups][kGroup]
@@ -90,7 +91,7 @@ struct DotPackedMatrix {
   int64_t groups() const { return k / group; }
   int64_t panel_bytes() const { return bits == 4 ? k / 2 * kGroup : k * kGroup; }
   // The bits a weight fits, or 0: zero points 0, and integers in [-8, 7] with k and group
-  // multiples of 8 (4), or any with multiples of 4 where the kernels have VNNI (8).
+  // multiples of 8 (4), or any with multiples of 4 (8).
   static int fits(const int8_t* q, const float* zeros, int64_t k, int64_t n, int64_t group);
   // q: [n][k]; scales: [n][k / group]; bias: [n] or null; bits from fits().
   static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
@@ -101,7 +102,8 @@ struct DotPackedMatrix {
 // group's xq), zero [m].
 struct DotRows {
   std::vector<int8_t> xq;
-  std::vector<uint8_t> xu;  // xq + 128: the unsigned operand for 8-bit weights
+  std::vector<uint8_t> xu;               // xq + 128: the unsigned operand for 8-bit weights
+  std::vector<uint8_t> xu_high, xu_low;  // its nibbles, for 8-bit weights without VNNI
   std::vector<int32_t> xsum, zero;
   std::vector<float> scale;
   // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
@@ -115,6 +117,13 @@ struct DotRows {
   void quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps);
   // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
   void dequantize(int64_t m, int64_t k, float* out) const;
+
+ private:
+  void set_unsigned(size_t i, int8_t x) {
+    xu[i] = static_cast<uint8_t>(x + 128);
+    xu_high[i] = xu[i] >> 4;
+    xu_low[i] = xu[i] & 0xF;
+  }
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check

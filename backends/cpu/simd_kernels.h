@@ -27,8 +27,6 @@ struct Kernels {
   // Rapids, bench/ab_runners.py 12 rounds: BERT 180 against 188 ms at 1 thread, 95 against 100
   // at 2; Llama prefill 41.2 against 42.4, 23.9 against 24.7). One row always.
   bool linear;
-  // Whether dot_gemm takes 8-bit weights (DotPackedMatrix::bits 8): VNNI's vpdpbusd only.
-  bool dot8;
   // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
   int64_t (*rows_for)(int64_t nv);
   // C = clamp(bias + A B (+ R)) over the row tiles [unit_begin, unit_end) of gemm_units();
