@@ -467,7 +467,7 @@ TEST(CpuQuant, PerTokenQuantizationIsTorchaosBitForBit) {
     const at::Tensor q =
         at::clamp(at::round(x * inverse) + zp.unsqueeze(-1), -128, 127).to(at::kChar);
     DotRows got;
-    got.quantize(x.size(0), k, 32, x.contiguous().data_ptr<float>(), eps);
+    got.quantize(x.size(0), k, 32, x.contiguous().data_ptr<float>(), eps, false);
     for (int64_t r = 0; r < x.size(0); ++r) {
       SCOPED_TRACE("row " + std::to_string(r));
       const float want_scale = scale[r].item<float>();
@@ -495,7 +495,7 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
       DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
                             bias.data_ptr<float>(), k, n, group, 4);
   DotRows rows;
-  rows.quantize(m, k, group, x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
+  rows.quantize(m, k, group, x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f, true);
   std::vector<const simd::Kernels*> variants;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     variants.push_back(&simd::kernels_avx2());

@@ -147,7 +147,7 @@ OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threa
             {}};
   auto rows = std::make_shared<DotRows>();
   s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, rows]() {
-    rows->set(m, b->k, b->group, in_of(a), in_of(zero_points), in_of(scales));
+    rows->set(m, b->k, b->group, in_of(a), in_of(zero_points), in_of(scales), b->bits == 8);
     dot_gemm_threads(threads, m, *b, *rows, out_of(dst), b->n);
   };
   return s;
@@ -167,7 +167,7 @@ OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
   auto rows = std::make_shared<DotRows>();
   auto x = std::make_shared<AlignedFloats>(dot ? 0 : static_cast<size_t>(m * k));
   s.run = [dot = std::move(dot), b = std::move(b), m, k, group, eps, threads, a, dst, rows, x]() {
-    rows->quantize(m, k, group, in_of(a), eps);
+    rows->quantize(m, k, group, in_of(a), eps, dot && dot->bits == 8);
     if (dot) {
       dot_gemm_threads(threads, m, *dot, *rows, out_of(dst), dot->n);
       return;

@@ -149,49 +149,99 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   return out;
 }
 
-void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
-                  const float* scales) {
-  const int64_t groups = k / group;
-  xq.resize(static_cast<size_t>(m * k));
-  for (auto* v : {&xu, &xu_high, &xu_low}) v->resize(static_cast<size_t>(m * k));
-  xsum.assign(static_cast<size_t>(m * groups), 0);
-  zero.resize(static_cast<size_t>(m));
-  scale.assign(scales, scales + m);
-  for (int64_t r = 0; r < m; ++r) {
-    zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
-    for (int64_t g = 0; g < groups; ++g) {
-      int32_t sum = 0;
-      for (int64_t i = g * group; i < (g + 1) * group; ++i) {
-        // Integers in [-128, 127] by construction (an int8 tensor's copy); clamped all the same.
-        const auto x = static_cast<int8_t>(std::clamp(a[r * k + i], -128.f, 127.f));
-        xq[static_cast<size_t>(r * k + i)] = x;
-        set_unsigned(static_cast<size_t>(r * k + i), x);
-        sum += x;
-      }
-      xsum[static_cast<size_t>(r * groups + g)] = sum;
-    }
+namespace {
+
+// The row loops, compiled for AVX-512 and AVX2 beside the baseline and chosen at load by the CPU
+// (the arithmetic is the same on each: no contraction, exact roundings).
+#define EMBER_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+
+// min and max of a row, and whether it holds a NaN (branch-free, so the loop vectorizes).
+EMBER_ROW_CLONES void min_max(const float* row, int64_t k, float* mn, float* mx, bool* nan) {
+  float lo = row[0], hi = row[0];
+  int any_nan = 0;
+  for (int64_t i = 0; i < k; ++i) {
+    const float v = row[i];
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    any_nan |= v != v;
+  }
+  *mn = lo;
+  *mx = hi;
+  *nan = any_nan != 0;
+}
+
+EMBER_ROW_CLONES void quantize_row(const float* row, int64_t k, float inverse, float zero,
+                                   int8_t* out) {
+  for (int64_t i = 0; i < k; ++i)
+    out[i] = static_cast<int8_t>(quantize_int8(row[i], inverse, zero));
+}
+
+// a row of float32 integers in [-128, 127] (clamped all the same) as int8.
+EMBER_ROW_CLONES void integers_row(const float* row, int64_t k, int8_t* out) {
+  for (int64_t i = 0; i < k; ++i) {
+    const float v = row[i];
+    out[i] = static_cast<int8_t>(v < -128.f ? -128.f : v > 127.f ? 127.f : v);
   }
 }
 
-void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps) {
-  const int64_t groups = k / group;
+EMBER_ROW_CLONES void unsigned_row(const int8_t* q, int64_t k, uint8_t* u, uint8_t* high,
+                                   uint8_t* low) {
+  for (int64_t i = 0; i < k; ++i) {
+    u[i] = static_cast<uint8_t>(q[i] + 128);
+    high[i] = static_cast<uint8_t>(u[i] >> 4);
+    low[i] = static_cast<uint8_t>(u[i] & 0xF);
+  }
+}
+
+EMBER_ROW_CLONES int32_t sum_of(const int8_t* q, int64_t n) {
+  int32_t sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += q[i];
+  return sum;
+}
+
+}  // namespace
+
+void DotRows::resize(int64_t m, int64_t k, int64_t group, bool unsigned_operands) {
   xq.resize(static_cast<size_t>(m * k));
-  for (auto* v : {&xu, &xu_high, &xu_low}) v->resize(static_cast<size_t>(m * k));
-  xsum.assign(static_cast<size_t>(m * groups), 0);
+  for (auto* v : {&xu, &xu_high, &xu_low}) {
+    v->resize(unsigned_operands ? static_cast<size_t>(m * k) : 0);
+  }
+  xsum.resize(static_cast<size_t>(m * (k / group)));
   zero.resize(static_cast<size_t>(m));
   scale.resize(static_cast<size_t>(m));
+}
+
+void DotRows::finish_row(int64_t r, int64_t k, int64_t group) {
+  const int8_t* q = xq.data() + r * k;
+  for (int64_t g = 0; g < k / group; ++g) {
+    xsum[static_cast<size_t>(r * (k / group) + g)] = sum_of(q + g * group, group);
+  }
+  if (!xu.empty()) {
+    unsigned_row(q, k, xu.data() + r * k, xu_high.data() + r * k, xu_low.data() + r * k);
+  }
+}
+
+void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
+                  const float* scales, bool unsigned_operands) {
+  resize(m, k, group, unsigned_operands);
+  scale.assign(scales, scales + m);
+  for (int64_t r = 0; r < m; ++r) {
+    zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
+    // Integers in [-128, 127] by construction (an int8 tensor's copy).
+    integers_row(a + r * k, k, xq.data() + r * k);
+    finish_row(r, k, group);
+  }
+}
+
+void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps,
+                       bool unsigned_operands) {
+  resize(m, k, group, unsigned_operands);
   for (int64_t r = 0; r < m; ++r) {
     const float* row = x + r * k;
-    // amin / amax propagate NaN (branch-free, so the loop vectorizes); minimum / maximum with 0
-    // too.
-    float mn = row[0], mx = row[0];
+    // amin / amax propagate NaN; minimum / maximum with 0 too.
+    float mn = 0, mx = 0;
     bool nan = false;
-    for (int64_t i = 0; i < k; ++i) {
-      const float v = row[i];
-      mn = v < mn ? v : mn;
-      mx = v > mx ? v : mx;
-      nan = nan || v != v;
-    }
+    min_max(row, k, &mn, &mx, &nan);
     if (nan) mn = mx = std::numeric_limits<float>::quiet_NaN();
     mn = std::isnan(mn) ? mn : std::min(mn, 0.f);
     mx = std::isnan(mx) ? mx : std::max(mx, 0.f);
@@ -204,19 +254,10 @@ void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, floa
     float zp = -128.f - round_half_even(t);
     zp = zp > 127.f ? 127.f : zp < -128.f ? -128.f : zp;
     const auto z = static_cast<int8_t>(std::isnan(zp) ? 0.f : zp);
-    const float inverse = (1.f / s) * 1.f;
     zero[static_cast<size_t>(r)] = z;
     scale[static_cast<size_t>(r)] = s;
-    int8_t* out = xq.data() + r * k;
-    for (int64_t g = 0; g < groups; ++g) {
-      int32_t sum = 0;
-      for (int64_t i = g * group; i < (g + 1) * group; ++i) {
-        out[i] = static_cast<int8_t>(quantize_int8(row[i], inverse, static_cast<float>(z)));
-        set_unsigned(static_cast<size_t>(r * k + i), out[i]);
-        sum += out[i];
-      }
-      xsum[static_cast<size_t>(r * groups + g)] = sum;
-    }
+    quantize_row(row, k, (1.f / s) * 1.f, static_cast<float>(z), xq.data() + r * k);
+    finish_row(r, k, group);
   }
 }
 

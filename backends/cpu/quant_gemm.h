@@ -107,23 +107,23 @@ struct DotRows {
   std::vector<int32_t> xsum, zero;
   std::vector<float> scale;
   // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
+  // unsigned_operands: also xu and its nibbles (for 8-bit weights).
   void set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
-           const float* scales);
+           const float* scales, bool unsigned_operands);
   // Rows of x quantized as torchao's per-token int8 quantization (choose_qparams_affine
   // ASYMMETRIC, quantize_affine) computes them, op by op in float32: mn = min(min(x), 0),
   // mx = max(max(x), 0), scale = max((mx - mn) / 255, eps), zero = clamp(-128 - round(mn / scale),
   // -128, 127), q = clamp(round(x * (1 / scale)) + zero, -128, 127), rounding half to even. A
   // NaN becomes 0 where PyTorch casts it to int8 (x86: 0).
-  void quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps);
+  void quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps,
+                bool unsigned_operands);
   // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
   void dequantize(int64_t m, int64_t k, float* out) const;
 
  private:
-  void set_unsigned(size_t i, int8_t x) {
-    xu[i] = static_cast<uint8_t>(x + 128);
-    xu_high[i] = xu[i] >> 4;
-    xu_low[i] = xu[i] & 0xF;
-  }
+  void resize(int64_t m, int64_t k, int64_t group, bool unsigned_operands);
+  // Row r's group sums, and its unsigned operands where kept.
+  void finish_row(int64_t r, int64_t k, int64_t group);
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check
