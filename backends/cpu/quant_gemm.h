@@ -6,7 +6,9 @@
 // eighth or a quarter of float32's bytes.
 //
 //   QuantPackedMatrix b = QuantPackedMatrix::pack(q, scales, zeros, bias, k, n, group, bits);
-//   quant_gemm(threads, m, b, a, lda, c, ldc);       // c [m][n] = a [m][k] W^T + bias
+//   quant_gemm_threads(threads, m, b, a, lda, c, ldc);   // c [m][n] = a [m][k] W^T + bias
+//
+// and its integer form for a dynamically quantized input (8da: DotPackedMatrix, DotRows, below).
 //
 // W's element (j, i) is (q[j][i] - zero[j][i / group]) * scale[j][i / group], as PyTorch's
 // dequantize computes it. The kernel sums x (q - zero) over a group (the difference exact in
@@ -68,11 +70,10 @@ void quant_gemm(int64_t m, const QuantPackedMatrix& b, const float* a, int64_t l
 void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, const float* a,
                         int64_t lda, float* c, int64_t ldc);
 
-// The linear of a dynamically quantized activation (torchao's 8da4w) in integers: rows of int8
-// integers xq with one zero point and scale a row, the input (xq - zero) * scale, by a 4-bit
-// weight of zero points 0. Within a group the sum of (xq - zero) q is exact in int32 (pairs of
-// u8 x s8 products in 16 bits: at most 2 * 15 * 128, no saturation), times the weight's scale in
-// float32; the row's sum times its scale, plus the bias.
+// The linear of a dynamically quantized activation (torchao's 8da4w, 8da8w) in integers: rows of
+// int8 integers xq with one zero point and scale a row, the input (xq - zero) * scale, by a 4- or
+// 8-bit weight of zero points 0. Within a group the sum of (xq - zero) q is exact in int32, times
+// the weight's scale in float32; the row's sum times its scale, plus the bias.
 struct DotPackedMatrix {
   int64_t k = 0, n = 0, group = 0, bits = 4;
   int64_t panels = 0;  // of kGroup columns
