@@ -1,11 +1,13 @@
 // The instruction-set variants of the cpu backend's own kernels: the packed GEMM's register tiles
-// (packed_gemm.h), the 3x3 depthwise row (depthwise.h) and the grouped-integer linear
-// (quant_gemm.h). Each is written once, in
-// simd_kernels.inc (GCC/Clang vector extensions, no intrinsics), and compiled once per variant:
-// simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a vector, 16 registers) and simd_kernels_avx512.cc
-// (AVX-512F, 16 floats a vector, 32 registers), each with its own tile sizes. kernels() picks the
-// variant cpu_isa() allows (EMBER_CPU_ISA caps it), or none below AVX2, where the backend leaves
-// every op to oneDNN. Callers use packed_gemm.h and depthwise.h, not this header.
+// (packed_gemm.h), the 3x3 depthwise row (depthwise.h) and the grouped-integer linears
+// (quant_gemm.h). Each is written once, in simd_kernels.inc (GCC/Clang vector extensions; the
+// few integer instructions they do not reach, int8 widening and byte dot products, as
+// intrinsics), and compiled once per variant: simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a
+// vector, 16 registers), simd_kernels_avx512.cc (AVX-512F, 16 floats a vector, 32 registers) and
+// simd_kernels_avx512_vnni.cc (the same with VNNI's vpdpbusd), each with its own tile sizes.
+// kernels() picks the variant cpu_isa() allows (EMBER_CPU_ISA caps it) and the CPU has, or none
+// below AVX2, where the backend leaves every op to oneDNN (and the grouped linears to plain
+// loops). Callers use packed_gemm.h, depthwise.h and quant_gemm.h, not this header.
 #pragma once
 
 #include <cstdint>
