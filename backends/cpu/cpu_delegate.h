@@ -305,7 +305,10 @@ class CpuDelegate {
   void build_group_quant_matmul(const OpDesc& op);
   // Whether QuantConv `op`, whose post-ops from `fused` on are a quantize and a dequantize, may
   // write its result as the uint8 source of the quantized convolutions that alone read it.
-  bool int8_chain_out(const OpDesc& op, size_t fused) const;
+  bool int8_chain_out(const OpDesc& op, size_t fused);
+  // Whether a QuantConv runs in integers (int8_ below): what build_quant_conv does, and what a
+  // producer asks of every reader before it writes them uint8 (int8_chain_out).
+  bool quant_conv_in_integers(const OpDesc& op);
   // oneDNN post-ops for `post` (all of them: the caller knows none needs Ember's NaN rules).
   static dnnl::post_ops onednn_post_ops(std::span<const PostOp> post);
   // Whether Winograd is exact for `op` at every input within kWinogradMaxInput: its weight and
@@ -338,7 +341,7 @@ class CpuDelegate {
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
   // QuantConv in integers (oneDNN's u8 x s8 convolution): the "int8" spec, on a CPU with VNNI
   // (int8_any_weights_), whose dot products cannot saturate, or with weights within [-64, 63] from
-  // AVX2 up; else the float convolution of the dequantized weight.
+  // AVX2 up but for depthwise ones; else the float convolution of the dequantized weight.
   bool int8_;
   bool int8_any_weights_;
   int int8_convolutions_ = 0;  // built so far (summary())

@@ -93,9 +93,11 @@ TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
   struct Shape {
     int64_t in_c, out_c, groups, hw, stride, weight_max;
   };
-  // The last: weights within [-64, 63], which run in integers from AVX2 up (no VNNI needed).
-  for (const Shape& s : {Shape{8, 16, 1, 10, 1, 127}, Shape{16, 16, 16, 9, 2, 127},
-                         Shape{3, 32, 1, 12, 2, 127}, Shape{32, 16, 1, 8, 1, 63}}) {
+  // The last two: weights within [-64, 63], which run in integers from AVX2 up (no VNNI needed),
+  // but for depthwise convolutions, which stay float without VNNI (faster there).
+  for (const Shape& s :
+       {Shape{8, 16, 1, 10, 1, 127}, Shape{16, 16, 16, 9, 2, 127}, Shape{3, 32, 1, 12, 2, 127},
+        Shape{32, 16, 1, 8, 1, 63}, Shape{16, 16, 16, 9, 1, 63}}) {
     SCOPED_TRACE("in " + std::to_string(s.in_c) + " out " + std::to_string(s.out_c) + " groups " +
                  std::to_string(s.groups) + " weights to " + std::to_string(s.weight_max));
     const QuantConvCase c =
@@ -111,7 +113,8 @@ TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
       DelegateSummary summary;
       auto out = run(compiled, {c.x}, {c.want}, {switched("int8", int8)}, &summary);
       ASSERT_EQ(out.size(), 1u);
-      const bool integers = s.weight_max <= 63 ? int8_7bit_supported() : int8_supported();
+      const bool integers =
+          int8_supported() || (s.weight_max <= 63 && s.groups == 1 && int8_7bit_supported());
       EXPECT_EQ(summary.int8_convolutions, int8 && integers ? 1 : 0);
       // The integer sum is exact where the reference rounds in float: a requantized value may
       // land one step (0.081) away at a tie, and only rarely.
@@ -167,8 +170,14 @@ TEST(CpuQuant, QuantizeReadByAnythingButItsDequantizeStaysPortable) {
 }
 
 // conv -> relu -> requantize, twice: the first writes the second's uint8 source directly.
-TEST(CpuQuant, ChainedConvolutionsPassInt8) {
+// Weight ranges per layer: both full (integers with VNNI only), both 7-bit (integers from AVX2
+// up), and a 7-bit layer before a full one: without VNNI the second runs in float, so the first
+// must not hand it uint8.
+class ChainedConvolutions : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
   at::manual_seed(9);
+  const int64_t ranges[2] = {GetParam().first, GetParam().second};
   const at::Tensor x = at::randn({1, 8, 9, 9});
   const double sx = 0.04, s1 = 0.06, s2 = 0.09;
   const int64_t zx = 0, z1 = -128, z2 = 7;
@@ -181,7 +190,8 @@ TEST(CpuQuant, ChainedConvolutionsPassInt8) {
   double s_in = sx;
   for (int layer = 0; layer < 2; ++layer) {
     const std::string l = std::to_string(layer);
-    const at::Tensor wq = at::randint(-127, 128, {8, 8, 3, 3}).to(at::kChar);
+    const int64_t hi = ranges[layer];
+    const at::Tensor wq = at::randint(-hi, hi + 1, {8, 8, 3, 3}).to(at::kChar);
     const at::Tensor scales = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
     const at::Tensor w = wq.to(at::kFloat) * scales.view({8, 1, 1, 1});
     const double s_out = layer == 0 ? s1 : s2;
@@ -214,14 +224,23 @@ TEST(CpuQuant, ChainedConvolutionsPassInt8) {
   DelegateSummary summary;
   auto out = run(compiled, {x}, {ref}, {}, &summary);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(summary.int8_convolutions, int8_supported() ? 2 : 0);
-  EXPECT_EQ(summary.int8_chained, int8_supported() ? 1 : 0);
+  bool integers[2];
+  for (int layer = 0; layer < 2; ++layer) {
+    integers[layer] = int8_supported() || (ranges[layer] <= 63 && int8_7bit_supported());
+  }
+  EXPECT_EQ(summary.int8_convolutions, int(integers[0]) + int(integers[1]));
+  EXPECT_EQ(summary.int8_chained, integers[0] && integers[1] ? 1 : 0);
   // A tie rounded the other way in the first layer moves a few of the second's sums: two steps
   // at most, on few elements.
   const at::Tensor diff = (out[0] - ref).abs();
   EXPECT_LE(diff.max().item<float>(), 2 * s_in * 1.001);
   EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
 }
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, ChainedConvolutions,
+                         ::testing::Values(std::pair<int64_t, int64_t>{127, 127},
+                                           std::pair<int64_t, int64_t>{63, 63},
+                                           std::pair<int64_t, int64_t>{63, 127}));
 
 // A linear layer of quantized values: addmm(bias, dequantize(x), dequantize(weight)^T) -> relu ->
 // requantize, in integers (QuantMatMul).
