@@ -341,7 +341,7 @@ class CpuDelegate {
   bool winograd_;  // fp32 3x3 stride-1 convolutions through oneDNN's Winograd F(4x4, 3x3)
   // QuantConv in integers (oneDNN's u8 x s8 convolution): the "int8" spec, on a CPU with VNNI
   // (int8_any_weights_), whose dot products cannot saturate, or with weights within [-64, 63] from
-  // AVX2 up but for depthwise ones; else the float convolution of the dequantized weight.
+  // AVX2 up; else the float convolution of the dequantized weight.
   bool int8_;
   bool int8_any_weights_;
   int int8_convolutions_ = 0;  // built so far (summary())
