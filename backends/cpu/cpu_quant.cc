@@ -443,23 +443,8 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   }
   const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
   const memory dst = make_output(op, plain_md(od, dt::f32));
-  if (quantize) {
-    std::shared_ptr<DotPackedMatrix> dot;
-    std::shared_ptr<QuantPackedMatrix> packed;
-    if (const int dot_bits =
-            own_kernels_supported() ? DotPackedMatrix::fits(q.data(), zeros, k, n, group) : 0) {
-      dot = std::make_shared<DotPackedMatrix>(
-          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
-    } else {
-      packed = std::make_shared<QuantPackedMatrix>(
-          QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
-    }
-    add_own_step(quantized_input_matmul_step(std::move(dot), std::move(packed), m, op.floats[0],
-                                             threads_, a, dst));
-    return;
-  }
-  memory zero_points, input_scales;  // a's, one a row
-  if (dynamic) {
+  memory zero_points, input_scales;  // a's, one a row (7 inputs)
+  if (op.inputs.size() == 7) {
     for (int32_t id : {op.inputs[5], op.inputs[6]}) {
       if (checked_numel(graph_.tensors[id].dims) != m) {
         refuse("grouped quantized matmul: one input zero point and scale a row");
@@ -467,21 +452,23 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
     }
     zero_points = as(op.inputs[5], plain_md(dims_of(op.inputs[5]), dt::f32));
     input_scales = as(op.inputs[6], plain_md(dims_of(op.inputs[6]), dt::f32));
-    // In integers where the weight's zero points are 0 and it is 4 bits (8da4w, AVX2 up) or the
-    // CPU has VNNI (8da8w).
-    if (const int dot_bits =
-            own_kernels_supported() ? DotPackedMatrix::fits(q.data(), zeros, k, n, group) : 0) {
-      auto packed = std::make_shared<DotPackedMatrix>(
-          DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
-      add_own_step(
-          dot_matmul_step(std::move(packed), m, threads_, a, zero_points, input_scales, dst));
-      return;
-    }
   }
-  auto packed = std::make_shared<QuantPackedMatrix>(
-      QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
-  add_own_step(
-      group_quant_matmul_step(std::move(packed), m, threads_, a, zero_points, input_scales, dst));
+  // A quantized input (8da) by a weight of zero points 0 runs in integers from AVX2 up; the rest
+  // on the float kernel.
+  std::shared_ptr<DotPackedMatrix> dot;
+  std::shared_ptr<QuantPackedMatrix> packed;
+  if (const int dot_bits = dynamic && own_kernels_supported()
+                               ? DotPackedMatrix::fits(q.data(), zeros, k, n, group)
+                               : 0) {
+    dot = std::make_shared<DotPackedMatrix>(
+        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
+  } else {
+    packed = std::make_shared<QuantPackedMatrix>(
+        QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
+  }
+  add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_,
+                                       quantize ? std::optional<float>(op.floats[0]) : std::nullopt,
+                                       a, zero_points, input_scales, dst));
 }
 
 }  // namespace ember::cpu::delegate

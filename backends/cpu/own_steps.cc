@@ -111,69 +111,41 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
   return s;
 }
 
-OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                dnnl::memory a, dnnl::memory zero_points, dnnl::memory scales,
-                                dnnl::memory dst) {
-  const bool dynamic = static_cast<bool>(scales);
-  OwnStep s{OwnKind::GroupQuantMatMul,
-            cat({"matmul,ember:quant_gemm,forward_inference,", dynamic ? "src_dyn_s8," : "",
-                 "wei_s", n(b->bits), ",attr-group:", n(b->group)}),
-            cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
+OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
+                                std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
+                                std::optional<float> eps, dnnl::memory a, dnnl::memory zero_points,
+                                dnnl::memory scales, dnnl::memory dst) {
+  const int64_t k = dot ? dot->k : b->k, cols = dot ? dot->n : b->n;
+  const int64_t group = dot ? dot->group : b->group, bits = dot ? dot->bits : b->bits;
+  const bool integers = eps || static_cast<bool>(scales);  // a quantized input
+  OwnStep s{dot ? OwnKind::DotMatMul : OwnKind::GroupQuantMatMul,
+            cat({"matmul,ember:", dot ? "dot_gemm" : "quant_gemm", ",forward_inference,",
+                 eps        ? "src_f32_per_token_s8,"
+                 : integers ? "src_dyn_s8,"
+                            : "",
+                 "wei_s", n(bits), ",attr-group:", n(group)}),
+            cat({n(m), "x", n(k), ":", n(k), "x", n(cols), ":", n(m), "x", n(cols)}),
             {}};
-  // The dequantized input, (a - zero) * scale in float32 as PyTorch computes it.
-  auto x = std::make_shared<AlignedFloats>(dynamic ? static_cast<size_t>(m * b->k) : 0);
-  s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, x]() {
+  auto rows = std::make_shared<DotRows>();
+  auto x = std::make_shared<AlignedFloats>(integers && !dot ? static_cast<size_t>(m * k) : 0);
+  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, cols, threads, eps, integers, a,
+           zero_points, scales, dst, rows, x]() {
     const float* in = in_of(a);
-    if (!x->empty()) {
-      const float *zero = in_of(zero_points), *scale = in_of(scales);
-      for (int64_t r = 0; r < m; ++r) {
-        for (int64_t i = 0; i < b->k; ++i) {
-          (*x)[static_cast<size_t>(r * b->k + i)] = (in[r * b->k + i] - zero[r]) * scale[r];
-        }
+    if (integers) {
+      const bool unsigned_operands = dot && dot->bits == 8;
+      if (eps) {
+        rows->quantize(m, k, group, in, *eps, unsigned_operands);
+      } else {
+        rows->set(m, k, group, in, in_of(zero_points), in_of(scales), unsigned_operands);
       }
+      if (dot) {
+        dot_gemm_threads(threads, m, *dot, *rows, out_of(dst), cols);
+        return;
+      }
+      rows->dequantize(m, k, x->data());
       in = x->data();
     }
-    quant_gemm_threads(threads, m, *b, in, b->k, out_of(dst), b->n);
-  };
-  return s;
-}
-
-OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
-                        dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst) {
-  OwnStep s{OwnKind::DotMatMul,
-            cat({"matmul,ember:dot_gemm,forward_inference,src_dyn_s8,wei_s", n(b->bits),
-                 ",attr-group:", n(b->group)}),
-            cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
-            {}};
-  auto rows = std::make_shared<DotRows>();
-  s.run = [b = std::move(b), m, threads, a, zero_points, scales, dst, rows]() {
-    rows->set(m, b->k, b->group, in_of(a), in_of(zero_points), in_of(scales), b->bits == 8);
-    dot_gemm_threads(threads, m, *b, *rows, out_of(dst), b->n);
-  };
-  return s;
-}
-
-OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
-                                    std::shared_ptr<QuantPackedMatrix> b, int64_t m, float eps,
-                                    int threads, dnnl::memory a, dnnl::memory dst) {
-  const int64_t k = dot ? dot->k : b->k, n_out = dot ? dot->n : b->n;
-  const int64_t group = dot ? dot->group : b->group;
-  OwnStep s{dot ? OwnKind::DotMatMul : OwnKind::GroupQuantMatMul,
-            cat({"matmul,ember:", dot ? "dot_gemm" : "quant_gemm",
-                 ",forward_inference,src_f32_per_token_s8,wei_s", n(dot ? dot->bits : b->bits),
-                 ",attr-group:", n(group)}),
-            cat({n(m), "x", n(k), ":", n(k), "x", n(n_out), ":", n(m), "x", n(n_out)}),
-            {}};
-  auto rows = std::make_shared<DotRows>();
-  auto x = std::make_shared<AlignedFloats>(dot ? 0 : static_cast<size_t>(m * k));
-  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, eps, threads, a, dst, rows, x]() {
-    rows->quantize(m, k, group, in_of(a), eps, dot && dot->bits == 8);
-    if (dot) {
-      dot_gemm_threads(threads, m, *dot, *rows, out_of(dst), dot->n);
-      return;
-    }
-    rows->dequantize(m, k, x->data());
-    quant_gemm_threads(threads, m, *b, x->data(), k, out_of(dst), b->n);
+    quant_gemm_threads(threads, m, *b, in, k, out_of(dst), cols);
   };
   return s;
 }

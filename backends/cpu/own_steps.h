@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "backends/cpu/depthwise.h"
@@ -58,19 +59,14 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
 OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool sum, int threads,
                     dnnl::memory a, dnnl::memory dst);
 
-// m rows a [m][b.k] by the grouped-integer weight b -> dst [m][b.n] (quant_gemm.h). With
-// zero_points and scales (m each), a holds integers and the input is (a - zero) * scale.
-OwnStep group_quant_matmul_step(std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                dnnl::memory a, dnnl::memory zero_points, dnnl::memory scales,
-                                dnnl::memory dst);
-// The same for a dynamically quantized activation and a 4-bit weight, in integers (DotRows).
-OwnStep dot_matmul_step(std::shared_ptr<DotPackedMatrix> b, int64_t m, int threads, dnnl::memory a,
-                        dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst);
-// a float [m][b.k], quantized a row at a time as torchao's per-token int8 quantization
-// (DotRows::quantize), by the grouped-integer weight: in integers where `dot` is given (a 4-bit
-// weight), else on the dequantized rows with `b`.
-OwnStep quantized_input_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
-                                    std::shared_ptr<QuantPackedMatrix> b, int64_t m, float eps,
-                                    int threads, dnnl::memory a, dnnl::memory dst);
+// m rows by a grouped-integer weight -> dst [m][cols] (quant_gemm.h). The input is a itself
+// (floats); or, with zero_points and scales (m each), (a - zero) * scale, a holding integers; or,
+// with eps, a quantized a row at a time as torchao's per-token quantization (DotRows::quantize).
+// A quantized input runs in integers with `dot` (a weight of zero points 0); else `b` takes the
+// floats (dequantized where quantized).
+OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
+                                std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
+                                std::optional<float> eps, dnnl::memory a, dnnl::memory zero_points,
+                                dnnl::memory scales, dnnl::memory dst);
 
 }  // namespace ember::cpu
