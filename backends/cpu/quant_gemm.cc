@@ -10,6 +10,24 @@
 
 namespace ember::cpu {
 
+namespace {
+
+// Values [n][per] (a group's scale or sum, a column's bias) as the kernels read them:
+// [panels][per][kGroup], the columns past n 0; null: all 0.
+template <typename T, typename Alloc>
+void to_panels(const T* values, int64_t n, int64_t per, std::vector<T, Alloc>* out) {
+  const int64_t panels = (n + kGroup - 1) / kGroup;
+  out->assign(static_cast<size_t>(panels * per * kGroup), T{});
+  for (int64_t j = 0; j < n && values != nullptr; ++j) {
+    for (int64_t g = 0; g < per; ++g) {
+      (*out)[static_cast<size_t>(((j / kGroup) * per + g) * kGroup + j % kGroup)] =
+          values[j * per + g];
+    }
+  }
+}
+
+}  // namespace
+
 QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, const float* zeros,
                                           const float* bias, int64_t k, int64_t n, int64_t group,
                                           int64_t bits) {
@@ -21,9 +39,9 @@ QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, 
   out.panels = (n + kGroup - 1) / kGroup;
   const int64_t groups = k / group;
   out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), 0);
-  out.scales.assign(static_cast<size_t>(out.panels * groups * kGroup), 0.f);
-  if (zeros != nullptr) out.zeros.assign(out.scales.size(), 0.f);
-  out.bias.assign(static_cast<size_t>(out.panels * kGroup), 0.f);
+  to_panels(scales, n, groups, &out.scales);
+  if (zeros != nullptr) to_panels(zeros, n, groups, &out.zeros);
+  to_panels(bias, n, 1, &out.bias);
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
     int8_t* panel = out.data.data() + p * out.panel_bytes();
@@ -36,12 +54,6 @@ QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, 
         byte = static_cast<uint8_t>(byte | ((static_cast<uint8_t>(v) & 0xF) << (i % 2 ? 4 : 0)));
       }
     }
-    for (int64_t g = 0; g < groups; ++g) {
-      const size_t at = static_cast<size_t>((p * groups + g) * kGroup + col);
-      out.scales[at] = scales[j * groups + g];
-      if (zeros != nullptr) out.zeros[at] = zeros[j * groups + g];
-    }
-    out.bias[static_cast<size_t>(j)] = bias != nullptr ? bias[j] : 0.f;
   }
   return out;
 }
@@ -124,9 +136,9 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   const int64_t groups = k / group;
   // Padding columns hold q = 0.
   out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), bits == 4 ? 8 | 8 << 4 : 0);
-  out.sums.assign(static_cast<size_t>(out.panels * groups * kGroup), 0);
-  out.scales.assign(out.sums.size(), 0.f);
-  out.bias.assign(static_cast<size_t>(out.panels * kGroup), 0.f);
+  to_panels(scales, n, groups, &out.scales);
+  to_panels(bias, n, 1, &out.bias);
+  std::vector<int32_t> sums(static_cast<size_t>(n * groups), 0);  // of each group's q
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
     uint8_t* panel = out.data.data() + p * out.panel_bytes();
@@ -139,13 +151,10 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
       } else {
         panel[((i / 4) * kGroup + col) * 4 + i % 4] = static_cast<uint8_t>(v);
       }
-      out.sums[static_cast<size_t>((p * groups + i / group) * kGroup + col)] += v;
+      sums[static_cast<size_t>(j * groups + i / group)] += v;
     }
-    for (int64_t g = 0; g < groups; ++g) {
-      out.scales[static_cast<size_t>((p * groups + g) * kGroup + col)] = scales[j * groups + g];
-    }
-    out.bias[static_cast<size_t>(j)] = bias != nullptr ? bias[j] : 0.f;
   }
+  to_panels(sums.data(), n, groups, &out.sums);
   return out;
 }
 
