@@ -190,6 +190,14 @@ class Builder {
 
   ir::Status eltwise(const Node& n);
 
+  // mean.dim or sum.dim_IntList (other than a global pooling): a Reduce.
+  ir::Status reduce(const Node& n);
+
+  // slice (step 1) or select: a Slice, and for select a Reshape dropping the dim.
+  ir::Status slice(const Node& n);
+
+  ir::Status where(const Node& n);
+
   ir::Status softmax(const Node& n);
 
   ir::Status layer_norm(const Node& n);

@@ -179,6 +179,15 @@ ir::Status Builder::eltwise(const Node& n) {
   } else if (op == "aten::elu") {
     p.alg = EltwiseAlg::Elu;
     p.alpha = static_cast<float>(*number(n, "alpha", 1));
+  } else if (op == "aten::pow") {  // exponent 2, 0.5 or -0.5 (check_pow)
+    const double e = *number(n, "exponent", 1);
+    p.alg = e == 2 ? EltwiseAlg::Square : (e == 0.5 ? EltwiseAlg::Sqrt : EltwiseAlg::Rsqrt);
+  } else if (op == "aten::sqrt") {
+    p.alg = EltwiseAlg::Sqrt;
+  } else if (op == "aten::rsqrt") {
+    p.alg = EltwiseAlg::Rsqrt;
+  } else if (op == "aten::neg") {
+    p.alg = EltwiseAlg::Neg;
   } else {
     return ir::Status::error("op not supported by the cpu backend");
   }
@@ -199,6 +208,63 @@ ir::Status Builder::eltwise(const Node& n) {
   d.inputs = {*src};
   d.ints = {static_cast<int64_t>(p.alg)};
   d.floats = {p.alpha, p.beta};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::reduce(const Node& n) {
+  Value* in = value_arg(n, "self");
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const auto rank = static_cast<int64_t>(in->tensor_type().rank());
+  OpDesc d;
+  d.kind = OpKind::Reduce;
+  d.inputs = {*src};
+  d.ints = {static_cast<int64_t>(n.op() == "aten::mean" ? ReduceAlg::Mean : ReduceAlg::Sum)};
+  const std::vector<int64_t> dims = *reduced_dims(n, rank);
+  d.ints.insert(d.ints.end(), dims.begin(), dims.end());
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::slice(const Node& n) {
+  Value* in = value_arg(n, "self");
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const SliceParams p = *slice_params(n);
+  OpDesc d;
+  d.kind = OpKind::Slice;
+  d.inputs = {*src};
+  d.ints = {p.dim, p.start};
+  if (n.op() == "aten::slice" || n.op() == "aten::slice_copy") {
+    d.output = new_intermediate(*n.output());
+    emit(std::move(d), n.output());
+    return {};
+  }
+  // select: the slice of length 1, then the dim dropped.
+  TensorDesc part{TensorKind::Intermediate, 0, static_dims(*in), {}};
+  part.dims[p.dim] = 1;
+  part.batch_symbol = p.dim == 0 ? -1 : batch_symbol(*in);
+  d.output = add_tensor(std::move(part));
+  graph_.ops.push_back(std::move(d));
+  OpDesc r;
+  r.kind = OpKind::Reshape;
+  r.inputs = {graph_.ops.back().output};
+  r.output = new_intermediate(*n.output());
+  emit(std::move(r), n.output());
+  return {};
+}
+
+ir::Status Builder::where(const Node& n) {
+  OpDesc d;
+  d.kind = OpKind::Where;
+  for (const char* name : {"condition", "self", "other"}) {
+    auto t = tensor(value_arg(n, name));
+    if (!t.ok()) return t.status();
+    d.inputs.push_back(*t);
+  }
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

@@ -35,15 +35,18 @@ ir::Status Builder::run() {
         ++graph_.num_inputs;
         continue;
       }
-      if (!v->is_tensor() || v->tensor_type().dtype != DType::Float32 ||
+      if (!v->is_tensor() ||
+          (v->tensor_type().dtype != DType::Float32 && v->tensor_type().dtype != DType::Bool) ||
           (!v->tensor_type().is_static() && !is_dynamic_batch(v->tensor_type()))) {
         return ir::Status::error("cpu backend: input %" + v->name() +
-                                 " is not a float32 tensor, static but for its batch");
+                                 " is not a float32 or bool tensor, static but for its batch");
       }
       // Contiguous, whatever the value's dim order: the program holds every activation in
       // row-major order (a transpose is materialized by a copy), and so passes it here.
       TensorDesc t{TensorKind::Input, graph_.num_inputs++, static_dims(*v), {}};
       t.batch_symbol = batch_symbol(*v);
+      // A bool input is read only as a Where's condition (the support table's only bool use).
+      if (v->tensor_type().dtype == DType::Bool) t.storage = WeightStorage::Bool;
       tensor_of_[v] = add_tensor(std::move(t));
     } else {
       const ir::Weight* w = program_.find_weight(spec.target);
@@ -160,13 +163,16 @@ ir::StatusOr<int32_t> Builder::tensor(Value* v) {
     return ir::Status::error("value %" + v->name() + " has no tensor in the cpu graph");
   }
   const ir::Weight& weight = *w->second;
-  if (weight.type.dtype != DType::Float32 || !weight.type.is_static()) {
+  const bool is_bool = weight.type.dtype == DType::Bool;  // a Where's condition
+  if ((weight.type.dtype != DType::Float32 && !is_bool) || !weight.type.is_static()) {
     return ir::Status::error("weight " + weight.name + " is not a static float32 tensor");
   }
   auto bytes = weight.bytes();
   const uint32_t index =
       add_weight_bytes(weight.name, std::vector<uint8_t>(bytes.begin(), bytes.end()));
-  const int32_t id = add_tensor({TensorKind::Weight, index, static_dims(*v), dim_order(*v)});
+  TensorDesc t{TensorKind::Weight, index, static_dims(*v), dim_order(*v)};
+  if (is_bool) t.storage = WeightStorage::Bool;
+  const int32_t id = add_tensor(std::move(t));
   tensor_of_[v] = id;
   return id;
 }
@@ -190,9 +196,21 @@ ir::Status Builder::lower(const Node& n) {
     return {};
   }
   if (op == "aten::max_pool2d_with_indices" || op == "aten::avg_pool2d") return pool(n);
+  if (op == "aten::mean" || op == "aten::sum") {
+    const Value* in = value_arg(n, "self");
+    const auto rank = static_cast<int64_t>(in->tensor_type().rank());
+    if (op == "aten::sum" || rank != 4 || *reduced_dims(n, rank) != std::vector<int64_t>{2, 3}) {
+      return reduce(n);
+    }
+  }
   if (op == "aten::adaptive_avg_pool2d" || op == "aten::_adaptive_avg_pool2d" ||
       op == "aten::mean") {
     return global_pool(n);
+  }
+  if (op == "aten::where") return where(n);
+  if (op == "aten::slice" || op == "aten::slice_copy" || op == "aten::select" ||
+      op == "aten::select_copy") {
+    return slice(n);
   }
   if (op == "aten::add" || op == "aten::mul") return binary(n);
   if (op == "aten::_softmax") return softmax(n);
@@ -204,7 +222,7 @@ ir::Status Builder::lower(const Node& n) {
   }
   if (op == "aten::view" || op == "aten::view_copy" || op == "aten::_unsafe_view" ||
       op == "aten::_reshape_alias" || op == "aten::reshape" || op == "aten::squeeze" ||
-      op == "aten::unsqueeze" || op == "aten::flatten") {
+      op == "aten::unsqueeze" || op == "aten::flatten" || op == "aten::clone") {
     return reshape(n);
   }
   return eltwise(n);

@@ -32,6 +32,14 @@ std::vector<int64_t> static_dims(const ir::Value& v);
 // The right padding that gives `out` positions with oneDNN's floor division.
 int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad);
 int64_t normalize_dim(int64_t d, int64_t rank);
+// The dims a mean.dim or sum.dim_IntList of a rank `rank` input reduces: normalized, ascending,
+// all of them for an empty list; nullopt when not static or out of range.
+std::optional<std::vector<int64_t>> reduced_dims(const ir::Node& n, int64_t rank);
+// What a slice (step 1) or select takes of its input: elements [start, start + length) of dim.
+struct SliceParams {
+  int64_t dim = 0, start = 0, length = 0;
+};
+std::optional<SliceParams> slice_params(const ir::Node& n);
 // A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
 bool is_dynamic_batch(const ir::TensorType& t);
 // What the cpu backend claims, op by op, with the reason for every refusal.

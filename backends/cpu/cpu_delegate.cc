@@ -101,8 +101,14 @@ dnnl::algorithm eltwise_alg(EltwiseAlg a) {
       return dnnl::algorithm::eltwise_elu;
     case EltwiseAlg::Tanh:
       return dnnl::algorithm::eltwise_tanh;
+    case EltwiseAlg::Square:
+      return dnnl::algorithm::eltwise_square;
+    case EltwiseAlg::Sqrt:
+      return dnnl::algorithm::eltwise_sqrt;
     case EltwiseAlg::Quantize:  // Ember's steps only (is_own_eltwise)
     case EltwiseAlg::Dequantize:
+    case EltwiseAlg::Rsqrt:
+    case EltwiseAlg::Neg:
       return dnnl::algorithm::eltwise_linear;
   }
   return dnnl::algorithm::eltwise_relu;
@@ -155,7 +161,8 @@ void CpuDelegate::build(const NamedDataMap* named) {
   for (size_t i = 0; i < graph_.tensors.size(); ++i) {
     const TensorDesc& t = graph_.tensors[i];
     if (t.kind != TensorKind::Input) continue;
-    md_[i] = plain_md(to_dims(t.dims), act, t.dim_order);
+    md_[i] =
+        plain_md(to_dims(t.dims), t.storage == WeightStorage::Bool ? dt::u8 : act, t.dim_order);
     mem_[i] = memory(md_[i], engine_, nullptr);
     bind(mem_[i], static_cast<int>(t.index));
   }
@@ -232,11 +239,13 @@ Error CpuDelegate::execute(std::span<EValue*> args, ExecutionObserver* observer)
     }
     const Tensor& t = args[a]->to_tensor();
     const memory::desc& want = arg_md_[a];
-    if (t.dtype() != ScalarType::Float || !same_layout(t, want) || t.data() == nullptr) {
+    const bool is_bool = want.data_type() == dt::u8;
+    if (t.dtype() != (is_bool ? ScalarType::Bool : ScalarType::Float) || !same_layout(t, want) ||
+        t.data() == nullptr) {
       return fail(Error::InvalidArgument,
-                  "cpu delegate: argument %zu is not the float32 tensor the delegate was "
-                  "built for (sizes, dim order or storage differ)",
-                  a);
+                  "cpu delegate: argument %zu is not the %s tensor the delegate was built for "
+                  "(sizes, dim order or storage differ)",
+                  a, is_bool ? "bool" : "float32");
     }
   }
   for (auto& [m, a] : bound_) m.set_data_handle(args[a]->to_tensor().mutable_data());
@@ -342,7 +351,9 @@ void CpuDelegate::load_weight(int32_t id) {
   if (named_ == nullptr) refuse("no named data for weight '" + w.key + "'", Error::NotFound);
   std::vector<int64_t> stored = t.dims;  // an int4 weight: two elements a byte
   if (t.storage == WeightStorage::Int4 && !stored.empty()) stored.back() /= 2;
-  md_[id] = plain_md(to_dims(stored), t.integer() ? dt::s8 : dt::f32, t.dim_order);
+  md_[id] = plain_md(to_dims(stored),
+                     t.storage == WeightStorage::Bool ? dt::u8 : (t.integer() ? dt::s8 : dt::f32),
+                     t.dim_order);
   mem_[id] = memory(md_[id], engine_);
   if (md_[id].get_size() != w.nbytes) refuse("weight '" + w.key + "' has the wrong size");
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
@@ -464,7 +475,8 @@ void CpuDelegate::compute_last_uses() {
     }
   }
   for (int32_t t : graph_.outputs) feeds_only_bf16_math_[t] = false;
-  // Read only through strides: as matmul operands, or by permutes and reshapes (other views).
+  // Read only through strides: as matmul operands, or by permutes, reshapes (other views) and
+  // slices.
   read_as_view_only_.assign(graph_.tensors.size(), true);
   std::vector<bool> read(graph_.tensors.size(), false);
   for (const OpDesc& op : graph_.ops) {
@@ -473,7 +485,8 @@ void CpuDelegate::compute_last_uses() {
       if (t < 0) continue;
       read[t] = true;
       const bool operand = op.kind == OpKind::MatMul && k < 2;
-      if (!operand && op.kind != OpKind::Permute && op.kind != OpKind::Reshape) {
+      if (!operand && op.kind != OpKind::Permute && op.kind != OpKind::Reshape &&
+          op.kind != OpKind::Slice) {
         read_as_view_only_[t] = false;
       }
     }

@@ -166,7 +166,8 @@ class CpuDelegate {
   // Whether `p` is an element-wise op that oneDNN computes wrongly for some input: a clamp (relu
   // and clip by max/min turn NaN into a bound), sigmoid (the reference logistic, which oneDNN runs
   // after a convolution by GEMM and on a channel-padded layout, maps NaN to 0), the exact gelu
-  // or elu (gelu_erf and elu give +0.0 where ATen gives -0.0).
+  // or elu (gelu_erf and elu give +0.0 where ATen gives -0.0); or one oneDNN has no algorithm
+  // for (quantize, dequantize, rsqrt, neg).
   static bool is_own_eltwise(const PostOp& p);
   // The post-ops oneDNN runs inside the op's primitive: those before the first own element-wise
   // op (is_own_eltwise). That op and what follows it run as steps of their own.
@@ -222,6 +223,8 @@ class CpuDelegate {
                               bool include_pad);
   // After oneDNN's softmax along `axis` of plain src -> dst: the rows ATen makes NaN.
   void add_softmax_rows_step(const memory& src, const memory& dst, int64_t axis);
+  // dst = softmax of plain dense src along its last dim, by Ember's kernel (softmax_rows).
+  void add_softmax_last_dim_step(const memory& src, const memory& dst);
   // The op reading each tensor last (delegate outputs: never dead), and which tensors share
   // storage with another (reshape views), for in-place residual sums.
   void compute_last_uses();
@@ -329,6 +332,11 @@ class CpuDelegate {
   // A [C] f32 parameter of a normalization, or an empty memory.
   memory channel_param(int32_t id, int64_t channels);
   void build_layer_norm(const OpDesc& op);
+  // A Reduce by oneDNN's reduction; a Slice as a copy of a sub-block of its source.
+  void build_reduce(const OpDesc& op);
+  void build_slice(const OpDesc& op);
+  // A Where by Ember's kernel (where_broadcast).
+  void build_where(const OpDesc& op);
   void build_batch_norm(const OpDesc& op);
 
  public:

@@ -110,7 +110,8 @@ bool CpuDelegate::is_own_eltwise(const PostOp& p) {
   return is_clamp(p, &c) ||
          (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf ||
                         p.alg == EltwiseAlg::Elu || p.alg == EltwiseAlg::Quantize ||
-                        p.alg == EltwiseAlg::Dequantize));
+                        p.alg == EltwiseAlg::Dequantize || p.alg == EltwiseAlg::Rsqrt ||
+                        p.alg == EltwiseAlg::Neg));
 }
 
 std::span<const PostOp> CpuDelegate::fused_post_ops(const OpDesc& op) {
@@ -172,6 +173,12 @@ void CpuDelegate::add_own_eltwise_step(const memory& src, const memory& dst, con
   } else if (p.alg == EltwiseAlg::GeluErf) {
     add_in_place_step(src, dst, true, "eltwise,ember:gelu_erf,forward_inference,,", "alg:gelu_erf",
                       gelu_in_place);
+  } else if (p.alg == EltwiseAlg::Rsqrt) {
+    add_in_place_step(src, dst, false, "eltwise,ember:rsqrt,forward_inference,,", "alg:rsqrt",
+                      rsqrt_in_place);
+  } else if (p.alg == EltwiseAlg::Neg) {
+    add_in_place_step(src, dst, true, "eltwise,ember:neg,forward_inference,,", "alg:neg",
+                      neg_in_place);
   } else {
     refuse("an element-wise op Ember has no kernel of");
   }
@@ -361,6 +368,59 @@ void CpuDelegate::add_softmax_rows_step(const memory& src, const memory& dst, in
     softmax_nan_rows(data_of(src), data_of(dst), outer, len, inner, threads);
   };
   add_own_step(std::move(s));
+}
+
+void CpuDelegate::add_softmax_last_dim_step(const memory& src, const memory& dst) {
+  const memory::dims d = src.get_desc().dims();
+  if (src.get_desc() != plain_md(d, dt::f32) || dst.get_desc() != src.get_desc()) {
+    refuse("softmax: source and destination are not the same plain float32 layout");
+  }
+  const int64_t len = d.back(), rows = len == 0 ? 0 : checked_numel(d) / len;
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact,
+            "softmax,ember:softmax,forward_inference,,",
+            cat({dims_text(d), " axis:", std::to_string(d.size() - 1)}),
+            {}};
+  s.run = [src, dst, rows, len, threads]() {
+    softmax_rows(data_of(src), data_of(dst), rows, len, threads);
+  };
+  add_own_step(std::move(s));
+}
+
+void CpuDelegate::build_where(const OpDesc& op) {
+  const memory::dims od = dims_of(op.output);
+  if (od.size() > 6) refuse("where of rank above 6");
+  WhereShape shape;
+  shape.rank = static_cast<int64_t>(od.size());
+  for (size_t i = 0; i < od.size(); ++i) shape.dims[i] = od[i];
+  // Each operand plain and dense at its own dims, read with stride 0 along a broadcast dim.
+  std::vector<memory> reads;
+  for (size_t k = 0; k < 3; ++k) {
+    const int32_t id = op.inputs[k];
+    const bool is_condition = k == 0;
+    if ((graph_.tensors[id].storage == WeightStorage::Bool) != is_condition) {
+      refuse("where: the condition must be bool and the values float32");
+    }
+    const memory::dims d = pad_rank(dims_of(id), od.size());
+    if (d.size() != od.size()) refuse("where operand of higher rank than the result");
+    const dt type = is_condition ? dt::u8 : dt::f32;
+    reads.push_back(as(id, plain_md(dims_of(id), type)));
+    const memory::dims strides = dense_strides(d, {});
+    int64_t* out = k == 0 ? shape.c : (k == 1 ? shape.a : shape.b);
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (d[i] != od[i] && d[i] != 1) refuse("where operand does not broadcast");
+      out[i] = d[i] == 1 ? 0 : strides[i];
+    }
+  }
+  memory dst = make_output(op, plain_md(od, dt::f32));
+  const int threads = threads_;
+  OwnStep s{OwnKind::Exact, "binary,ember:where,forward_inference,,", dims_text(od), {}};
+  s.run = [c = reads[0], a = reads[1], b = reads[2], dst, shape, threads]() {
+    where_broadcast(reinterpret_cast<const uint8_t*>(data_of(c)), data_of(a), data_of(b),
+                    data_of(dst), shape, threads);
+  };
+  add_own_step(std::move(s));
+  keep_storage({reads[0], reads[1], reads[2]});
 }
 
 void CpuDelegate::keep_storage(std::initializer_list<memory> reads) {

@@ -81,6 +81,11 @@ void CpuDelegate::build_op(const OpDesc& op) {
         refuse("softmax axis out of range");
       }
       memory src = as(op.inputs[0], plain_md(d0, dt::f32));
+      if (!d0.empty() && op.ints[0] == static_cast<int64_t>(d0.size()) - 1) {
+        // Along the last dim: Ember's kernel, one pass a row (nan_exact.h).
+        add_softmax_last_dim_step(src, make_output(op, src.get_desc()));
+        return;
+      }
       dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
                                     static_cast<int>(op.ints[0]));
       dnnl::primitive_attr attr;
@@ -94,6 +99,12 @@ void CpuDelegate::build_op(const OpDesc& op) {
     }
     case OpKind::LayerNorm:
       return build_layer_norm(op);
+    case OpKind::Reduce:
+      return build_reduce(op);
+    case OpKind::Slice:
+      return build_slice(op);
+    case OpKind::Where:
+      return build_where(op);
     case OpKind::BatchNorm:
       return build_batch_norm(op);
     case OpKind::Concat: {
@@ -205,6 +216,70 @@ void CpuDelegate::build_op(const OpDesc& op) {
       return;
     }
   }
+}
+
+void CpuDelegate::build_reduce(const OpDesc& op) {
+  const memory::dims sd = dims_of(op.inputs[0]);
+  const memory::dims od = dims_of(op.output);
+  memory::dims kd = sd;  // the result with the reduced dims kept as 1
+  for (size_t i = 1; i < op.ints.size(); ++i) {
+    if (op.ints[i] >= static_cast<int64_t>(sd.size())) refuse("reduction dim out of range");
+    kd[op.ints[i]] = 1;
+  }
+  memory::dims dropped;
+  for (size_t d = 0, i = 1; d < sd.size(); ++d) {
+    if (i < op.ints.size() && op.ints[i] == static_cast<int64_t>(d)) {
+      ++i;
+    } else {
+      dropped.push_back(kd[d]);
+    }
+  }
+  if (od != kd && od != dropped) refuse("reduction output shape mismatch");
+  memory src = as(op.inputs[0], plain_md(sd, dt::f32));
+  const memory::desc kmd = plain_md(kd, dt::f32);
+  const auto alg = static_cast<ReduceAlg>(op.ints[0]) == ReduceAlg::Mean
+                       ? dnnl::algorithm::reduction_mean
+                       : dnnl::algorithm::reduction_sum;
+  dnnl::reduction::desc d(alg, src.get_desc(), kmd, 0.f, 0.f);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::reduction::primitive_desc pd(d, attr, engine_);
+  if (od == kd) {
+    memory dst = make_output(op, kmd);
+    add_step<dnnl::reduction>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    return;
+  }
+  // keepdim=False: the same elements, viewed without the reduced dims.
+  memory dst = pooled(kmd, op.output);
+  add_step<dnnl::reduction>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+  md_[op.output] = plain_md(od, dt::f32);
+  mem_[op.output] = view(dst, md_[op.output]);
+}
+
+void CpuDelegate::build_slice(const OpDesc& op) {
+  const memory::dims sd = dims_of(op.inputs[0]);
+  const memory::dims od = dims_of(op.output);
+  const auto dim = static_cast<size_t>(op.ints[0]);
+  const int64_t start = op.ints[1];
+  if (dim >= sd.size() || od.size() != sd.size()) refuse("slice dim out of range");
+  for (size_t i = 0; i < sd.size(); ++i) {
+    if (i != dim && od[i] != sd[i]) refuse("slice output shape mismatch");
+  }
+  if (start > sd[dim] || od[dim] > sd[dim] - start) refuse("slice past the end of its source");
+  // The source where it is, when it is plain with any strides (a view), else made dense; the
+  // slice is a sub-block of it, copied (a view with an offset would reach readers, Ember's own
+  // kernels among them, that take a base pointer and strides only).
+  memory src = src_memory(op.inputs[0]);
+  memory::dims ss = plain_strides(src.get_desc());
+  if (ss.empty() || src.get_desc().dims() != sd) {
+    src = as(op.inputs[0], plain_md(sd, dt::f32));
+    ss = dense_strides(sd, {});
+  }
+  memory::dims offsets(sd.size(), 0);
+  offsets[dim] = start;
+  memory part = view(src, memory::desc(sd, dt::f32, ss).submemory_desc(od, offsets));
+  memory dst = make_output(op, plain_md(od, dt::f32));
+  add_reorder(part, dst);
 }
 
 void CpuDelegate::build_pool(const OpDesc& op) {

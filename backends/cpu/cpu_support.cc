@@ -72,6 +72,64 @@ int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_
 
 int64_t normalize_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
 
+std::optional<std::vector<int64_t>> reduced_dims(const Node& n, int64_t rank) {
+  auto dims = int_list(n, "dim", 0, {});
+  if (!dims) return std::nullopt;
+  std::vector<int64_t> out;
+  if (dims->empty()) {  // no dims: all of them
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : *dims) {
+    d = normalize_dim(d, rank);
+    if (d < 0 || d >= rank) return std::nullopt;
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return std::nullopt;
+  return out;
+}
+
+std::optional<SliceParams> slice_params(const Node& n) {
+  const Value* in = value_arg(n, "self");
+  if (in == nullptr) return std::nullopt;
+  const std::vector<int64_t> sd = static_dims(*in);
+  const auto rank = static_cast<int64_t>(sd.size());
+  const bool select = n.op() == "aten::select" || n.op() == "aten::select_copy";
+  auto dim = number(n, "dim", 0);
+  if (!dim || rank == 0) return std::nullopt;
+  SliceParams p;
+  p.dim = normalize_dim(static_cast<int64_t>(*dim), rank);
+  if (p.dim < 0 || p.dim >= rank) return std::nullopt;
+  const int64_t size = sd[p.dim];
+  if (select) {
+    auto index = number(n, "index", 0);
+    if (!index) return std::nullopt;
+    p.start = static_cast<int64_t>(*index);
+    if (p.start < 0) p.start += size;
+    if (p.start < 0 || p.start >= size) return std::nullopt;
+    p.length = 1;
+    return p;
+  }
+  auto step = number(n, "step", 1);
+  if (!step || *step != 1) return std::nullopt;
+  // PyTorch's bounds: negative ones count from the end; both clamped to [0, size].
+  auto bound = [&](const char* name, int64_t fallback) -> std::optional<int64_t> {
+    auto v = number(n, name, static_cast<double>(fallback));
+    if (!v) return std::nullopt;
+    const Arg* a = n.arg(name);
+    int64_t x = a != nullptr && a->kind() == ArgKind::Int ? a->as_int() : static_cast<int64_t>(*v);
+    if (x < 0) x += size;
+    return std::clamp<int64_t>(x, 0, size);
+  };
+  auto start = bound("start", 0), end = bound("end", size);
+  if (!start || !end) return std::nullopt;
+  p.start = *start;
+  p.length = std::max<int64_t>(0, *end - *start);
+  if (static_dims(*n.output())[p.dim] != p.length) return std::nullopt;
+  return p;
+}
+
 // A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
 bool is_dynamic_batch(const ir::TensorType& t) {
   if (t.shape.empty() || t.shape[0].is_static()) return false;
@@ -213,16 +271,52 @@ Why check_adaptive_avg_pool(const Node& n) {
   return std::nullopt;
 }
 
-Why check_mean(const Node& n) {
+// mean.dim and sum.dim_IntList: over H and W of NCHW a global pooling, over other dims a Reduce.
+Why check_reduce(const Node& n) {
   if (auto w = all_static(n)) return w;
   const int64_t rank = static_cast<int64_t>(value_arg(n, "self")->tensor_type().rank());
-  auto dims = int_list(n, "dim", 0, {});
-  if (rank != 4 || !dims || dims->size() != 2) return "mean other than over H and W of NCHW";
-  std::vector<int64_t> d = {normalize_dim((*dims)[0], rank), normalize_dim((*dims)[1], rank)};
-  std::sort(d.begin(), d.end());
-  if (d != std::vector<int64_t>{2, 3}) return "mean other than over H and W of NCHW";
+  const auto dims = reduced_dims(n, rank);
+  if (!dims) return "reduction dims are not static dims of the input";
+  const std::vector<int64_t> sizes = static_dims(*value_arg(n, "self"));
+  if (std::all_of(dims->begin(), dims->end(), [&](int64_t d) { return sizes[d] == 1; })) {
+    return "reduction over dims of size 1 only (oneDNN takes none)";
+  }
   const Arg* dtype = n.arg("dtype");
-  if (dtype != nullptr && !dtype->is_none()) return "mean with a dtype";
+  if (dtype != nullptr && !dtype->is_none()) return n.op() + " with a dtype";
+  return std::nullopt;
+}
+
+// aten::pow.Tensor_Scalar with the exponents whose ATen result the backend computes exactly.
+Why check_pow(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Arg* e = n.arg("exponent");
+  if (e == nullptr || (e->kind() != ArgKind::Int && e->kind() != ArgKind::Float)) {
+    return "pow with a non-constant exponent";
+  }
+  const double x = e->kind() == ArgKind::Int ? double(e->as_int()) : e->as_float();
+  if (x != 2 && x != 0.5 && x != -0.5) {
+    return "pow with exponent " + std::to_string(x) + " (the cpu backend takes 2, 0.5 and -0.5)";
+  }
+  return std::nullopt;
+}
+
+Why check_slice(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto p = slice_params(n);
+  if (!p) return "slice with a step other than 1, or non-static bounds";
+  if (p->dim == 0 && is_dynamic_batch(value_arg(n, "self")->tensor_type())) {
+    return "slice of a dynamic batch dim";
+  }
+  return std::nullopt;
+}
+
+Why check_clone(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Arg* f = n.arg("memory_format");
+  if (f != nullptr && !f->is_none() && f->kind() == ArgKind::MemoryFormat &&
+      f->as_text() == "channels_last") {
+    return "clone to channels-last";
+  }
   return std::nullopt;
 }
 
@@ -343,7 +437,25 @@ const OpSupportTable& support_table() {
     t->add({.op = "aten::avg_pool2d", .extra = check_avg_pool});
     t->add({.op = "aten::adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
     t->add({.op = "aten::_adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
-    t->add({.op = "aten::mean", .overload = "dim", .extra = check_mean});
+    t->add({.op = "aten::mean", .overload = "dim", .extra = check_reduce});
+    t->add({.op = "aten::sum", .overload = "dim_IntList", .extra = check_reduce});
+    t->add({.op = "aten::pow", .overload = "Tensor_Scalar", .extra = check_pow});
+    for (const char* op : {"aten::sqrt", "aten::rsqrt", "aten::neg"}) {
+      t->add({.op = op, .overload = "default", .extra = check_static});
+    }
+    for (const char* op : {"aten::slice", "aten::slice_copy"}) {
+      t->add({.op = op, .overload = "Tensor", .extra = check_slice});
+    }
+    for (const char* op : {"aten::select", "aten::select_copy"}) {
+      t->add({.op = op, .overload = "int", .extra = check_slice});
+    }
+    t->add({.op = "aten::clone", .extra = check_clone});
+    // The condition a bool tensor (an input or a constant), the values float32; an attention
+    // mask's masked_fill.
+    t->add({.op = "aten::where",
+            .overload = "self",
+            .arg_dtypes = {{"condition", {DType::Bool}}},
+            .extra = check_static});
     for (const char* op : {"aten::relu", "aten::sigmoid", "aten::silu", "aten::hardswish",
                            "aten::tanh", "aten::hardtanh"}) {
       t->add({.op = op, .overload = "default", .extra = check_static});

@@ -25,11 +25,12 @@ namespace ember::cpu {
 
 using testing::BlobMap;
 
-// The IR type of t: its dtype (float32, int8, int32 or int64) and sizes.
+// The IR type of t: its dtype (float32, int8, int32, int64 or bool) and sizes.
 inline std::string type_of(const at::Tensor& t) {
   std::string s = t.scalar_type() == at::kChar   ? "i8["
                   : t.scalar_type() == at::kInt  ? "i32["
                   : t.scalar_type() == at::kLong ? "i64["
+                  : t.scalar_type() == at::kBool ? "bool["
                                                  : "f32[";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
   return s + "]";
@@ -146,7 +147,8 @@ inline std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tens
   for (auto* list : {&in, &out}) {
     for (auto& t : *list) {
       std::vector<int32_t> s(t.sizes().begin(), t.sizes().end());
-      tensors.push_back(*Tensor::make(ScalarType::Float, s, {}, t.data_ptr()));
+      const ScalarType type = t.scalar_type() == at::kBool ? ScalarType::Bool : ScalarType::Float;
+      tensors.push_back(*Tensor::make(type, s, {}, t.data_ptr()));
     }
   }
   std::vector<EValue> values;

@@ -6,8 +6,10 @@
 //   std::optional<CpuGraph> back = parse(blob, &why);  // nullopt + reason on any inconsistency
 //
 // Plain structs with no oneDNN types, so both halves share them and the compiler never links
-// oneDNN. `parse` checks the magic, version, every count against the bytes left, every tensor id,
-// rank, size product, enum value and per-op parameter count, so a truncated or corrupted blob is
+// oneDNN. The blob is a size-prefixed flatbuffer (cpu_graph.fbs, identifier ECPU) whose enum
+// fields hold the values of the enums below. `parse` checks the size and identifier, runs the
+// flatbuffers verifier, then checks the version, every count, tensor id, rank, size product, enum
+// value (against its kNum* bound) and per-op parameter count, so a truncated or corrupted blob is
 // refused with a reason and never reaches oneDNN. The caller owns the blob; the result is a copy.
 #pragma once
 
@@ -31,6 +33,9 @@ enum class WeightStorage : uint8_t {
   Float32 = 0,
   Int8 = 1,  // one byte an element
   Int4 = 2,  // two's complement nibbles, two a byte along the last dim (low nibble first; even)
+  // One byte an element, 0 or 1 (PyTorch's bool): only the condition of a Where, which may also
+  // be a delegate input.
+  Bool = 3,
 };
 
 struct TensorDesc {
@@ -41,14 +46,15 @@ struct TensorDesc {
   // A dynamic batch: dims[0] is the value of this symbol (0 <= symbol < CpuGraph::num_symbols)
   // at each call, at most dims[0]; -1: every dim is static. Never on a weight.
   int32_t batch_symbol = -1;
-  // How a weight's elements are stored: float32, or integers read only as the weight of a
-  // QuantConv or QuantMatMul (int8) or of a GroupQuantMatMul (int8 or int4).
+  // How the elements are stored: float32, integers read only as the weight of a QuantConv or
+  // QuantMatMul (int8) or of a GroupQuantMatMul (int8 or int4), or bools read only as a Where's
+  // condition (a weight or an input).
   WeightStorage storage = WeightStorage::Float32;
   bool integer() const { return storage != WeightStorage::Float32; }
 };
 
 // A weight stored in named data under `key` (exactly `nbytes` bytes, dense: four per float32
-// element, one per int8 one, half per int4 one).
+// element, one per int8 or bool one, half per int4 one).
 struct WeightRef {
   std::string key;
   uint64_t nbytes = 0;
@@ -87,8 +93,18 @@ enum class OpKind : uint8_t {
   // float and the op quantizes each row first as torchao's per-token int8 quantization does
   // (DotRows::quantize, quant_gemm.h), then computes with the dequantized row.
   GroupQuantMatMul = 13,
+  // A reduction over some dims: in: src; ints: [ReduceAlg, dims...] (distinct, ascending, each
+  // below src's rank). The output holds src's dims without the reduced ones, or with them 1
+  // (PyTorch's keepdim): the same elements either way.
+  Reduce = 14,
+  // Elements [start, start + length) of src along one dim, step 1 (PyTorch's slice_copy and
+  // select): in: src; ints: [dim, start]; the output's dims are src's but along `dim` (length).
+  Slice = 15,
+  // PyTorch's where.self: in: condition (Bool storage), a, b (each broadcast to the output, a
+  // 0-d weight too); output = condition ? a : b.
+  Where = 16,
 };
-inline constexpr uint8_t kNumOpKinds = 14;
+inline constexpr uint8_t kNumOpKinds = 17;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,
@@ -105,8 +121,15 @@ enum class EltwiseAlg : uint8_t {
   // beta = the zero point; and its dequantize: (x - beta) * alpha with alpha = (float)scale.
   Quantize = 9,
   Dequantize = 10,
+  Square = 11,  // x * x (PyTorch's pow(x, 2))
+  Sqrt = 12,
+  Rsqrt = 13,  // 1 / sqrt(x), as ATen computes it
+  Neg = 14,
 };
-inline constexpr uint8_t kNumEltwiseAlgs = 11;
+inline constexpr uint8_t kNumEltwiseAlgs = 15;
+
+enum class ReduceAlg : uint8_t { Mean = 0, Sum = 1 };
+inline constexpr uint8_t kNumReduceAlgs = 2;
 
 enum class BinaryAlg : uint8_t { Add = 0, Mul = 1 };
 inline constexpr uint8_t kNumBinaryAlgs = 2;

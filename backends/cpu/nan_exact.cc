@@ -182,6 +182,115 @@ EMBER_TARGET_AVX512 void sigmoid_avx512(float* x, int64_t n) { sigmoid_body(x, n
 EMBER_TARGET_AVX2 void sigmoid_avx2(float* x, int64_t n) { sigmoid_body(x, n); }
 void sigmoid_generic(float* x, int64_t n) { sigmoid_body(x, n); }
 
+// ATen's rsqrt: a correctly rounded square root, then a correctly rounded division (its scalar
+// and vector forms agree), so any vectorization gives its bits: 1/sqrt(-x) and 1/sqrt(NaN) are
+// NaN, 1/sqrt(+-0) is +-inf.
+EMBER_INLINE void rsqrt_body(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 1.0f / __builtin_sqrtf(x[i]);
+}
+EMBER_TARGET_AVX512 void rsqrt_avx512(float* x, int64_t n) { rsqrt_body(x, n); }
+EMBER_TARGET_AVX2 void rsqrt_avx2(float* x, int64_t n) { rsqrt_body(x, n); }
+void rsqrt_generic(float* x, int64_t n) { rsqrt_body(x, n); }
+
+EMBER_INLINE void neg_body(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = -x[i];
+}
+EMBER_TARGET_AVX512 void neg_avx512(float* x, int64_t n) { neg_body(x, n); }
+EMBER_TARGET_AVX2 void neg_avx2(float* x, int64_t n) { neg_body(x, n); }
+void neg_generic(float* x, int64_t n) { neg_body(x, n); }
+
+// Softmax of each row of `len` floats, ATen's algorithm for the last dim: the row's maximum m, e =
+// exp(x - m), then e * (1 / sum e). A row holding NaN or +inf, or only -inf, is NaN (x - m is NaN
+// somewhere there, as in ATen); elsewhere x - m <= 0, clamped at -104 where exp is below the
+// smallest float.
+EMBER_INLINE void softmax_rows_body(const float* x, float* y, int64_t rows, int64_t len) {
+  // The maximum and the sum in 16 lanes, so that each loop is a vector loop (a float sum in one
+  // accumulator is not: its order would change). A NaN is never the maximum, but its exp is NaN,
+  // so the sum and then the whole row are NaN.
+  constexpr int64_t kLanes = 16;
+  const int64_t body = len / kLanes * kLanes;
+  for (int64_t r = 0; r < rows; ++r, x += len, y += len) {
+    float lane_max[kLanes], lane_sum[kLanes];
+    for (int64_t j = 0; j < kLanes; ++j) {
+      lane_max[j] = -kInf;
+      lane_sum[j] = 0.f;
+    }
+    for (int64_t i = 0; i < body; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) {
+        lane_max[j] = x[i + j] > lane_max[j] ? x[i + j] : lane_max[j];
+      }
+    }
+    float m = -kInf;
+    for (int64_t j = 0; j < kLanes; ++j) m = lane_max[j] > m ? lane_max[j] : m;
+    for (int64_t i = body; i < len; ++i) m = x[i] > m ? x[i] : m;
+    if (m == kInf || m == -kInf) {
+      for (int64_t i = 0; i < len; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    for (int64_t i = 0; i < len; ++i) {
+      float t = x[i] - m;
+      t = t < -104.f ? -104.f : t;  // NaN stays NaN, and so does its exp
+      y[i] = exp_clamped(t);
+    }
+    for (int64_t i = 0; i < body; i += kLanes) {
+      for (int64_t j = 0; j < kLanes; ++j) lane_sum[j] += y[i + j];
+    }
+    float sum = 0.f;
+    for (int64_t j = 0; j < kLanes; ++j) sum += lane_sum[j];
+    for (int64_t i = body; i < len; ++i) sum += y[i];
+    const float inv = 1.f / sum;
+    for (int64_t i = 0; i < len; ++i) y[i] *= inv;
+  }
+}
+EMBER_TARGET_AVX512 void softmax_rows_avx512(const float* x, float* y, int64_t rows, int64_t len) {
+  softmax_rows_body(x, y, rows, len);
+}
+EMBER_TARGET_AVX2 void softmax_rows_avx2(const float* x, float* y, int64_t rows, int64_t len) {
+  softmax_rows_body(x, y, rows, len);
+}
+void softmax_rows_generic(const float* x, float* y, int64_t rows, int64_t len) {
+  softmax_rows_body(x, y, rows, len);
+}
+
+// One row of where_broadcast: each operand's stride along it 0 or 1 (C, A, B), so that each of
+// the eight forms is one vector loop; any other stride in the generic loop.
+template <bool C, bool A, bool B>
+EMBER_INLINE void where_row(const uint8_t* c, const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = c[C ? i : 0] != 0 ? a[A ? i : 0] : b[B ? i : 0];
+}
+template <bool C, bool A, bool B>
+void where_rows_on(CpuIsa isa, const uint8_t* c, const float* a, const float* b, float* y,
+                   int64_t n);
+#define EMBER_WHERE_ROW(C, A, B)                                                             \
+  EMBER_TARGET_AVX512 void where_row_avx512_##C##A##B(const uint8_t* c, const float* a,      \
+                                                      const float* b, float* y, int64_t n) { \
+    where_row<C, A, B>(c, a, b, y, n);                                                       \
+  }                                                                                          \
+  EMBER_TARGET_AVX2 void where_row_avx2_##C##A##B(const uint8_t* c, const float* a,          \
+                                                  const float* b, float* y, int64_t n) {     \
+    where_row<C, A, B>(c, a, b, y, n);                                                       \
+  }                                                                                          \
+  template <>                                                                                \
+  void where_rows_on<C, A, B>(CpuIsa isa, const uint8_t* c, const float* a, const float* b,  \
+                              float* y, int64_t n) {                                         \
+    if (isa >= CpuIsa::Avx512) {                                                             \
+      where_row_avx512_##C##A##B(c, a, b, y, n);                                             \
+    } else if (isa >= CpuIsa::Avx2) {                                                        \
+      where_row_avx2_##C##A##B(c, a, b, y, n);                                               \
+    } else {                                                                                 \
+      where_row<C, A, B>(c, a, b, y, n);                                                     \
+    }                                                                                        \
+  }
+EMBER_WHERE_ROW(false, false, false)
+EMBER_WHERE_ROW(false, false, true)
+EMBER_WHERE_ROW(false, true, false)
+EMBER_WHERE_ROW(false, true, true)
+EMBER_WHERE_ROW(true, false, false)
+EMBER_WHERE_ROW(true, false, true)
+EMBER_WHERE_ROW(true, true, false)
+EMBER_WHERE_ROW(true, true, true)
+#undef EMBER_WHERE_ROW
+
 // The running maximum of L channels, NaN skipped, and the last NaN seen (ATen's result is NaN
 // where any value was). Two selects and no branch, so that the lanes become one vector.
 template <int L>
@@ -443,6 +552,69 @@ void elu_in_place(float* x, int64_t n, float alpha, int threads) {
 
 void gelu_in_place(float* x, int64_t n, int threads) {
   in_place_on_isa(x, n, 12, threads, gelu_avx512, gelu_avx2, gelu_generic);
+}
+
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t len, int threads) {
+  const CpuIsa isa = cpu_isa();
+  split(rows, rows * len * 8, threads, [&](int64_t begin, int64_t end) {
+    const float* xb = x + begin * len;
+    float* yb = y + begin * len;
+    if (isa >= CpuIsa::Avx512) {
+      softmax_rows_avx512(xb, yb, end - begin, len);
+    } else if (isa >= CpuIsa::Avx2) {
+      softmax_rows_avx2(xb, yb, end - begin, len);
+    } else {
+      softmax_rows_generic(xb, yb, end - begin, len);
+    }
+  });
+}
+
+void where_broadcast(const uint8_t* c, const float* a, const float* b, float* y,
+                     const WhereShape& shape, int threads) {
+  const int64_t r = shape.rank;
+  const int64_t len = r == 0 ? 1 : shape.dims[r - 1];
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < r; ++d) rows *= shape.dims[d];
+  const int64_t sc = r == 0 ? 0 : shape.c[r - 1], sa = r == 0 ? 0 : shape.a[r - 1];
+  const int64_t sb = r == 0 ? 0 : shape.b[r - 1];
+  using Row = void (*)(CpuIsa, const uint8_t*, const float*, const float*, float*, int64_t);
+  static constexpr Row kRows[8] = {
+      where_rows_on<false, false, false>, where_rows_on<false, false, true>,
+      where_rows_on<false, true, false>,  where_rows_on<false, true, true>,
+      where_rows_on<true, false, false>,  where_rows_on<true, false, true>,
+      where_rows_on<true, true, false>,   where_rows_on<true, true, true>};
+  const bool unit = (sc == 0 || sc == 1) && (sa == 0 || sa == 1) && (sb == 0 || sb == 1);
+  const Row row = kRows[(sc != 0) * 4 + (sa != 0) * 2 + (sb != 0)];
+  const CpuIsa isa = cpu_isa();
+  split(rows, rows * len, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      // The row's first element in each operand: i's digits over the outer dims.
+      int64_t oc = 0, oa = 0, ob = 0;
+      for (int64_t d = r - 2, rest = i; d >= 0; --d) {
+        const int64_t k = rest % shape.dims[d];
+        rest /= shape.dims[d];
+        oc += k * shape.c[d];
+        oa += k * shape.a[d];
+        ob += k * shape.b[d];
+      }
+      float* out = y + i * len;
+      if (unit) {
+        row(isa, c + oc, a + oa, b + ob, out, len);
+      } else {
+        for (int64_t j = 0; j < len; ++j) {
+          out[j] = c[oc + j * sc] != 0 ? a[oa + j * sa] : b[ob + j * sb];
+        }
+      }
+    }
+  });
+}
+
+void rsqrt_in_place(float* x, int64_t n, int threads) {
+  in_place_on_isa(x, n, 2, threads, rsqrt_avx512, rsqrt_avx2, rsqrt_generic);
+}
+
+void neg_in_place(float* x, int64_t n, int threads) {
+  in_place_on_isa(x, n, 1, threads, neg_avx512, neg_avx2, neg_generic);
 }
 
 namespace {

@@ -45,6 +45,21 @@ void max_pool(const float* x, const PoolLayout& in, float* y, const PoolLayout& 
 void softmax_nan_rows(const float* x, float* y, int64_t outer, int64_t len, int64_t inner,
                       int threads);
 
+// Softmax of each of `rows` contiguous rows of `len` floats, x -> y (which may be x), as ATen
+// computes it along the last dim (NaN rows included): one pass of Ember's kernel where oneDNN's
+// softmax needed softmax_nan_rows after it.
+void softmax_rows(const float* x, float* y, int64_t rows, int64_t len, int threads);
+
+// y = where(c, a, b) over `rank` dims (at most 6): y[i] = c[i] != 0 ? a[i] : b[i], each operand
+// read at its own strides (0 along a broadcast dim); y dense.
+struct WhereShape {
+  int64_t rank = 0;
+  int64_t dims[6] = {};
+  int64_t c[6] = {}, a[6] = {}, b[6] = {};  // strides, in elements
+};
+void where_broadcast(const uint8_t* c, const float* a, const float* b, float* y,
+                     const WhereShape& shape, int threads);
+
 // x[i] = sigmoid(x[i]) = 1 / (1 + exp(-x[i])) for i < n, NaN kept (oneDNN's reference logistic,
 // which it runs for a convolution by GEMM or a channel-padded layout, maps NaN to 0).
 void sigmoid_in_place(float* x, int64_t n, int threads);
@@ -57,6 +72,13 @@ void elu_in_place(float* x, int64_t n, float alpha, int threads);
 // zero signs (oneDNN's gelu_erf gives +0.0 for -0.0 and below x = -5.5, where ATen gives -0.0,
 // which a later division turns into the other infinity).
 void gelu_in_place(float* x, int64_t n, int threads);
+
+// x[i] = 1 / sqrt(x[i]) for i < n, ATen's rsqrt bit for bit (oneDNN 2.6 has no rsqrt).
+void rsqrt_in_place(float* x, int64_t n, int threads);
+
+// x[i] = -x[i] for i < n (the sign of zero flips, as in ATen; oneDNN's linear alpha = -1 gives
+// +0.0 for +0.0).
+void neg_in_place(float* x, int64_t n, int threads);
 
 // Whether every |x[i]| (i < n) is at most `bound`; false where any is NaN. A guard of oneDNN's
 // Winograd convolution (cpu_conv.cc), whose transforms turn an inf into NaN across a tile.
