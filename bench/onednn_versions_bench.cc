@@ -1,10 +1,11 @@
 // Which oneDNN to build on (issue 16): the fp32 primitives the cpu backend leans on, timed alone
 // with the oneDNN a build links. The same source compiles against oneDNN 2.x (Debian's 2.6) and
-// 3.x (PyPI's onednn-devel-cpu-gomp, 3.2 with GNU OpenMP):
+// 3.x (PyPI's onednn-devel-cpu-gomp, 3.2 with GNU OpenMP); the build makes the first
+// (build/release/bench/ember_onednn_versions_bench):
 //
 //   g++ -O2 -std=c++17 bench/onednn_versions_bench.cc -ldnnl -fopenmp -o /tmp/dnnl26
-//   g++ -O2 -std=c++17 -I$D/include bench/onednn_versions_bench.cc -L$D/lib -ldnnl -fopenmp \
-//       -Wl,-rpath,$D/lib -o /tmp/dnnl3x        # D: the unpacked wheels' data/ folders
+//   g++ -O2 -std=c++17 -I$D/include bench/onednn_versions_bench.cc -L$D/lib -ldnnl -fopenmp
+//       -Wl,-rpath,$D/lib -o /tmp/dnnl3x        # one line; D: the unpacked wheels' data/ folders
 //   OMP_NUM_THREADS=1 /tmp/dnnl26; OMP_NUM_THREADS=1 /tmp/dnnl3x
 //
 // Each case is a layer of the bench models (bench/models.py) as the cpu backend creates it:
@@ -70,7 +71,7 @@ void matmul(dnnl::engine& e, dnnl::stream& s, int64_t m, int64_t k, int64_t n) {
                                           {DNNL_ARG_DST, memory(c_md, e)}};
   dnnl::primitive p = dnnl::matmul(pd);
   report("matmul " + std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n),
-         pd.impl_info_str(), median_ms(s, p, args), 2.0 * m * k * n);
+         pd.impl_info_str(), median_ms(s, p, args), 2.0 * double(m) * double(k) * double(n));
 }
 
 // A 2-D convolution of an [1, ic, h, w] image, padding (k - 1) / 2, groups g.
@@ -98,7 +99,7 @@ void conv(dnnl::engine& e, dnnl::stream& s, int64_t ic, int64_t oc, int64_t h, i
                                           {DNNL_ARG_BIAS, filled(b_md, e)},
                                           {DNNL_ARG_DST, memory(pd.dst_desc(), e)}};
   dnnl::primitive p = dnnl::convolution_forward(pd);
-  const double flops = 2.0 * oc * oh * oh * (ic / g) * k * k;
+  const double flops = 2.0 * double(oc * oh * oh * (ic / g) * k * k);
   report("conv ic" + std::to_string(ic) + " oc" + std::to_string(oc) + " " + std::to_string(h) +
              "x" + std::to_string(h) + " k" + std::to_string(k) + " s" + std::to_string(stride) +
              (g > 1 ? " g" + std::to_string(g) : ""),
