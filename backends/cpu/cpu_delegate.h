@@ -279,6 +279,9 @@ class CpuDelegate {
   // most a relu/clip after it, through Ember's kernel (depthwise.h): faster than oneDNN 2.6's,
   // and it splits the rows evenly between threads. False (nothing built) when it does not apply.
   bool try_depthwise(const OpDesc& op);
+  // The stride of a Conv or QuantConv that Ember's 3x3 depthwise kernels take (padding 1, stride
+  // 1 or 2, groups = channels, a multiple of 16, constant weight and bias), else 0.
+  int64_t depthwise3x3_stride(const OpDesc& op) const;
   // A 1x1 convolution (stride 1, no padding) of a channels-last tensor, with at most a leading
   // residual sum and a relu/clip, through the packed GEMM (packed_gemm.h). Only where its input
   // is channels-last already (MobileNet's blocks): it never adds a reorder. False (nothing
@@ -312,6 +315,10 @@ class CpuDelegate {
   // Whether a QuantConv runs in integers (int8_ below): what build_quant_conv does, and what a
   // producer asks of every reader before it writes them uint8 (int8_chain_out).
   bool quant_conv_in_integers(const OpDesc& op);
+  // Whether QuantConv `op` runs on Ember's quantized 3x3 depthwise kernel (depthwise.h): with
+  // Ember's kernels on, of that shape, its result requantized for readers that take uint8 (then
+  // it reads uint8 too, on any instruction set from AVX2 up).
+  bool own_quant_depthwise(const OpDesc& op);
   // oneDNN post-ops for `post` (all of them: the caller knows none needs Ember's NaN rules).
   static dnnl::post_ops onednn_post_ops(std::span<const PostOp> post);
   // Whether Winograd is exact for `op` at every input within kWinogradMaxInput: its weight and

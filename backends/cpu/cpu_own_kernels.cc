@@ -171,23 +171,33 @@ void CpuDelegate::add_own_step(OwnStep o) {
   steps_.push_back(std::move(s));
 }
 
-bool CpuDelegate::try_depthwise(const OpDesc& op) {
-  const int64_t stride = plain_conv2d_stride(op, 3);
+int64_t CpuDelegate::depthwise3x3_stride(const OpDesc& op) const {
+  OpDesc as_conv;  // a QuantConv's geometry is a Conv's
+  as_conv.kind = OpKind::Conv;
+  as_conv.inputs = op.inputs;
+  as_conv.ints = op.ints;
+  const int64_t stride =
+      op.kind == OpKind::Conv || op.kind == OpKind::QuantConv ? plain_conv2d_stride(as_conv, 3) : 0;
   const std::vector<int64_t>& sd = graph_.tensors[op.inputs[0]].dims;
   const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
   const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
-  Clamp act;
   if (stride == 0 || sd.size() != 4 || !Depthwise3x3::supports(sd[1], stride) ||
       op.ints[1] != sd[1] || wd[0] != sd[1] || wd[1] != 1 || !is_constant(op.inputs[1]) ||
-      !is_constant(op.inputs[2]) || !as_clamp(op.post_ops, &act)) {
-    return false;
-  }
-  if (sd[2] < 1 || sd[3] < 1 ||
+      !is_constant(op.inputs[2]) || sd[2] < 1 || sd[3] < 1 ||
       od !=
           std::vector<int64_t>{sd[0], sd[1], (sd[2] - 1) / stride + 1, (sd[3] - 1) / stride + 1} ||
       (op.inputs[2] >= 0 && checked_numel(graph_.tensors[op.inputs[2]].dims) != sd[1])) {
-    return false;
+    return 0;
   }
+  return stride;
+}
+
+bool CpuDelegate::try_depthwise(const OpDesc& op) {
+  const int64_t stride = depthwise3x3_stride(op);
+  const std::vector<int64_t>& sd = graph_.tensors[op.inputs[0]].dims;
+  const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
+  Clamp act;
+  if (stride == 0 || !as_clamp(op.post_ops, &act)) return false;
   std::vector<memory> keep;  // until the kernel has copied the weights
   const float* w = weight_data(op.inputs[1], &keep);
   const float* b = weight_data(op.inputs[2], &keep);

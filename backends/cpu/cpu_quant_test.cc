@@ -240,6 +240,84 @@ INSTANTIATE_TEST_SUITE_P(CpuQuant, ChainedConvolutions,
                                            std::pair<int64_t, int64_t>{63, 63},
                                            std::pair<int64_t, int64_t>{63, 127}));
 
+// conv -> relu -> requantize -> 3x3 depthwise -> relu6 -> requantize -> conv -> requantize: the
+// depthwise convolution between two quantized ones runs on Ember's uint8 kernel where both hand
+// it uint8 (on VNNI at stride 1 only; depthwise.h), and agrees with PyTorch's reference as
+// oneDNN's does (a tie rounded the other way moves a few values one or two steps).
+class QuantizedDepthwise : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
+  const auto [stride, range] = GetParam();
+  at::manual_seed(10);
+  const int64_t c = 32;
+  const at::Tensor x = at::randn({1, c, 11, 11});
+  const double scales[4] = {0.04, 0.06, 0.05, 0.09};
+  const int64_t zeros[4] = {0, -128, -128, 7};
+  Prog p;
+  std::string decls, params;
+  std::string cur = p.input("x", x);
+  p.body.push_back("%xq: " + i8_type(x) + " = " +
+                   qdq_call("quantize_per_tensor", cur, scales[0], zeros[0]));
+  cur = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", scales[0], zeros[0]));
+  at::Tensor ref = dequantize(quantize(x, scales[0], zeros[0]), scales[0], zeros[0]);
+  for (int layer = 0; layer < 3; ++layer) {
+    const std::string l = std::to_string(layer);
+    const bool dw = layer == 1;
+    const int64_t hi = dw ? 127 : range, s = dw ? stride : 1;
+    const at::Tensor wq = at::randint(-hi, hi + 1, {c, dw ? 1 : c, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({c}) * (dw ? 0.05 : 0.01) + 0.002, bias = at::randn({c});
+    const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
+    at::Tensor y = at::convolution(ref, w, bias, {s, s}, {1, 1}, {1, 1}, false, {0, 0}, dw ? c : 1);
+    y = dw ? at::hardtanh(y, 0, 6) : at::relu(y);
+    ref = dequantize(quantize(y, scales[layer + 1], zeros[layer + 1]), scales[layer + 1],
+                     zeros[layer + 1]);
+    decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n";
+    params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
+    const std::string si = p.weight("s" + l, ws), bi = p.weight("b" + l, bias);
+    const std::string wd = p.node("wd" + l, w,
+                                  "quantized_decomposed::dequantize_per_channel.default(input=%wq" +
+                                      l + ", scales=" + si +
+                                      ", zero_points=none, axis=0, quant_min=-127, "
+                                      "quant_max=127, dtype=dtype(i8), out_dtype=none)");
+    const std::string yv =
+        p.node("y" + l, y,
+               "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
+                   ", stride=[" + std::to_string(s) + ", " + std::to_string(s) +
+                   "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], "
+                   "groups=" +
+                   std::to_string(dw ? c : 1) + ")");
+    const std::string r =
+        p.node("r" + l, y,
+               dw ? "aten::hardtanh.default(self=" + yv + ", min_val=0, max_val=6)"
+                  : "aten::relu.default(self=" + yv + ")");
+    p.body.push_back("%q" + l + ": " + i8_type(y) + " = " +
+                     qdq_call("quantize_per_tensor", r, scales[layer + 1], zeros[layer + 1]));
+    cur = p.node("d" + l, y,
+                 qdq_call("dequantize_per_tensor", "%q" + l, scales[layer + 1], zeros[layer + 1]));
+  }
+  p.outputs = {cur};
+  std::string text = decls + p.text();
+  text.insert(text.find("\n) {\n"), params);
+  auto program = parse_text(text);
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  DelegateSummary summary;
+  auto out = run(compiled, {x}, {ref}, {}, &summary);
+  ASSERT_EQ(out.size(), 1u);
+  const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
+  const bool own = own_kernels_supported() && outer_integers && (stride == 1 || !int8_supported());
+  EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
+  const at::Tensor diff = (out[0] - ref).abs();
+  EXPECT_LE(diff.max().item<float>(), 2 * scales[3] * 1.001);
+  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, QuantizedDepthwise,
+                         ::testing::Values(std::pair<int64_t, int64_t>{1, 63},
+                                           std::pair<int64_t, int64_t>{2, 63},
+                                           std::pair<int64_t, int64_t>{1, 127},
+                                           std::pair<int64_t, int64_t>{2, 127}));
+
 // A linear layer of quantized values: addmm(bias, dequantize(x), dequantize(weight)^T) -> relu ->
 // requantize, in integers (QuantMatMul).
 TEST(CpuQuant, LinearOfQuantizedValuesAgainstTheReference) {

@@ -51,6 +51,12 @@ void Depthwise3x3::run(const float* src, float* dst) const {
   }
 }
 
+void Depthwise3x3::row(const float* const window[3], int64_t c_begin, int64_t c_end,
+                       float* out) const {
+  depthwise_row(stride_, window, c_, w_, out_w_, w9_.data(), bias_.data(), c_, c_begin, c_end, out,
+                act_);
+}
+
 // Units [u0, u1) of (output row of the batch, channel vector), in that order.
 void Depthwise3x3::run_units(const float* src, float* dst, int64_t u0, int64_t u1) const {
   const int64_t vectors = c_ / kGroup, row_in = w_ * c_, row_out = out_w_ * c_;
@@ -66,6 +72,87 @@ void Depthwise3x3::run_units(const float* src, float* dst, int64_t u0, int64_t u
     const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
     depthwise_row(stride_, window, c_, w_, out_w_, w9_.data(), bias_.data(), c_, c_begin, c_end,
                   dst + r * row_out, act_);
+  }
+}
+
+namespace {
+
+std::vector<float> dequantized_weight(const int8_t* q, const float* scales, int64_t c) {
+  std::vector<float> w(static_cast<size_t>(c * 9));
+  for (int64_t i = 0; i < c * 9; ++i) w[i] = static_cast<float>(q[i]) * scales[i / 9];
+  return w;
+}
+
+}  // namespace
+
+QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride,
+                                     const int8_t* weight, const float* weight_scales,
+                                     const float* bias, Clamp act, Quant in, Requant out,
+                                     int threads)
+    : float_(batch, h, w, c, stride, dequantized_weight(weight, weight_scales, c).data(), bias, act,
+             1),
+      batch_(batch),
+      h_(h),
+      w_(w),
+      c_(c),
+      stride_(stride),
+      in_(in),
+      out_(out),
+      threads_(std::max(threads, 1)),
+      buffers_(static_cast<size_t>(threads_ * (3 * w + float_.out_w()) * c)) {}
+
+void QuantDepthwise3x3::run(const uint8_t* src, uint8_t* dst) const {
+  const int64_t vectors = c_ / kGroup, units = batch_ * out_h() * vectors;
+  const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
+  const int64_t per_thread = (3 * w_ + out_w()) * c_;
+  if (threads <= 1) {
+    run_units(src, dst, 0, units, buffers_.data(), buffers_.data() + 3 * w_ * c_);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+    float* ring = buffers_.data() + t * per_thread;
+    run_units(src, dst, units * t / n, units * (t + 1) / n, ring, ring + 3 * w_ * c_);
+  }
+}
+
+void QuantDepthwise3x3::run_units(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1,
+                                  float* ring, float* out_row) const {
+  const int64_t vectors = c_ / kGroup, row_in = w_ * c_, row_out = out_w() * c_;
+  const float in_shift = in_.zero_point + 128.f;
+  const float inv = out_.inv_scale;
+  const simd::Kernels& k = *simd::kernels();  // callers checked own_kernels_supported()
+  int64_t held[3] = {-1, -1, -1};  // which input row (image * h + y) each ring slot holds
+  for (int64_t r = u0 / vectors; r * vectors < u1; ++r) {
+    const int64_t img = r / out_h(), oy = r % out_h();
+    const float* window[3];
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t iy = oy * stride_ - 1 + ky;
+      if (iy < 0 || iy >= h_) {
+        window[ky] = nullptr;
+        continue;
+      }
+      const int64_t key = img * h_ + iy, slot = iy % 3;
+      float* row = ring + slot * row_in;
+      if (held[slot] != key) {
+        k.dequantize_u8(src + key * row_in, row, row_in, in_shift, in_.scale);
+        held[slot] = key;
+      }
+      window[ky] = row;
+    }
+    const int64_t c_begin = (std::max(u0, r * vectors) - r * vectors) * kGroup;
+    const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
+    float_.row(window, c_begin, c_end, out_row);
+    uint8_t* q = dst + r * row_out;
+    if (c_begin == 0 && c_end == c_) {
+      k.quantize_u8(out_row, q, row_out, inv, out_.zero_point);
+      continue;
+    }
+    for (int64_t ox = 0; ox < out_w(); ++ox) {
+      k.quantize_u8(out_row + ox * c_ + c_begin, q + ox * c_ + c_begin, c_end - c_begin, inv,
+                    out_.zero_point);
+    }
   }
 }
 

@@ -69,14 +69,38 @@ OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
   return s;
 }
 
+namespace {
+
+// A 3x3 depthwise convolution's problem, in oneDNN's verbose style.
+std::string depthwise_problem(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride,
+                              int64_t oh, int64_t ow) {
+  return cat({"g",         n(c),  "mb", n(batch), "_ic",   n(c),      "oc",
+              n(c),        "_ih", n(h), "oh",     n(oh),   "kh3sh",   n(stride),
+              "dh0ph1_iw", n(w),  "ow", n(ow),    "kw3sw", n(stride), "dw0pw1"});
+}
+
+}  // namespace
+
 OwnStep depthwise_step(std::shared_ptr<Depthwise3x3> kernel, int64_t batch, int64_t h, int64_t w,
                        int64_t c, int64_t stride, dnnl::memory src, dnnl::memory dst) {
-  OwnStep s{OwnKind::Depthwise, "convolution,ember:depthwise,forward_inference,,", "", {}};
-  s.problem = cat({"g",     n(c),      "mb",        n(batch), "_ic", n(c),
-                   "oc",    n(c),      "_ih",       n(h),     "oh",  n(kernel->out_h()),
-                   "kh3sh", n(stride), "dh0ph1_iw", n(w),     "ow",  n(kernel->out_w()),
-                   "kw3sw", n(stride), "dw0pw1"});
+  OwnStep s{OwnKind::Depthwise,
+            "convolution,ember:depthwise,forward_inference,,",
+            depthwise_problem(batch, h, w, c, stride, kernel->out_h(), kernel->out_w()),
+            {}};
   s.run = [kernel = std::move(kernel), src, dst]() { kernel->run(in_of(src), out_of(dst)); };
+  return s;
+}
+
+OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t batch, int64_t h,
+                             int64_t w, int64_t c, int64_t stride, dnnl::memory src,
+                             dnnl::memory dst) {
+  OwnStep s{OwnKind::Depthwise,
+            "convolution,ember:depthwise_u8,forward_inference,,",
+            depthwise_problem(batch, h, w, c, stride, kernel->out_h(), kernel->out_w()),
+            {}};
+  s.run = [kernel = std::move(kernel), src, dst]() {
+    kernel->run(static_cast<const uint8_t*>(handle_of(src)), static_cast<uint8_t*>(handle_of(dst)));
+  };
   return s;
 }
 

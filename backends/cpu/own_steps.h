@@ -47,6 +47,10 @@ OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
 // src [batch][h][w][c] -> dst, channels-last.
 OwnStep depthwise_step(std::shared_ptr<Depthwise3x3> kernel, int64_t batch, int64_t h, int64_t w,
                        int64_t c, int64_t stride, dnnl::memory src, dnnl::memory dst);
+// The same of quantized values, uint8 in and out (QuantDepthwise3x3).
+OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t batch, int64_t h,
+                             int64_t w, int64_t c, int64_t stride, dnnl::memory src,
+                             dnnl::memory dst);
 
 // A 1x1 convolution of the channels-last src [batch][h][w][b.k] -> dst [...][b.n]; residual
 // (empty for none) has dst's shape.

@@ -48,6 +48,11 @@ struct Kernels {
   // dot_gemm_threads() of quant_gemm.h over the panels [panel_begin, panel_end).
   void (*dot_gemm)(int64_t m, const DotPackedMatrix& b, const DotRows& rows, float* c, int64_t ldc,
                    int64_t panel_begin, int64_t panel_end);
+  // x = (q - shift) * scale for n bytes q: PyTorch's dequantize of int8 values held as q + 128
+  // (shift = zero point + 128).
+  void (*dequantize_u8)(const uint8_t* q, float* x, int64_t n, float shift, float scale);
+  // q = quantize_int8(y, inv, zero_point) + 128 (quant_gemm.h), for n floats y.
+  void (*quantize_u8)(const float* y, uint8_t* q, int64_t n, float inv, float zero_point);
 };
 
 const Kernels& kernels_avx2();
