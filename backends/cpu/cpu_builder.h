@@ -179,6 +179,10 @@ class Builder {
   // reshape.
   ir::Status global_pool(const Node& n);
 
+  // Op `d` into a new intermediate `result`, then a Reshape of it to n's output (an op whose
+  // natural result keeps a dim n's drops).
+  ir::Status emit_reshaped(OpDesc d, TensorDesc result, const Node& n);
+
   ir::Status binary(const Node& n);
 
   static bool has_sum(const OpDesc& op) {

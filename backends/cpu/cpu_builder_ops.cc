@@ -143,7 +143,11 @@ ir::Status Builder::global_pool(const Node& n) {
             1};
   TensorDesc pooled{TensorKind::Intermediate, 0, {in_dims[0], in_dims[1], 1, 1}, {}};
   pooled.batch_symbol = batch_symbol(*in);
-  d.output = add_tensor(std::move(pooled));
+  return emit_reshaped(std::move(d), std::move(pooled), n);
+}
+
+ir::Status Builder::emit_reshaped(OpDesc d, TensorDesc result, const Node& n) {
+  d.output = add_tensor(std::move(result));
   graph_.ops.push_back(std::move(d));
   OpDesc r;
   r.kind = OpKind::Reshape;
@@ -247,14 +251,7 @@ ir::Status Builder::slice(const Node& n) {
   TensorDesc part{TensorKind::Intermediate, 0, static_dims(*in), {}};
   part.dims[p.dim] = 1;
   part.batch_symbol = p.dim == 0 ? -1 : batch_symbol(*in);
-  d.output = add_tensor(std::move(part));
-  graph_.ops.push_back(std::move(d));
-  OpDesc r;
-  r.kind = OpKind::Reshape;
-  r.inputs = {graph_.ops.back().output};
-  r.output = new_intermediate(*n.output());
-  emit(std::move(r), n.output());
-  return {};
+  return emit_reshaped(std::move(d), std::move(part), n);
 }
 
 ir::Status Builder::where(const Node& n) {

@@ -167,6 +167,54 @@ TEST(CpuQuant, QuantizeReadByAnythingButItsDequantizeStaysPortable) {
   }
 }
 
+// A program of quantized 3x3 convolutions (padding 1), layer after layer: each a dequantize of
+// an int8 weight with per-channel scales, the convolution, relu (or relu6), and a requantize.
+struct QuantConvChain {
+  Prog p;
+  std::string decls, params, cur;
+
+  QuantConvChain(const at::Tensor& x, double scale, int64_t zero_point) {
+    cur = p.input("x", x);
+    p.body.push_back("%xq: " + i8_type(x) + " = " +
+                     qdq_call("quantize_per_tensor", cur, scale, zero_point));
+    cur = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", scale, zero_point));
+  }
+  // y: the layer's float result (before requantizing), for its type.
+  void add(const std::string& l, const at::Tensor& wq, const at::Tensor& scales,
+           const at::Tensor& bias, const at::Tensor& y, int64_t stride, int64_t groups, bool relu6,
+           double s_out, int64_t z_out) {
+    const at::Tensor w = wq.to(at::kFloat) * scales.view({-1, 1, 1, 1});
+    decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n";
+    params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
+    const std::string si = p.weight("s" + l, scales), bi = p.weight("b" + l, bias);
+    const std::string wd = p.node("wd" + l, w,
+                                  "quantized_decomposed::dequantize_per_channel.default(input=%wq" +
+                                      l + ", scales=" + si +
+                                      ", zero_points=none, axis=0, quant_min=-127, "
+                                      "quant_max=127, dtype=dtype(i8), out_dtype=none)");
+    const std::string s = std::to_string(stride);
+    const std::string yv = p.node(
+        "y" + l, y,
+        "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
+            ", stride=[" + s + ", " + s +
+            "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
+            std::to_string(groups) + ")");
+    const std::string r =
+        p.node("r" + l, y,
+               relu6 ? "aten::hardtanh.default(self=" + yv + ", min_val=0, max_val=6)"
+                     : "aten::relu.default(self=" + yv + ")");
+    p.body.push_back("%q" + l + ": " + i8_type(y) + " = " +
+                     qdq_call("quantize_per_tensor", r, s_out, z_out));
+    cur = p.node("d" + l, y, qdq_call("dequantize_per_tensor", "%q" + l, s_out, z_out));
+  }
+  std::unique_ptr<ir::Program> program() {
+    p.outputs = {cur};
+    std::string text = decls + p.text();
+    text.insert(text.find("\n) {\n"), params);
+    return parse_text(text);
+  }
+};
+
 // conv -> relu -> requantize, twice: the first writes the second's uint8 source directly.
 // Weight ranges per layer: both full (integers with VNNI only), both 7-bit (integers from AVX2
 // up), and a 7-bit layer before a full one: without VNNI the second runs in float, so the first
@@ -179,15 +227,10 @@ TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
   const at::Tensor x = at::randn({1, 8, 9, 9});
   const double sx = 0.04, s1 = 0.06, s2 = 0.09;
   const int64_t zx = 0, z1 = -128, z2 = 7;
-  Prog p;
-  std::string decls, params;
-  std::string cur = p.input("x", x);
-  p.body.push_back("%xq: " + i8_type(x) + " = " + qdq_call("quantize_per_tensor", cur, sx, zx));
-  cur = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", sx, zx));
+  QuantConvChain chain(x, sx, zx);
   at::Tensor ref = dequantize(quantize(x, sx, zx), sx, zx);
   double s_in = sx;
   for (int layer = 0; layer < 2; ++layer) {
-    const std::string l = std::to_string(layer);
     const int64_t hi = ranges[layer];
     const at::Tensor wq = at::randint(-hi, hi + 1, {8, 8, 3, 3}).to(at::kChar);
     const at::Tensor scales = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
@@ -197,26 +240,10 @@ TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
     const at::Tensor y =
         at::relu(at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1));
     ref = dequantize(quantize(y, s_out, z_out), s_out, z_out);
-    const std::string wh = hex(wq);
-    decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + wh + "\"\n";
-    params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
-    const std::string si = p.weight("s" + l, scales), bi = p.weight("b" + l, bias);
-    const std::string wd = p.node("wd" + l, w,
-                                  "quantized_decomposed::dequantize_per_channel.default(input=%wq" +
-                                      l + ", scales=" + si +
-                                      ", zero_points=none, axis=0, quant_min=-127, "
-                                      "quant_max=127, dtype=dtype(i8), out_dtype=none)");
-    const std::string yv = p.node("y" + l, y, conv_call(cur, wd, bi, 1, 1));
-    const std::string r = p.node("r" + l, y, "aten::relu.default(self=" + yv + ")");
-    p.body.push_back("%q" + l + ": " + i8_type(y) + " = " +
-                     qdq_call("quantize_per_tensor", r, s_out, z_out));
-    cur = p.node("d" + l, y, qdq_call("dequantize_per_tensor", "%q" + l, s_out, z_out));
+    chain.add(std::to_string(layer), wq, scales, bias, y, 1, 1, false, s_out, z_out);
     s_in = s_out;
   }
-  p.outputs = {cur};
-  std::string text = decls + p.text();
-  text.insert(text.find("\n) {\n"), params);
-  auto program = parse_text(text);
+  auto program = chain.program();
   ASSERT_NE(program, nullptr);
   const Compiled compiled = compile(*program);
   DelegateSummary summary;
@@ -253,15 +280,9 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
   const at::Tensor x = at::randn({1, c, 11, 11});
   const double scales[4] = {0.04, 0.06, 0.05, 0.09};
   const int64_t zeros[4] = {0, -128, -128, 7};
-  Prog p;
-  std::string decls, params;
-  std::string cur = p.input("x", x);
-  p.body.push_back("%xq: " + i8_type(x) + " = " +
-                   qdq_call("quantize_per_tensor", cur, scales[0], zeros[0]));
-  cur = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", scales[0], zeros[0]));
+  QuantConvChain chain(x, scales[0], zeros[0]);
   at::Tensor ref = dequantize(quantize(x, scales[0], zeros[0]), scales[0], zeros[0]);
   for (int layer = 0; layer < 3; ++layer) {
-    const std::string l = std::to_string(layer);
     const bool dw = layer == 1;
     const int64_t hi = dw ? 127 : range, s = dw ? stride : 1;
     const at::Tensor wq = at::randint(-hi, hi + 1, {c, dw ? 1 : c, 3, 3}).to(at::kChar);
@@ -271,34 +292,10 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
     y = dw ? at::hardtanh(y, 0, 6) : at::relu(y);
     ref = dequantize(quantize(y, scales[layer + 1], zeros[layer + 1]), scales[layer + 1],
                      zeros[layer + 1]);
-    decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n";
-    params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
-    const std::string si = p.weight("s" + l, ws), bi = p.weight("b" + l, bias);
-    const std::string wd = p.node("wd" + l, w,
-                                  "quantized_decomposed::dequantize_per_channel.default(input=%wq" +
-                                      l + ", scales=" + si +
-                                      ", zero_points=none, axis=0, quant_min=-127, "
-                                      "quant_max=127, dtype=dtype(i8), out_dtype=none)");
-    const std::string yv =
-        p.node("y" + l, y,
-               "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
-                   ", stride=[" + std::to_string(s) + ", " + std::to_string(s) +
-                   "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], "
-                   "groups=" +
-                   std::to_string(dw ? c : 1) + ")");
-    const std::string r =
-        p.node("r" + l, y,
-               dw ? "aten::hardtanh.default(self=" + yv + ", min_val=0, max_val=6)"
-                  : "aten::relu.default(self=" + yv + ")");
-    p.body.push_back("%q" + l + ": " + i8_type(y) + " = " +
-                     qdq_call("quantize_per_tensor", r, scales[layer + 1], zeros[layer + 1]));
-    cur = p.node("d" + l, y,
-                 qdq_call("dequantize_per_tensor", "%q" + l, scales[layer + 1], zeros[layer + 1]));
+    chain.add(std::to_string(layer), wq, ws, bias, y, s, dw ? c : 1, dw, scales[layer + 1],
+              zeros[layer + 1]);
   }
-  p.outputs = {cur};
-  std::string text = decls + p.text();
-  text.insert(text.find("\n) {\n"), params);
-  auto program = parse_text(text);
+  auto program = chain.program();
   ASSERT_NE(program, nullptr);
   const Compiled compiled = compile(*program);
   DelegateSummary summary;
