@@ -193,6 +193,11 @@ class Builder {
   }
 
   ir::Status eltwise(const Node& n);
+  // p on `in` as `out`: a post-op of the op producing `in` where it may be, else an Eltwise op.
+  ir::Status emit_eltwise(Value* in, const PostOp& p, Value* out);
+  // A sigmoid of x read only by a mul of x by it (silu, as export writes it): the mul becomes a
+  // swish, and the sigmoid nothing (silu_sigmoids_).
+  static bool is_silu_sigmoid(const Node& sigmoid);
 
   // mean.dim or sum.dim_IntList (other than a global pooling): a Reduce.
   ir::Status reduce(const Node& n);
@@ -234,6 +239,7 @@ class Builder {
   // computed by the linear, and for its dequantized result (and reshapes of it) the float input
   // and eps.
   std::set<const Node*> activation_chain_nodes_;
+  std::set<const Value*> silu_sigmoids_;
   std::map<const Value*, std::pair<Value*, double>> activation_input_;
   ir::Status find_activation_chains();
   std::map<const Value*, int32_t> fake_quant_tensor_;  // per quantize: its dequantized tensor

@@ -175,6 +175,10 @@ ir::Status Builder::eltwise(const Node& n) {
     p.alg = EltwiseAlg::Swish;
     p.alpha = 1;
   } else if (op == "aten::sigmoid") {
+    if (is_silu_sigmoid(n)) {  // its mul computes x * sigmoid(x) as one silu
+      silu_sigmoids_.insert(n.output());
+      return {};
+    }
     p.alg = EltwiseAlg::Logistic;
   } else if (op == "aten::hardswish") {
     p.alg = EltwiseAlg::Hardswish;
@@ -195,14 +199,28 @@ ir::Status Builder::eltwise(const Node& n) {
   } else {
     return ir::Status::error("op not supported by the cpu backend");
   }
-  Value* in = value_arg(n, "self");
+  return emit_eltwise(value_arg(n, "self"), p, n.output());
+}
+
+bool Builder::is_silu_sigmoid(const Node& sigmoid) {
+  Value* x = value_arg(sigmoid, "self");
+  Value* s = sigmoid.output();
+  if (x == nullptr || s->is_graph_output() || s->users().size() != 1) return false;
+  const Node* mul = s->users()[0];
+  if (mul->op() != "aten::mul" || mul->overload() != "Tensor") return false;
+  Value* a = value_arg(*mul, "self");
+  Value* b = value_arg(*mul, "other");
+  return (a == x && b == s) || (a == s && b == x);
+}
+
+ir::Status Builder::emit_eltwise(Value* in, const PostOp& p, Value* out) {
   size_t op_index = 0;
   if (fusable(
           in,
           {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
           &op_index)) {
     graph_.ops[op_index].post_ops.push_back(p);
-    alias(n.output(), op_index);
+    alias(out, op_index);
     return {};
   }
   auto src = tensor(in);
@@ -212,8 +230,8 @@ ir::Status Builder::eltwise(const Node& n) {
   d.inputs = {*src};
   d.ints = {static_cast<int64_t>(p.alg)};
   d.floats = {p.alpha, p.beta};
-  d.output = new_intermediate(*n.output());
-  emit(std::move(d), n.output());
+  d.output = new_intermediate(*out);
+  emit(std::move(d), out);
   return {};
 }
 

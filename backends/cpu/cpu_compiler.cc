@@ -552,6 +552,15 @@ ir::Status Builder::matmul(const Node& n) {
 ir::Status Builder::binary(const Node& n) {
   Value* a = value_arg(n, "self");
   Value* b = value_arg(n, "other");
+  // x * sigmoid(x), as export writes silu: one swish (eltwise()).
+  for (auto [x, s] : {std::pair{a, b}, std::pair{b, a}}) {
+    if (silu_sigmoids_.count(s) != 0 && value_arg(*s->producer(), "self") == x) {
+      PostOp swish;
+      swish.alg = EltwiseAlg::Swish;
+      swish.alpha = 1;
+      return emit_eltwise(x, swish, n.output());
+    }
+  }
   if (n.op() == "aten::mul") {  // an activation's dequantize: x * scale
     for (auto [x, scale] : {std::pair{a, b}, std::pair{b, a}}) {
       auto q = activation_quant_.find(x);
