@@ -196,13 +196,7 @@ ir::Status Builder::lower(const Node& n) {
     return {};
   }
   if (op == "aten::max_pool2d_with_indices" || op == "aten::avg_pool2d") return pool(n);
-  if (op == "aten::mean" || op == "aten::sum") {
-    const Value* in = value_arg(n, "self");
-    const auto rank = static_cast<int64_t>(in->tensor_type().rank());
-    if (op == "aten::sum" || rank != 4 || *reduced_dims(n, rank) != std::vector<int64_t>{2, 3}) {
-      return reduce(n);
-    }
-  }
+  if ((op == "aten::mean" || op == "aten::sum") && !is_global_pool_mean(n)) return reduce(n);
   if (op == "aten::adaptive_avg_pool2d" || op == "aten::_adaptive_avg_pool2d" ||
       op == "aten::mean") {
     return global_pool(n);

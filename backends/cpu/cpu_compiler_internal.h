@@ -35,6 +35,8 @@ int64_t normalize_dim(int64_t d, int64_t rank);
 // The dims a mean.dim or sum.dim_IntList of a rank `rank` input reduces: normalized, ascending,
 // all of them for an empty list; nullopt when not static or out of range.
 std::optional<std::vector<int64_t>> reduced_dims(const ir::Node& n, int64_t rank);
+// A mean over H and W of an NCHW input: a global pooling, not a Reduce.
+bool is_global_pool_mean(const ir::Node& n);
 // What a slice (step 1) or select takes of its input: elements [start, start + length) of dim.
 struct SliceParams {
   int64_t dim = 0, start = 0, length = 0;

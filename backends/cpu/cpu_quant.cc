@@ -36,6 +36,17 @@ EMBER_QUANT_CLONES void fake_quant_loop(float* y, int64_t n, float inv, float zp
   for (int64_t i = 0; i < n; ++i) y[i] = (quantize_int8(y[i], inv, zp) - zp2) * scale;
 }
 
+// The post-ops of a quantized convolution before its first quantize or dequantize.
+size_t before_requantize(const OpDesc& op) {
+  size_t k = 0;
+  while (k < op.post_ops.size() &&
+         (op.post_ops[k].is_sum || (op.post_ops[k].alg != EltwiseAlg::Quantize &&
+                                    op.post_ops[k].alg != EltwiseAlg::Dequantize))) {
+    ++k;
+  }
+  return k;
+}
+
 // Integers within [-64, 63]: without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits
 // (vpmaddubsw), which such weights cannot saturate.
 bool seven_bits(const int8_t* q, int64_t n) {
@@ -179,12 +190,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   }
   // The post-ops before the first quantize in oneDNN, clamps too: the sum is finite (integers by
   // finite scales), so the NaN rules that keep clamps out of oneDNN have nothing to act on.
-  size_t fused = 0;
-  while (fused < op.post_ops.size() &&
-         (op.post_ops[fused].is_sum || (op.post_ops[fused].alg != EltwiseAlg::Quantize &&
-                                        op.post_ops[fused].alg != EltwiseAlg::Dequantize))) {
-    ++fused;
-  }
+  const size_t fused = before_requantize(op);
   // Requantized and read only as the source of quantized convolutions: the result is written as
   // their uint8 source directly, by PyTorch's arithmetic on the float result y (the one the
   // float output would hold): round_half_even(y * (float)(1 / scale)), then + zero point + 128
@@ -292,12 +298,7 @@ bool CpuDelegate::own_quant_depthwise(const OpDesc& op) {
   // against 0.17 ms); without VNNI oneDNN's int8 depthwise is the slower at both strides.
   if (stride == 0 || (int8_any_weights_ && stride != 1)) return false;
   // Its result requantized for readers that take uint8 (the kernel writes nothing else).
-  size_t fused = 0;
-  while (fused < op.post_ops.size() && !op.post_ops[fused].is_sum &&
-         op.post_ops[fused].alg != EltwiseAlg::Quantize) {
-    ++fused;
-  }
-  return int8_chain_out(op, fused);
+  return int8_chain_out(op, before_requantize(op));
 }
 
 bool CpuDelegate::int8_chain_out(const OpDesc& op, size_t fused) {
@@ -407,12 +408,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     bias = memory(bias_md, engine_);
     for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
   }
-  size_t fused = 0;
-  while (fused < op.post_ops.size() &&
-         (op.post_ops[fused].is_sum || (op.post_ops[fused].alg != EltwiseAlg::Quantize &&
-                                        op.post_ops[fused].alg != EltwiseAlg::Dequantize))) {
-    ++fused;
-  }
+  const size_t fused = before_requantize(op);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, out_scales);

@@ -90,6 +90,12 @@ std::optional<std::vector<int64_t>> reduced_dims(const Node& n, int64_t rank) {
   return out;
 }
 
+bool is_global_pool_mean(const Node& n) {
+  if (n.op() != "aten::mean") return false;
+  const auto rank = static_cast<int64_t>(value_arg(n, "self")->tensor_type().rank());
+  return rank == 4 && reduced_dims(n, rank) == std::vector<int64_t>{2, 3};
+}
+
 std::optional<SliceParams> slice_params(const Node& n) {
   const Value* in = value_arg(n, "self");
   if (in == nullptr) return std::nullopt;
@@ -278,7 +284,8 @@ Why check_reduce(const Node& n) {
   const auto dims = reduced_dims(n, rank);
   if (!dims) return "reduction dims are not static dims of the input";
   const std::vector<int64_t> sizes = static_dims(*value_arg(n, "self"));
-  if (std::all_of(dims->begin(), dims->end(), [&](int64_t d) { return sizes[d] == 1; })) {
+  if (!is_global_pool_mean(n) &&
+      std::all_of(dims->begin(), dims->end(), [&](int64_t d) { return sizes[d] == 1; })) {
     return "reduction over dims of size 1 only (oneDNN takes none)";
   }
   const Arg* dtype = n.arg("dtype");

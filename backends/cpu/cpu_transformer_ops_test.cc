@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,15 @@ at::Tensor special_values() {
                           7.25f,  1e-20f,  0.1f, -0.3f, 123.456f, 1.17e-38f};
   at::Tensor r = at::randn({44}) * 10;
   return at::cat({at::tensor(v), r}).reshape({4, 16});
+}
+
+// How many ops of `kind` the blob holds (of element-wise algorithm `alg`, when given).
+int count_ops(const CpuGraph& g, OpKind kind, std::optional<EltwiseAlg> alg = std::nullopt) {
+  int n = 0;
+  for (const OpDesc& op : g.ops) {
+    n += op.kind == kind && (!alg || op.ints[0] == static_cast<int64_t>(*alg));
+  }
+  return n;
 }
 
 // The results are the same floats, NaN where ATen has NaN and zeros of the same sign.
@@ -101,9 +111,7 @@ TEST(CpuTransformerOps, RmsNormInOnePartition) {
   p.outputs = {
       p.node("y", want, "aten::mul.Tensor(self=" + nn + ", other=" + p.weight("w", w) + ")")};
   Compiled c = check(p, want, 1e-6);
-  int reductions = 0;
-  for (const OpDesc& op : c.graph.ops) reductions += op.kind == OpKind::Reduce;
-  EXPECT_EQ(reductions, 1);
+  EXPECT_EQ(count_ops(c.graph, OpKind::Reduce), 1);
 }
 
 TEST(CpuTransformerOps, ReductionsOverAnyDims) {
@@ -132,6 +140,23 @@ TEST(CpuTransformerOps, ReductionsOverAnyDims) {
                             ints(k.dims) + ", keepdim=" + (k.keepdim ? "true" : "false") + ")")};
     check(p, want, 1e-5);
   }
+}
+
+// A mean over H and W of a 1x1 map is a global pooling (oneDNN's pooling takes it), not a
+// reduction over size-1 dims, which stays portable.
+TEST(CpuTransformerOps, GlobalPoolingOfOnePixelIsClaimed) {
+  const at::Tensor x = at::randn({1, 8, 1, 1});
+  const at::Tensor want = at::mean(x, {2, 3}, true);
+  Prog p;
+  auto xi = p.input("x", x);
+  p.outputs = {p.node("y", want, "aten::mean.dim(self=" + xi + ", dim=[-1, -2], keepdim=true)")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  Compiled c = compile(*program);  // expects every node supported
+  EXPECT_EQ(count_ops(c.graph, OpKind::Pool), 1);
+  auto out = run(c, {x}, {want});
+  ASSERT_EQ(out.size(), 1u);
+  expect_bits(out[0], want);
 }
 
 TEST(CpuTransformerOps, ReductionsPropagateInfAndNan) {
@@ -279,14 +304,8 @@ TEST(CpuTransformerOps, SiluAsExportWritesItIsOneSwish) {
   auto program = parse_text(p.text());
   ASSERT_TRUE(program);
   Compiled c = compile(*program);
-  int swish = 0, logistic = 0;
-  for (const OpDesc& op : c.graph.ops) {
-    const bool eltwise = op.kind == OpKind::Eltwise;
-    swish += eltwise && op.ints[0] == static_cast<int64_t>(EltwiseAlg::Swish);
-    logistic += eltwise && op.ints[0] == static_cast<int64_t>(EltwiseAlg::Logistic);
-  }
-  EXPECT_EQ(swish, 1);
-  EXPECT_EQ(logistic, 0);
+  EXPECT_EQ(count_ops(c.graph, OpKind::Eltwise, EltwiseAlg::Swish), 1);
+  EXPECT_EQ(count_ops(c.graph, OpKind::Eltwise, EltwiseAlg::Logistic), 0);
   auto out = run(c, {x, up}, {want});
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(at::equal(at::isnan(out[0]), at::isnan(want)));
@@ -310,12 +329,7 @@ TEST(CpuTransformerOps, SigmoidReadElsewhereStaysASigmoid) {
   auto program = parse_text(p.text());
   ASSERT_TRUE(program);
   Compiled c = compile(*program);
-  int logistic = 0;
-  for (const OpDesc& op : c.graph.ops) {
-    logistic +=
-        op.kind == OpKind::Eltwise && op.ints[0] == static_cast<int64_t>(EltwiseAlg::Logistic);
-  }
-  EXPECT_EQ(logistic, 1);
+  EXPECT_EQ(count_ops(c.graph, OpKind::Eltwise, EltwiseAlg::Logistic), 1);
   auto out = run(c, {x}, {want});
   ASSERT_EQ(out.size(), 1u);
   expect_close(out[0], want, 1e-6, 1e-6);
