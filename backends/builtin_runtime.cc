@@ -28,4 +28,23 @@ Error register_builtin_runtime_backends() {
   return result;
 }
 
+DelegateMemory delegate_memory(std::string_view backend, const DelegateHandle* handle) {
+  DelegateMemory m;
+#if EMBER_HAVE_CPU_BACKEND
+  if (backend == "cpu" && handle != nullptr) {
+    const cpu::DelegateSummary s = cpu::summarize(handle);
+    m = {true,
+         s.from_method_allocator,
+         s.weight_bytes,
+         s.activation_bytes,
+         s.scratchpad_bytes,
+         s.heap_bytes};
+  }
+#else
+  (void)backend;
+  (void)handle;
+#endif
+  return m;
+}
+
 }  // namespace ember::backends

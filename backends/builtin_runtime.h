@@ -7,10 +7,13 @@
 //   // the first call's result
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/executor/backend.h"
 
 namespace ember::backends {
 
@@ -19,5 +22,16 @@ Error register_builtin_runtime_backends();
 
 // The names the built-in backends register under, in the order they are registered.
 const std::vector<std::string>& builtin_backend_names();
+
+// What a delegate of a built-in backend says it holds, in bytes (`ember inspect --memory`):
+// `known` is false for a backend that reports nothing beyond what the runtime measures
+// (Method::DelegateInfo). The cpu backend's DelegateSummary (backends/cpu/cpu_runtime.h) explains
+// each field.
+struct DelegateMemory {
+  bool known = false;
+  bool from_method_allocator = false;
+  size_t weights = 0, activations = 0, scratchpad = 0, heap = 0;
+};
+DelegateMemory delegate_memory(std::string_view backend, const DelegateHandle* handle);
 
 }  // namespace ember::backends

@@ -575,6 +575,50 @@ class InspectTest(unittest.TestCase):
                 self.assertIn(f"memory: planned {planned} bytes, activations {activations} bytes, "
                               f"lower bound {lower} bytes", r.stdout)
 
+    def test_memory_report_of_loaded_methods(self):
+        """`inspect --memory` loads each method: the method allocator's bytes are its own (what
+        MethodMeta gives) plus what each delegate took at init; the cpu backend says what it
+        keeps there (weights, activations, scratchpad: all of it, padding aside) and on the heap."""
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        pte = os.path.join(tmp.name, "mem.pte")
+        ptd = os.path.join(tmp.name, "mem.ptd")
+        r = ember("inspect", fixture("add.pte"), "--memory", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = json.loads(r.stdout)["methods"][0]
+        self.assertEqual((m["delegates"], m["method_allocator_bytes"]), ([], m["method_bytes"]))
+        self.assertGreater(m["method_bytes"], 0)
+        for backend in ("loopback", "cpu"):
+            r = ember("compile", seed_program("conv.ep"), "-o", pte, "--ptd", ptd, "--backend",
+                      backend, "--quiet")
+            if r.returncode != 0 and "unknown backend 'cpu'" in r.stderr:
+                return  # a build without oneDNN
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = ember("inspect", pte, "--memory", "--json")  # the weights are in the .ptd
+            self.assertEqual(r.returncode, 1, r.stdout)
+            r = ember("inspect", pte, "--memory", "--ptd", ptd, "--threads", "1", "--json")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            m = json.loads(r.stdout)["methods"][0]
+            planned = json.loads(ember("inspect", pte, "--json").stdout)["methods"][0]["memory"]
+            self.assertEqual(m["planned_bytes"], planned["planned_bytes"])
+            self.assertEqual(len(m["delegates"]), 1, m)
+            d = m["delegates"][0]
+            self.assertEqual(d["backend"], backend)
+            self.assertEqual(m["method_allocator_bytes"],
+                             m["method_bytes"] + d["method_allocator_bytes"])
+            if backend == "cpu":
+                kept = d["weight_bytes"] + d["activation_bytes"] + d["scratchpad_bytes"]
+                self.assertGreater(d["weight_bytes"], 0, d)
+                self.assertGreaterEqual(d["method_allocator_bytes"], kept)
+                self.assertLess(d["method_allocator_bytes"], kept + 64 * 64)
+                r = ember("inspect", pte, "--memory", "--ptd", ptd, "--threads", "1")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(f"delegate 0 (cpu): {d['method_allocator_bytes']} bytes of the "
+                              f"method allocator: weights {d['weight_bytes']}", r.stdout)
+        for args in (("--ptd", ptd), ("--threads", "0", "--memory"), ("--memory", "--plan", "x.svg")):
+            r = ember("inspect", pte, *args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+
 
 if __name__ == "__main__":
     unittest.main(argv=[sys.argv[0]] + _REST, verbosity=2)

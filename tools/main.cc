@@ -10,6 +10,7 @@
 #include "runtime/platform/loaders.h"
 #include "tools/compile.h"
 #include "tools/inspect.h"
+#include "tools/inspect_memory.h"
 #include "tools/run.h"
 
 namespace {
@@ -21,6 +22,7 @@ constexpr const char* kUsage =
     "                [--verify[=fallback] [--verify-input FILE.npy]... [--verify-tolerance X]\n"
     "                 [--verify-seed N]] [--quiet|--verbose]\n"
     "  ember inspect MODEL.pte [--json] [--plan FILE.svg [--method NAME]]\n"
+    "  ember inspect MODEL.pte --memory [--ptd FILE] [--threads N] [--json]\n"
     "  ember inspect MODEL.ep|MODEL.pt2 [--backend NAME [--backend-spec KEY=VALUE]...]...\n"
     "                [--verbose]\n"
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
@@ -48,7 +50,10 @@ constexpr const char* kUsage =
     "         (tensors over instructions and arena offsets, with the lower bound); of an\n"
     "         exported program: its inputs (names, dynamic ranges), outputs, weights and\n"
     "         operators, whether Ember compiles it, and with --backend what each backend would\n"
-    "         take and why every other node stays portable; writes nothing but the --plan file\n"
+    "         take and why every other node stays portable; writes nothing but the --plan file;\n"
+    "         --memory loads every method (weights from --ptd) and prints what it takes: the\n"
+    "         method allocator's bytes, its own and each delegate's (the cpu backend's by use:\n"
+    "         weights, activations, scratchpad, and what its init left on the heap)\n"
     "run      runs a method with inputs from .npy files (random ones of the declared shape when\n"
     "         none are given), prints each output and writes DIR/output_N.npy; --repeat N runs\n"
     "         the method N times in all (a stateful program's outputs and state are those after\n"
@@ -104,6 +109,9 @@ int inspect_main(int argc, char** argv) {
   bool json = false;
   ember::tools::CompileCommand plan;        // of an exported program
   std::string picture, method = "forward";  // --plan FILE.svg [--method NAME], of a .pte
+  bool memory = false;                      // --memory [--ptd FILE] [--threads N], of a .pte
+  std::string ptd;
+  int threads = 0;
   for (int i = 0; i < argc; ++i) {
     if (is_help(argv[i])) {
       std::fputs(kUsage, stdout);
@@ -111,6 +119,16 @@ int inspect_main(int argc, char** argv) {
     }
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
+    } else if (std::strcmp(argv[i], "--memory") == 0) {
+      memory = true;
+    } else if (std::strcmp(argv[i], "--ptd") == 0 || std::strcmp(argv[i], "--threads") == 0) {
+      if (i + 1 >= argc) return usage_error((std::string(argv[i]) + " needs a value").c_str());
+      if (std::strcmp(argv[i], "--ptd") == 0) {
+        ptd = argv[i + 1];
+      } else if (!parse_int(argv[i + 1], &threads) || threads < 1 || threads > kMaxThreads) {
+        return usage_error("--threads needs an integer from 1 to 256");
+      }
+      ++i;
     } else if (std::strcmp(argv[i], "--plan") == 0 || std::strcmp(argv[i], "--method") == 0) {
       if (i + 1 >= argc) return usage_error((std::string(argv[i]) + " needs a value").c_str());
       (std::strcmp(argv[i], "--plan") == 0 ? picture : method) = argv[i + 1];
@@ -145,8 +163,14 @@ int inspect_main(int argc, char** argv) {
   if (plan.verbosity != ember::tools::Verbosity::Normal) {
     return usage_error("--verbose applies to an exported program; a .pte report is complete");
   }
+  if (!memory && (!ptd.empty() || threads > 0)) {
+    return usage_error("--ptd and --threads go with --memory (loading the methods)");
+  }
+  if (memory && !picture.empty()) return usage_error("--memory and --plan are two reports");
   ember::ModuleOptions options;
   options.load_mode = ember::LoadMode::File;
+  options.data_path = ptd;
+  options.num_threads = threads;
   ember::Module module(model, options);
   if (ember::Error e = module.load(); e != ember::Error::Ok) {
     std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(), ember::to_string(e));
@@ -160,7 +184,9 @@ int inspect_main(int argc, char** argv) {
     }
     std::fprintf(stderr, "plan of method '%s' drawn in %s\n", method.c_str(), picture.c_str());
   }
-  ember::Result<std::string> report = ember::tools::inspect_program(*module.program(), json);
+  ember::Result<std::string> report = memory
+                                          ? ember::tools::inspect_memory(module, json)
+                                          : ember::tools::inspect_program(*module.program(), json);
   if (!report.ok()) {
     std::fprintf(stderr, "error: %s (%s)\n", ember::last_error_message(),
                  ember::to_string(report.error()));

@@ -396,11 +396,17 @@ TEST(CpuBackend, DynamicBatchBuiltPerCall) {
   ASSERT_EQ(c.graph.num_symbols, 1u);
   const Backend* b = runtime_backend();
   BlobMap map(&c.result.named_data);
-  BackendInitContext ctx{nullptr, "forward", &map};
+  // The build at the bound takes its buffers from the method allocator; those made during calls
+  // take none (a call does not grow the caller's memory).
+  alignas(64) static uint8_t pool[1 << 20];
+  MemoryAllocator allocator(pool, sizeof(pool));
+  BackendInitContext ctx{&allocator, "forward", &map};
   std::vector<uint8_t> blob = c.result.processed;
   FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
   Result<DelegateHandle*> h = b->init(ctx, &buf, {});
   ASSERT_TRUE(h.ok()) << last_error_message();
+  const size_t taken_at_init = allocator.handed_out();
+  EXPECT_GT(taken_at_init, 0u);
   // Output buffers at the bound, as the program plans them.
   std::vector<float> r_buf(8 * 5 * 6 * 6), y_buf(8 * 3);
   BackendExecuteContext ectx{nullptr};
@@ -424,6 +430,7 @@ TEST(CpuBackend, DynamicBatchBuiltPerCall) {
     ASSERT_EQ(ty.size(0), n);
     expect_close(at::from_blob(r_buf.data(), {n, 5, 6, 6}), want_r);
     expect_close(at::from_blob(y_buf.data(), {n, 3}), want_y);
+    EXPECT_EQ(allocator.handed_out(), taken_at_init);
   }
   for (int32_t n : {9, 0}) {
     std::vector<float> data(9 * 4 * 6 * 6);

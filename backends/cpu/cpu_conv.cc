@@ -207,7 +207,7 @@ bool CpuDelegate::winograd_safe(const OpDesc& op, int64_t in_channels) {
 
 memory CpuDelegate::reorder_weight(const memory& view_of_w, int32_t id, const memory::desc& want) {
   if (view_of_w.get_desc() == want) return view_of_w;
-  memory out(want, engine_);
+  memory out = buffer(want, held_for(id));
   if (graph_.tensors[id].kind == TensorKind::Weight) {
     reorder_now(view_of_w, out);
   } else {

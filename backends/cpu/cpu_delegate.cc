@@ -10,8 +10,12 @@
 #include <string>
 
 #include "backends/cpu/nan_exact.h"
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 #include "runtime/platform/clock.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>  // mallinfo2, for the memory report
+#endif
 
 namespace ember::cpu::delegate {
 
@@ -129,7 +133,8 @@ std::pair<float, float> eltwise_params(EltwiseAlg a, float alpha, float beta) {
   }
 }
 
-CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options)
+CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options,
+                         MemoryAllocator* allocator)
     : graph_(std::move(g)),
       threads_(threads),
       winograd_(options.winograd),
@@ -141,9 +146,40 @@ CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_),
       mem_(graph_.tensors.size()),
-      md_(graph_.tensors.size()) {}
+      md_(graph_.tensors.size()),
+      allocator_(allocator) {}
+
+size_t heap_in_use() {
+#if defined(__GLIBC__)
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+memory CpuDelegate::buffer(const memory::desc& md, Held held) {
+  const size_t bytes = md.get_size();
+  held_bytes_[static_cast<int>(held)] += bytes;
+  if (allocator_ == nullptr || held == Held::Transient) return memory(md, engine_);
+  // A cache line apart: oneDNN's kernels load whole lines (the heap's buffers are so aligned).
+  // The heap the allocator itself takes (Module's grows on it) is not the build's.
+  const size_t heap_before = heap_in_use();
+  void* p = allocator_->allocate(std::max<size_t>(bytes, 1), 64);
+  allocator_heap_ += std::max(heap_in_use(), heap_before) - heap_before;
+  if (p == nullptr) {
+    refuse("the method allocator has no room for " + std::to_string(bytes) +
+               " more bytes (this delegate has taken " +
+               std::to_string(held_bytes_[0] + held_bytes_[1] + held_bytes_[2] - bytes) +
+               "); give the method more memory: `ember inspect MODEL.pte --memory` shows what "
+               "each delegate takes",
+           Error::MemoryAllocationFailed);
+  }
+  return memory(md, engine_, p);
+}
 
 void CpuDelegate::build(const NamedDataMap* named) {
+  const size_t heap_before = heap_in_use();
   named_ = named;
   // The activations a delegate may hold (a corrupted size must not become a huge allocation).
   uint64_t activation_bytes = 0;
@@ -203,9 +239,9 @@ void CpuDelegate::build(const NamedDataMap* named) {
     return !std::binary_search(used.begin(), used.end(), m.get_data_handle());
   });
   // One scratchpad for every primitive (they run one after another).
-  scratch_ = memory(
+  scratch_ = buffer(
       memory::desc({static_cast<int64_t>(std::max<size_t>(scratch_bytes_, 1))}, dt::u8, tag::a),
-      engine_);
+      Held::Scratchpad);
   for (Step& s : steps_) {
     if (s.uses_scratchpad) s.args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
     for (auto& [arg, m] : s.args) s.c_args.push_back({arg, m.get()});
@@ -213,6 +249,8 @@ void CpuDelegate::build(const NamedDataMap* named) {
     for (auto& [arg, m] : s.alt_args) s.alt_c_args.push_back({arg, m.get()});
     s.name = step_name(s);
   }
+  const size_t grown = std::max(heap_in_use(), heap_before) - heap_before;
+  heap_bytes_ = grown - std::min(grown, allocator_heap_);
 }
 
 std::string CpuDelegate::step_name(const Step& s) {
@@ -354,7 +392,7 @@ void CpuDelegate::load_weight(int32_t id) {
   md_[id] = plain_md(to_dims(stored),
                      t.storage == WeightStorage::Bool ? dt::u8 : (t.integer() ? dt::s8 : dt::f32),
                      t.dim_order);
-  mem_[id] = memory(md_[id], engine_);
+  mem_[id] = buffer(md_[id], Held::Transient);
   if (md_[id].get_size() != w.nbytes) refuse("weight '" + w.key + "' has the wrong size");
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
   if (e != Error::Ok) {
@@ -391,7 +429,8 @@ void CpuDelegate::keep_as_view(const OpDesc& op, const memory& v) {
 memory CpuDelegate::as(int32_t id, const memory::desc& want) {
   memory m = src_memory(id);
   if (m.get_desc() == want) return m;
-  memory out(want, engine_);
+  // A weight's reorder here is mostly read once, to be packed or rescaled elsewhere.
+  memory out = buffer(want, held_for(id) == Held::Weights ? Held::Transient : Held::Activations);
   if (graph_.tensors[id].kind == TensorKind::Weight) {
     reorder_now(m, out);
   } else {
@@ -517,7 +556,7 @@ memory CpuDelegate::pooled(const memory::desc& md, int32_t t) {
   }
   if (best < 0) {
     memory::desc raw({static_cast<int64_t>(bytes)}, dt::u8, tag::a);
-    pool_.push_back({memory(raw, engine_), bytes, -1});
+    pool_.push_back({buffer(raw, Held::Activations), bytes, -1});
     best = static_cast<int>(pool_.size() - 1);
   }
   pool_[best].live_until = last_use_[t];
@@ -580,6 +619,11 @@ void CpuDelegate::check_same_dims(int32_t a, int32_t b) {
 
 DelegateSummary CpuDelegate::summary() const {
   DelegateSummary out;
+  out.weight_bytes = held_bytes_[static_cast<int>(Held::Weights)];
+  out.activation_bytes = held_bytes_[static_cast<int>(Held::Activations)];
+  out.scratchpad_bytes = held_bytes_[static_cast<int>(Held::Scratchpad)];
+  out.from_method_allocator = allocator_ != nullptr;
+  out.heap_bytes = heap_bytes_;
   out.int8_convolutions = int8_convolutions_;
   out.int8_chained = static_cast<int>(u8_tensors_.size());
   out.int8_matmuls = int8_matmuls_;

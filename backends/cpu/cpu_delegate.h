@@ -45,6 +45,9 @@ struct InitError {
 
 [[noreturn]] void refuse(std::string message, Error code = Error::InvalidProgram);
 
+// Bytes of the heap in use (glibc's mallinfo2), or 0 where that is not known.
+size_t heap_in_use();
+
 memory::dims to_dims(const std::vector<int64_t>& d);
 
 // Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
@@ -116,15 +119,34 @@ struct Step {
   std::string name;
 };
 
+// What a new buffer of the build holds, for where it comes from and the memory report.
+enum class Held {
+  Activations,  // written at every call: intermediates, uint8 copies of sources
+  Scratchpad,   // oneDNN's, one for every primitive
+  Weights,      // constants in the layout a step reads them in (reordered, rescaled)
+  Transient,    // a weight as stored or dequantized, which a reorder or packing may drop at init
+};
+
 class CpuDelegate {
  public:
-  CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options);
+  // `allocator`: where the buffers a build keeps come from (activations, the scratchpad and
+  // weights in their final layout), the method allocator at init; null: the heap (a build made
+  // during a call, for a new batch size, and tests). Transient buffers always use the heap.
+  CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options,
+              MemoryAllocator* allocator = nullptr);
   void build(const NamedDataMap* named);
   // `observer` (may be null) is told each step's time (ExecutionObserver::on_delegate_step).
   Error execute(std::span<EValue*> args, ExecutionObserver* observer = nullptr);
 
  private:
   static bool same_layout(const Tensor& t, const memory::desc& md);
+  // A new buffer of layout `md` (see Held and the constructor), counted in summary(). The
+  // method allocator running out is an InitError (MemoryAllocationFailed) naming the bytes.
+  memory buffer(const memory::desc& md, Held held);
+  // Held::Weights for a weight, Held::Activations for anything else.
+  Held held_for(int32_t id) const {
+    return graph_.tensors[id].kind == TensorKind::Weight ? Held::Weights : Held::Activations;
+  }
   // Runs one step (a oneDNN primitive or one of Ember's own kernels).
   Error run_step(Step& s);
   static std::string step_name(const Step& s);
@@ -381,6 +403,10 @@ class CpuDelegate {
   std::vector<memory::desc> arg_md_;           // per argument: the layout it must have
   std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
   std::vector<Step> steps_;
+  MemoryAllocator* allocator_;
+  size_t held_bytes_[4] = {};  // per Held
+  size_t allocator_heap_ = 0;  // of the heap's growth during build, what allocator_ took
+  size_t heap_bytes_ = 0;      // the rest (summary())
   memory scratch_;
   size_t scratch_bytes_ = 0;
   int cur_op_ = 0;

@@ -163,7 +163,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
       if (src.get_desc() == plain_src && s.kind != TensorKind::Weight) {
         dense = src;
       } else {
-        dense = memory(plain_src, engine_);
+        dense =
+            buffer(plain_src, s.kind == TensorKind::Weight ? Held::Transient : Held::Activations);
         if (s.kind == TensorKind::Weight) {
           reorder_now(src, dense);
         } else {
@@ -209,7 +210,7 @@ void CpuDelegate::build_op(const OpDesc& op) {
           out_md = dst.get_desc();
         }
       }
-      if (!dst) dst = memory(out_md, engine_);
+      if (!dst) dst = buffer(out_md, Held::Activations);
       add_reorder(permuted, dst);
       md_[op.output] = out_md;
       mem_[op.output] = dst;

@@ -138,7 +138,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   const bool own_depthwise = own_quant_depthwise(op);
   if (!own_depthwise && !quant_conv_in_integers(op)) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
-    memory w(plain_md(g.wd, dt::f32), engine_);
+    memory w = buffer(plain_md(g.wd, dt::f32), Held::Transient);
     float* wf = data_as<float>(w);
     for (int64_t i = 0; i < wsize; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / per_channel];
     md_[op.inputs[1]] = w.get_desc();
@@ -160,7 +160,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     src_u8 = src_memory(op.inputs[0]);
   } else {
     const memory src_f32 = as(op.inputs[0], nhwc_md(graph_.tensors[op.inputs[0]].dims));
-    src_u8 = memory(memory::desc(g.sd, dt::u8, tag::nhwc), engine_);
+    src_u8 = buffer(memory::desc(g.sd, dt::u8, tag::nhwc), Held::Activations);
     // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer
     // and oneDNN's reorder rounds it to that integer whatever its rounding: exact.
     dnnl::primitive_attr to_u8;
@@ -183,7 +183,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   memory bias;
   if (has_bias) {
     const memory b = as(op.inputs[2], plain_md({oc}, dt::f32));
-    bias = memory(bias_md, engine_);
+    bias = buffer(bias_md, Held::Weights);
     for (int64_t c = 0; c < oc; ++c) {
       data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
     }
@@ -224,7 +224,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (u8_out) {
     post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, op.post_ops[fused].alpha, 0.f);
     post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
-    shift_out = memory(memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw), engine_);
+    shift_out = buffer(memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw), Held::Weights);
     *data_as<float>(shift_out) = op.post_ops[fused].beta + 128.f;
     post_ops.append_binary(dnnl::algorithm::binary_add, shift_out.get_desc());
   }
@@ -257,9 +257,9 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   }
   const memory w_view =
       memory(memory::desc(g.logical, dt::s8, g.strides_w), engine_, q_m.get_data_handle());
-  memory wei(pd.weights_desc(), engine_);
+  memory wei = buffer(pd.weights_desc(), Held::Weights);
   reorder_now(w_view, wei);
-  const memory zp_m(memory::desc({1}, dt::s32, tag::x), engine_);
+  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
   *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
   memory dst = make_output(op, pd.dst_desc());
   std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
@@ -371,7 +371,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   }
   if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
     // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
-    memory w(plain_md({k, n}, dt::f32, {1, 0}), engine_);
+    memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
     float* wf = data_as<float>(w);
     for (int64_t i = 0; i < n * k; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / k];
     graph_.tensors[op.inputs[1]].dims = {k, n};
@@ -387,7 +387,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   }
   // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
   const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
-  const memory src_u8(memory::desc(ad, dt::u8, tag::ab), engine_);
+  const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
   const float shift = src_zp + 128.f;
   dnnl::primitive_attr to_u8;
   to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -405,7 +405,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   memory bias;
   if (op.inputs[2] >= 0) {
     const memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
-    bias = memory(bias_md, engine_);
+    bias = buffer(bias_md, Held::Weights);
     for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
   }
   const size_t fused = before_requantize(op);
@@ -420,9 +420,9 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   // The weight [N, K] read as [K, N].
   const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
                       q_m.get_data_handle());
-  memory wei(pd.weights_desc(), engine_);
+  memory wei = buffer(pd.weights_desc(), Held::Weights);
   reorder_now(w_view, wei);
-  const memory zp_m(memory::desc({1}, dt::s32, tag::x), engine_);
+  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
   *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
   memory dst = make_output(op, pd.dst_desc());
   std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},

@@ -72,18 +72,19 @@ const char* onednn_isa_name() {
   }
 }
 
-// Builds a delegate for `g` with the thread count it will run with; every exception of the
-// build becomes an Error.
+// Builds a delegate for `g` with the thread count it will run with, its buffers from
+// `allocator` (null: the heap); every exception of the build becomes an Error.
 Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
                                                    const DelegateOptions& options,
-                                                   const NamedDataMap* named) {
+                                                   const NamedDataMap* named,
+                                                   MemoryAllocator* allocator) {
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);
   std::unique_ptr<CpuDelegate> d;
   Error error = Error::Ok;
   try {
-    d = std::make_unique<CpuDelegate>(std::move(g), threads, options);
+    d = std::make_unique<CpuDelegate>(std::move(g), threads, options, allocator);
     d->prepare_outputs();
     d->build(named);
   } catch (const InitError& e) {
@@ -101,7 +102,9 @@ Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
 // A delegate's graph and its builds. A static graph has one. With a dynamic batch, the first is
 // built at init for the upper bounds (which checks the whole graph), and each call runs a build
 // for its actual batch sizes: made on the first call with those sizes (oneDNN primitives are
-// shape-specific) and kept, the kMaxBuilds most recently used at most.
+// shape-specific) and kept, the kMaxBuilds most recently used at most besides the first.
+// The first build's buffers come from the method allocator; those made during a call come from
+// the heap (a call may not grow the caller's memory, which a fixed pool could not give back).
 class CpuHandle {
  public:
   static constexpr size_t kMaxBuilds = 4;
@@ -109,15 +112,16 @@ class CpuHandle {
   CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named)
       : graph_(std::move(g)), threads_(threads), options_(options), named_(named) {}
 
-  Error init() {
-    Result<std::unique_ptr<CpuDelegate>> d = make_delegate(graph_, threads_, options_, named_);
+  Error init(MemoryAllocator* allocator) {
+    Result<std::unique_ptr<CpuDelegate>> d =
+        make_delegate(graph_, threads_, options_, named_, allocator);
     if (!d.ok()) return d.error();
-    builds_.push_back({bounds(), std::move(*d)});
+    first_ = std::move(*d);
     return Error::Ok;
   }
 
   Error execute(std::span<EValue*> args, ExecutionObserver* observer) {
-    if (graph_.num_symbols == 0) return builds_.front().second->execute(args, observer);
+    if (graph_.num_symbols == 0) return first_->execute(args, observer);
     Result<std::vector<int64_t>> sizes = batch_sizes(args);
     if (!sizes.ok()) return sizes.error();
     // An empty batch: nothing to compute (oneDNN takes no empty tensors); every output is empty.
@@ -133,11 +137,15 @@ class CpuHandle {
       }
       return Error::Ok;
     }
+    if (*sizes == bounds()) {
+      if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+      return first_->execute(args, observer);
+    }
     auto it = std::find_if(builds_.begin(), builds_.end(),
                            [&](const auto& b) { return b.first == *sizes; });
     if (it == builds_.end()) {
       Result<std::unique_ptr<CpuDelegate>> d =
-          make_delegate(with_batch_sizes(graph_, *sizes), threads_, options_, named_);
+          make_delegate(with_batch_sizes(graph_, *sizes), threads_, options_, named_, nullptr);
       if (!d.ok()) return d.error();
       if (builds_.size() == kMaxBuilds) builds_.pop_back();
       builds_.insert(builds_.begin(), {*sizes, std::move(*d)});
@@ -150,7 +158,7 @@ class CpuHandle {
     return it->second->execute(args, observer);
   }
 
-  DelegateSummary summary() const { return builds_.front().second->summary(); }
+  DelegateSummary summary() const { return first_->summary(); }
 
  private:
   std::vector<int64_t> bounds() const {
@@ -207,6 +215,8 @@ class CpuHandle {
   int threads_;
   DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
+  std::unique_ptr<CpuDelegate> first_;  // at the upper bounds, built at init
+  // Builds for other batch sizes, most recently used first.
   std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<CpuDelegate>>> builds_;
 };
 
@@ -245,7 +255,7 @@ class CpuBackend final : public Backend {
     } catch (const std::bad_alloc&) {
       return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
     }
-    if (Error e = h->init(); e != Error::Ok) return e;
+    if (Error e = h->init(context.allocator); e != Error::Ok) return e;
     // DelegateHandle is opaque: the runtime only hands the pointer back.
     return reinterpret_cast<DelegateHandle*>(h.release());
   }

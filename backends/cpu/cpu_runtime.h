@@ -8,20 +8,23 @@
 // init validates the whole blob (graph_format.h), reads the weights from the context's named data
 // (every key must be there with its exact size), creates the oneDNN primitives with the layouts
 // oneDNN prefers (blocked activations stay blocked between ops; weights are reordered once,
-// here), and allocates every buffer, the scratchpad included. execute binds the caller's input and
-// output storage, runs the primitives and allocates nothing itself. The handle owns all of it;
-// destroy frees it. The processed blob is copied at init and released (processed->free()).
-// Threads: the "num_threads" compile spec, else the size of ThreadPool::global() when init runs;
-// oneDNN's OpenMP runtime uses that count for this delegate's primitives at every call.
-// Where they beat oneDNN 2.6 on fp32, Ember's own AVX-512 kernels run instead (compile spec
-// "ember_kernels" = "on" (default) | "off"): MobileNet's inverted residual blocks whose expanded
-// tensor outgrows a core's L2 cache, fused into one pass (inverted_residual.h), the other 3x3
-// depthwise convolutions (depthwise.h), 1x1 convolutions of channels-last tensors and one-row
-// matmuls by a constant matrix (packed_gemm.h). EMBER_CPU_VERBOSE=1 prints a line per execution
-// of one, in the shape of oneDNN's ONEDNN_VERBOSE lines.
-// A bf16 program (compile spec "precision" = "bf16") on a CPU where bf16_supported() is false is
-// refused at init with NotSupported and a message that names the CPU's instruction set.
-// A handle must not be executed from two threads at once.
+// here), and allocates every buffer, the scratchpad included: those it keeps (weights in their
+// final layouts, activations, scratchpad) from the context's method allocator, the rest from
+// the heap; summarize() reports both (`ember inspect MODEL.pte --memory` prints it). A method
+// allocator that runs out fails init with MemoryAllocationFailed, naming the bytes. execute binds
+// the caller's input and output storage, runs the primitives and allocates nothing itself. The
+// handle owns all of it; destroy frees it. The processed blob is copied at init and released
+// (processed->free()). Threads: the "num_threads" compile spec, else the size of
+// ThreadPool::global() when init runs; oneDNN's OpenMP runtime uses that count for this delegate's
+// primitives at every call. Where they beat oneDNN 2.6 on fp32, Ember's own AVX-512 kernels run
+// instead (compile spec "ember_kernels" = "on" (default) | "off"): MobileNet's inverted residual
+// blocks whose expanded tensor outgrows a core's L2 cache, fused into one pass
+// (inverted_residual.h), the other 3x3 depthwise convolutions (depthwise.h), 1x1 convolutions of
+// channels-last tensors and one-row matmuls by a constant matrix (packed_gemm.h).
+// EMBER_CPU_VERBOSE=1 prints a line per execution of one, in the shape of oneDNN's ONEDNN_VERBOSE
+// lines. A bf16 program (compile spec "precision" = "bf16") on a CPU where bf16_supported() is
+// false is refused at init with NotSupported and a message that names the CPU's instruction set. A
+// handle must not be executed from two threads at once.
 #pragma once
 
 #include "runtime/executor/backend.h"
@@ -59,6 +62,20 @@ struct DelegateSummary {
   int int8_matmuls = 0;       // quantized linear layers computed in integers
   int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (quant_gemm.h)
   int dot_matmuls = 0;        // of which in integers, of dynamically quantized inputs (8da4w)
+  // Memory, in bytes. The buffers the build keeps, by use, taken from the method allocator of
+  // BackendInitContext (from the heap where the context has none): weights reordered into the
+  // layouts oneDNN's primitives read (and the int8 steps' rescaled biases), activations (the
+  // intermediates, a buffer reused once its tensor is dead), and oneDNN's one scratchpad.
+  size_t weight_bytes = 0;
+  size_t activation_bytes = 0;
+  size_t scratchpad_bytes = 0;
+  bool from_method_allocator = false;
+  // What the build left on the heap besides: weights read as stored (biases, norms' parameters),
+  // the packed weights and working rows of Ember's kernels, oneDNN's primitives and JIT code.
+  // Measured as the growth of the heap in use across the build, less what the method allocator
+  // took from it (glibc's mallinfo2; 0 elsewhere), so it includes anything another thread
+  // allocated meanwhile.
+  size_t heap_bytes = 0;
 };
 // The summary of a handle this backend's init returned (null: all zero).
 DelegateSummary summarize(const DelegateHandle* handle);

@@ -124,14 +124,16 @@ inline std::unique_ptr<ir::Program> parse_text(const std::string& text) {
   return p.ok() ? std::move(*p) : nullptr;
 }
 
-// Runs the blob through init/execute with `inputs`; outputs shaped like `like`.
+// Runs the blob through init/execute with `inputs`; outputs shaped like `like`. `allocator`:
+// the method allocator init is given (none: the delegate uses the heap).
 inline std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tensor>& inputs,
                                    const std::vector<at::Tensor>& like,
                                    std::vector<CompileSpec> specs = {},
-                                   DelegateSummary* summary = nullptr) {
+                                   DelegateSummary* summary = nullptr,
+                                   MemoryAllocator* allocator = nullptr) {
   const Backend* b = runtime_backend();
   BlobMap map(&c.result.named_data);
-  BackendInitContext ctx{nullptr, "forward", &map};
+  BackendInitContext ctx{allocator, "forward", &map};
   std::vector<uint8_t> blob = c.result.processed;
   FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
   Result<DelegateHandle*> h = b->init(ctx, &buf, specs);

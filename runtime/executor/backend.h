@@ -27,7 +27,10 @@ struct CompileSpec {
 };
 
 struct BackendInitContext {
-  MemoryAllocator* allocator;  // the method allocator: lives as long as the Method
+  // The method allocator: lives as long as the Method. What a delegate keeps should come from
+  // here (the caller owns memory); Method measures what each init takes (delegate_info) and
+  // `ember inspect --memory` reports it. May be null when a backend is driven directly (tests).
+  MemoryAllocator* allocator;
   std::string_view method_name;
   // The caller's .ptd map, or the program's; may be null. It outlives the method, so a delegate
   // may keep it and read it again in execute (the cpu backend does, for a new batch size).

@@ -10,6 +10,7 @@ void* MemoryAllocator::allocate(size_t size, size_t alignment) {
   const size_t padding = aligned - start;
   if (padding > size_ - used_ || size > size_ - used_ - padding) return nullptr;
   used_ += padding + size;
+  handed_out_ += padding + size;
   return reinterpret_cast<void*>(aligned);
 }
 

@@ -62,8 +62,21 @@ class Method {
   Result<EValue> get_output(size_t index) const;
 
   // Bytes of method-allocator memory loading `plan` takes (what MethodMeta reports), not counting
-  // what delegates allocate during init.
+  // what delegates allocate during init (delegate_info() reports that, once loaded).
   static size_t required_memory(const executorch_flatbuffer::ExecutionPlan* plan);
+
+  // A delegate of the loaded method: its backend's name in the program, the bytes its init took
+  // from the method allocator (measured here for any backend: MemoryAllocator::handed_out before
+  // and after), and its handle, for a backend's own report (ember::cpu::summarize). The handle
+  // lives as long as the Method.
+  struct DelegateInfo {
+    std::string_view backend;
+    size_t method_allocator_bytes = 0;
+    const DelegateHandle* handle = nullptr;
+  };
+  size_t num_delegates() const { return num_delegates_; }
+  // InvalidArgument for an index past num_delegates().
+  Result<DelegateInfo> delegate_info(size_t index) const;
 
   // Runs the instructions. InvalidState when an input is unset or an output has no buffer;
   // otherwise the error of the failing kernel or delegate, with the instruction and operator named.

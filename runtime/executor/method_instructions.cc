@@ -70,14 +70,23 @@ Error Method::init_delegates(const NamedDataMap* external_data) {
     EMBER_ASSIGN_OR_RETURN(slot.named_data, allocate<MergedNamedDataMap>(1, "named data"));
     new (slot.named_data) MergedNamedDataMap(external_data, program_->named_data());
     BackendInitContext context{memory_->method_allocator, name(), slot.named_data};
+    const size_t before = memory_->method_allocator->handed_out();
     Result<DelegateHandle*> handle = backend->init(context, &slot.blob, {spec_array, num_specs});
     if (!handle.ok()) {
       return add_error_context(handle.error(), "delegate %u: backend '%s' failed to init", i,
                                d->id()->c_str());
     }
     slot.handle = *handle;
+    slot.init_bytes = memory_->method_allocator->handed_out() - before;
   }
   return Error::Ok;
+}
+
+Result<Method::DelegateInfo> Method::delegate_info(size_t index) const {
+  EMBER_CHECK(index < num_delegates_, Error::InvalidArgument,
+              "delegate %zu of a method with %zu delegates", index, num_delegates_);
+  const Delegate& d = delegates_[index];
+  return DelegateInfo{d.backend_id, d.init_bytes, d.handle};
 }
 
 Error Method::init_instructions() {

@@ -55,6 +55,7 @@ struct Method::Delegate {
   DelegateHandle* handle = nullptr;
   FreeableBuffer blob;
   MergedNamedDataMap* named_data = nullptr;
+  size_t init_bytes = 0;  // taken from the method allocator by init
 };
 
 template <typename T>

@@ -41,7 +41,7 @@ class HeapAllocator final : public MemoryAllocator {
     blocks_.clear();
     base_ = nullptr;
     size_ = 0;
-    used_ = 0;
+    MemoryAllocator::reset();
   }
 
  private:

@@ -152,6 +152,59 @@ void run_case(bool retain) {
   }
 }
 
+// Takes kBytes from the method allocator at init (alignment 1: no padding), and nothing else.
+class TakingBackend final : public Backend {
+ public:
+  static constexpr size_t kBytes = 1000;
+  bool is_available() const override { return true; }
+  Result<DelegateHandle*> init(BackendInitContext& context, FreeableBuffer*,
+                               std::span<const CompileSpec>) const override {
+    void* p = context.allocator->allocate(kBytes, 1);
+    EMBER_CHECK(p != nullptr, Error::MemoryAllocationFailed, "no room");
+    return static_cast<DelegateHandle*>(p);
+  }
+  Error execute(BackendExecuteContext&, DelegateHandle*, std::span<EValue*>) const override {
+    return Error::Ok;
+  }
+  void destroy(DelegateHandle*) const override {}
+};
+
+TEST(DelegateMemory, MethodReportsWhatEachDelegateTookFromItsAllocator) {
+  static TakingBackend taking;
+  ASSERT_EQ(register_backend("TakingBackend", &taking), Error::Ok);
+  const std::string path = write_program("TakingBackend");
+  Result<FileDataLoader> loader = FileDataLoader::from(path.c_str());
+  ASSERT_TRUE(loader.ok());
+  Result<Program> program = Program::load(&*loader);
+  ASSERT_TRUE(program.ok()) << last_error_message();
+  MethodMemory memory(*program->method_meta("forward"));
+  const size_t before = memory.method_allocator->handed_out();
+  Result<Method> method = program->load_method("forward", &memory.manager);
+  ASSERT_TRUE(method.ok()) << last_error_message();
+  ASSERT_EQ(method->num_delegates(), 1u);
+  Result<Method::DelegateInfo> info = method->delegate_info(0);
+  ASSERT_TRUE(info.ok()) << last_error_message();
+  EXPECT_EQ(info->backend, "TakingBackend");
+  EXPECT_EQ(info->method_allocator_bytes, TakingBackend::kBytes);
+  EXPECT_NE(info->handle, nullptr);
+  // The method's own share is what MethodMeta says it needs; the delegate's comes on top.
+  EXPECT_EQ(memory.method_allocator->handed_out() - before,
+            program->method_meta("forward")->method_allocator_bytes() + TakingBackend::kBytes);
+  EXPECT_EQ(method->delegate_info(1).error(), Error::InvalidArgument);
+}
+
+TEST(DelegateMemory, HandedOutCountsPaddingAndResets) {
+  alignas(64) uint8_t pool[256];
+  MemoryAllocator a(pool, sizeof(pool));
+  ASSERT_NE(a.allocate(3, 1), nullptr);
+  ASSERT_NE(a.allocate(8, 8), nullptr);  // 5 bytes of padding first
+  EXPECT_EQ(a.handed_out(), 16u);
+  EXPECT_EQ(a.allocate(1000, 1), nullptr);
+  EXPECT_EQ(a.handed_out(), 16u) << "a refused request takes nothing";
+  a.reset();
+  EXPECT_EQ(a.handed_out(), 0u);
+}
+
 TEST(DelegateBlob, C25_RetainingBackendKeepsItsBlobUntilDestroy) { run_case(true); }
 
 TEST(DelegateBlob, C25_CopyingBackendFreesItsBlobDuringInit) { run_case(false); }
