@@ -220,15 +220,17 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     return;
   }
   dnnl::post_ops post_ops = onednn_post_ops({op.post_ops.data(), fused});
-  memory shift_out;
+  memory zp_out;
+  dnnl::primitive_attr attr;
   if (u8_out) {
+    // round(y / scale) + zero point + 128, PyTorch's order: rounded before the (integer) shift,
+    // which oneDNN's destination zero point adds exactly.
     post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, op.post_ops[fused].alpha, 0.f);
     post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
-    shift_out = buffer(memory::desc({1, 1, 1, 1}, dt::f32, tag::nchw), Held::Weights);
-    *data_as<float>(shift_out) = op.post_ops[fused].beta + 128.f;
-    post_ops.append_binary(dnnl::algorithm::binary_add, shift_out.get_desc());
+    zp_out = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+    *data_as<int32_t>(zp_out) = static_cast<int32_t>(op.post_ops[fused].beta + 128.f);
+    attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
   }
-  dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, out_scales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
@@ -267,10 +269,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
                                               {DNNL_ARG_DST, dst},
                                               {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
   if (has_bias) args.emplace_back(DNNL_ARG_BIAS, bias);
-  if (u8_out) {
-    args.emplace_back(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_ops.len() - 1) | DNNL_ARG_SRC_1,
-                      shift_out);
-  }
+  if (u8_out) args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zp_out);
   add_step<dnnl::convolution_forward>(pd, std::move(args));
   ++int8_convolutions_;
   if (u8_out) {
