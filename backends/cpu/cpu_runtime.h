@@ -73,8 +73,8 @@ struct DelegateSummary {
   // What the build left on the heap besides: weights read as stored (biases, norms' parameters),
   // the packed weights and working rows of Ember's kernels, oneDNN's primitives and JIT code.
   // Measured as the growth of the heap in use across the build, less what the method allocator
-  // took from it (glibc's mallinfo2; 0 elsewhere), so it includes anything another thread
-  // allocated meanwhile.
+  // took from it (glibc's mallinfo2; 0 elsewhere, and under a sanitizer, whose allocator glibc
+  // does not see), so it includes anything another thread allocated meanwhile.
   size_t heap_bytes = 0;
 };
 // The summary of a handle this backend's init returned (null: all zero).
