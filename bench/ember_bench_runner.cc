@@ -22,7 +22,7 @@
 
 #include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
-#include "runtime/kernels/portable/util/gemm.h"
+#include "runtime/kernels/gemm/gemm.h"
 #include "runtime/platform/clock.h"
 #include "tools/npy.h"
 

@@ -16,8 +16,8 @@
 
 #include "runtime/core/evalue.h"
 #include "runtime/executor/kernel_registry.h"
+#include "runtime/kernels/gemm/gemm.h"
 #include "runtime/kernels/portable/portable.h"
-#include "runtime/kernels/portable/util/gemm.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace {

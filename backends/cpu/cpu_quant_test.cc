@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_test_util.h"
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 #include "backends/cpu/quant_gemm.h"
 #include "backends/cpu/simd_kernels.h"
 

@@ -9,13 +9,13 @@
 // 14x14 and 7x7 layers in the model, and splits their few rows badly between two threads; this
 // one loads each input column once for the three windows over it (1.7-2 cycles an FMA there)
 // and splits rows between threads evenly (the row where two threads meet, by channels). AVX-512
-// or AVX2 (simd_kernels.h): callers check own_kernels_supported() (packed_gemm.h) first. NaN
+// or AVX2 (simd_kernels.h): callers check own_kernels_supported() (own_kernels.h) first. NaN
 // passes through the clamp as NaN, as in PyTorch.
 #pragma once
 
 #include <cstdint>
 
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 

@@ -20,14 +20,14 @@
 // Activations are clamps: relu is [0, inf), relu6/hardtanh [lo, hi], none (-inf, inf); NaN passes
 // through as NaN, as in PyTorch. Sums are in a different order from ATen's, so results agree to
 // rounding (the tests compare with ATen at 1e-4). The kernel needs AVX2 or AVX-512:
-// `own_kernels_supported()` (packed_gemm.h) says whether this CPU has one; callers fall back to
+// `own_kernels_supported()` (own_kernels.h) says whether this CPU has one; callers fall back to
 // oneDNN when it does not.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 

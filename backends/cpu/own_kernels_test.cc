@@ -12,7 +12,7 @@
 #include "backends/cpu/cpu_test_util.h"
 #include "backends/cpu/depthwise.h"
 #include "backends/cpu/inverted_residual.h"
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 #include "runtime/platform/cpu_isa.h"
 
 namespace ember::cpu {

@@ -13,7 +13,7 @@
 
 #include "backends/cpu/depthwise.h"
 #include "backends/cpu/inverted_residual.h"
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 #include "backends/cpu/quant_gemm.h"
 #include "oneapi/dnnl/dnnl.hpp"
 

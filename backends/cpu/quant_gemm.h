@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 

@@ -1,18 +1,19 @@
-// The instruction-set variants of the cpu backend's own kernels: the packed GEMM's register tiles
-// (packed_gemm.h), the 3x3 depthwise row (depthwise.h) and the grouped-integer linears
-// (quant_gemm.h). Each is written once, in simd_kernels.inc (GCC/Clang vector extensions; the
-// few integer instructions they do not reach, int8 widening and byte dot products, as
-// intrinsics), and compiled once per variant: simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a
-// vector, 16 registers), simd_kernels_avx512.cc (AVX-512F, 16 floats a vector, 32 registers) and
-// simd_kernels_avx512_vnni.cc (the same with VNNI's vpdpbusd), each with its own tile sizes.
-// kernels() picks the variant cpu_isa() allows (EMBER_CPU_ISA caps it) and the CPU has, or none
-// below AVX2, where the backend leaves every op to oneDNN (and the grouped linears to plain
-// loops). Callers use packed_gemm.h, depthwise.h and quant_gemm.h, not this header.
+// The instruction-set variants of the cpu backend's own kernels that are not a GEMM: the 3x3
+// depthwise row (depthwise.h), the grouped-integer linears (quant_gemm.h) and the uint8 rows of an
+// int8 chain. (The float GEMM, packed_gemm.h's, is the shared library's: runtime/kernels/gemm,
+// its own variants, the same cpu_isa() choice.) Each is written once, in simd_kernels.inc
+// (GCC/Clang vector extensions; the few integer instructions they do not reach, int8 widening and
+// byte dot products, as intrinsics), and compiled once per variant: simd_kernels_avx2.cc (AVX2 +
+// FMA, 8 floats a vector, 16 registers), simd_kernels_avx512.cc (AVX-512F, 16 floats a vector, 32
+// registers) and simd_kernels_avx512_vnni.cc (the same with VNNI's vpdpbusd). kernels() picks the
+// variant cpu_isa() allows (EMBER_CPU_ISA caps it) and the CPU has, or none below AVX2, where the
+// backend leaves every op to oneDNN (and the grouped linears to plain loops). Callers use
+// own_kernels.h, depthwise.h and quant_gemm.h, not this header.
 #pragma once
 
 #include <cstdint>
 
-#include "backends/cpu/packed_gemm.h"
+#include "backends/cpu/own_kernels.h"
 #include "backends/cpu/quant_gemm.h"
 
 namespace ember::cpu::simd {
@@ -29,15 +30,6 @@ struct Kernels {
   // Rapids, bench/ab_runners.py 12 rounds: BERT 180 against 188 ms at 1 thread, 95 against 100
   // at 2; Llama prefill 41.2 against 42.4, 23.9 against 24.7). One row always.
   bool linear;
-  // Rows of a register tile over a panel of nv 16-column groups (the unit of gemm_units).
-  int64_t (*rows_for)(int64_t nv);
-  // C = clamp(bias + A B (+ R)) over the row tiles [unit_begin, unit_end) of gemm_units();
-  // the gathered form reads A's column kk of row i at a[i * lda + k_offsets[kk]] (no residual).
-  void (*gemm)(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const float* r,
-               int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin, int64_t unit_end);
-  void (*gemm_gathered)(int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
-                        const int32_t* k_offsets, float* c, int64_t ldc, Clamp act,
-                        int64_t unit_begin, int64_t unit_end);
   // depthwise_row() of depthwise.h.
   void (*depthwise_row)(int64_t stride, const float* const rows[3], int64_t ld, int64_t w,
                         int64_t wo, const float* wts, const float* bias, int64_t cpad,

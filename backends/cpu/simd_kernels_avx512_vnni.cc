@@ -2,7 +2,6 @@
 // same source, the integer linear's four-product sums one vpdpbusd each.
 #define EMBER_SIMD_ISA avx512_vnni
 #define EMBER_SIMD_VBYTES 64
-#define EMBER_SIMD_TILE_VECS 4
 #define EMBER_SIMD_DW_COLS 8
 #define EMBER_SIMD_CONVOLUTIONS true
 #define EMBER_SIMD_LINEAR false

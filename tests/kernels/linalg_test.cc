@@ -1,5 +1,5 @@
 // Conformance of mm, bmm, addmm, baddbmm and convolution (contract C29) with ATen.
-#include "runtime/kernels/portable/util/gemm.h"
+#include "runtime/kernels/gemm/gemm.h"
 #include "runtime/platform/cpu_isa.h"
 #include "tests/kernels/aten_reference.h"
 #include "tests/kernels/test_tensors.h"

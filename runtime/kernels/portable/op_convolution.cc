@@ -2,15 +2,15 @@
 //     SymInt[] padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups,
 //     *, Tensor(a!) out)
 // 1-D (N, C, L) and 2-D (N, C, H, W), any dim order. float32/float64 convolutions run as an
-// implicit GEMM (util/gemm.h packs the im2col matrix on the fly, so no column buffer); transposed,
-// depthwise and 16-bit float convolutions run a direct output-stationary loop (contract C29 for
-// transposed).
+// implicit GEMM (runtime/kernels/gemm/gemm.h packs the im2col matrix on the fly, so no column
+// buffer); transposed, depthwise and 16-bit float convolutions run a direct output-stationary loop
+// (contract C29 for transposed).
 #include <cstdint>
 
 #include "runtime/executor/kernel_registry.h"
+#include "runtime/kernels/gemm/gemm.h"
 #include "runtime/kernels/portable/util/dispatch.h"
 #include "runtime/kernels/portable/util/elementwise.h"
-#include "runtime/kernels/portable/util/gemm.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember {
@@ -55,7 +55,7 @@ void strides4(const Tensor& t, int64_t s[4]) {
 // Integer convolutions accumulate modulo 2^64 and keep the low bits, which is ATen's wrap-around
 // result for every integer width, without signed overflow. Floating ones accumulate in double
 // (a scalar loop: no slower than float), so that no order of summation overflows a partial sum
-// near float32's maximum (the GEMM path redoes such sums instead, util/gemm.h).
+// near float32's maximum (the GEMM path redoes such sums instead, gemm.h).
 template <typename T>
 using ConvAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 

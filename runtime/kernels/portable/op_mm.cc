@@ -1,14 +1,14 @@
-// The matmul family, all through one routine (util/gemm.h for float32 and float64):
+// The matmul family, all through one routine (runtime/kernels/gemm/gemm.h, float32 and float64):
 //   aten::mm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
 //   aten::bmm.out(Tensor self, Tensor mat2, *, Tensor(a!) out)
 //   aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1,
 //   Tensor(a!) out) aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1,
 //   Scalar alpha=1, Tensor(a!) out)
 #include "runtime/executor/kernel_registry.h"
+#include "runtime/kernels/gemm/gemm.h"
 #include "runtime/kernels/portable/util/copy.h"
 #include "runtime/kernels/portable/util/dispatch.h"
 #include "runtime/kernels/portable/util/elementwise.h"
-#include "runtime/kernels/portable/util/gemm.h"
 #include "runtime/platform/thread_pool.h"
 
 namespace ember {

@@ -1,49 +1,41 @@
-#include "runtime/kernels/portable/util/gemm.h"
+#include "runtime/kernels/gemm/gemm.h"
 
 #include <cmath>
 
-#include "runtime/kernels/portable/util/gemm_variants.h"
+#include "runtime/kernels/gemm/variants.h"
 #include "runtime/platform/cpu_isa.h"
 
-// Why ISA variants: the portable library is built without -march flags so that one binary runs on
-// any CPU of its architecture, which leaves the compiler SSE2 on x86-64, a quarter of the FMA
-// width of an AVX-512 core. The GEMM is the one place where that costs most of the time of a model,
-// so it alone is compiled three times (gemm_kernel.inc: generic, -mavx2 -mfma, -mavx512f...) and
-// the widest variant the CPU and OS support is picked once, at first use, by
-// cpu_isa() (runtime/platform/cpu_isa.h: EMBER_CPU_ISA caps it). The kernel stays plain C++ (vector
+// Why ISA variants: the runtime is built without -march flags so that one binary runs on any CPU
+// of its architecture, which leaves the compiler SSE2 on x86-64, a quarter of the FMA width of an
+// AVX-512 core. The GEMM is the one place where that costs most of the time of a model, so it
+// alone is compiled three times (variant.inc: generic, -mavx2 -mfma, -mavx512f...) and the widest
+// variant the CPU and OS support is picked once, at first use, by cpu_isa()
+// (runtime/platform/cpu_isa.h: EMBER_CPU_ISA caps it). The kernel stays plain C++ (vector
 // extensions, no intrinsics), and the rest of the library stays portable.
 
 namespace ember {
-namespace {
-
-struct Variant {
-  void (*f32)(const GemmProblem<float>&, ThreadPool*);
-  void (*f64)(const GemmProblem<double>&, ThreadPool*);
-  double (*probe)(double);
-  const char* name;
-};
-
-Variant pick() {
-#if defined(EMBER_GEMM_X86_VARIANTS)
-  switch (cpu_isa()) {
-    case CpuIsa::Avx512:
-      return {gemm_variants::run_f32_avx512, gemm_variants::run_f64_avx512,
-              gemm_variants::fma_probe_avx512, "avx512"};
-    case CpuIsa::Avx2:
-      return {gemm_variants::run_f32_avx2, gemm_variants::run_f64_avx2,
-              gemm_variants::fma_probe_avx2, "avx2"};
-    case CpuIsa::Generic:
-      break;
-  }
-#endif
-  return {gemm_variants::run_f32_generic, gemm_variants::run_f64_generic,
-          gemm_variants::fma_probe_generic, "generic"};
-}
+namespace gemm_variants {
 
 const Variant& variant() {
-  static const Variant v = pick();
+  static const Variant& v = []() -> const Variant& {
+#if defined(EMBER_GEMM_X86_VARIANTS)
+    switch (cpu_isa()) {
+      case CpuIsa::Avx512:
+        return variant_avx512();
+      case CpuIsa::Avx2:
+        return variant_avx2();
+      case CpuIsa::Generic:
+        break;
+    }
+#endif
+    return variant_generic();
+  }();
   return v;
 }
+
+}  // namespace gemm_variants
+
+namespace {
 
 // Element (r, j) of B: a strided matrix, or the implicit im2col matrix (zero in the padding).
 float b_at(const GemmProblem<float>& p, int64_t r, int64_t j) {
@@ -80,12 +72,16 @@ void redo_non_finite(const GemmProblem<float>& p) {
 }  // namespace
 
 void gemm(const GemmProblem<float>& p, ThreadPool* threads) {
-  variant().f32(p, threads);
+  gemm_variants::variant().f32(p, threads);
   // beta * C is read from C, which now holds the result: callers pass beta 0 (bias added after).
   if (p.beta == 0.0f && p.k > 0) redo_non_finite(p);
 }
-void gemm(const GemmProblem<double>& p, ThreadPool* threads) { variant().f64(p, threads); }
-const char* gemm_isa() { return variant().name; }
-double measure_fma_peak_flops(double seconds) { return variant().probe(seconds); }
+void gemm(const GemmProblem<double>& p, ThreadPool* threads) {
+  gemm_variants::variant().f64(p, threads);
+}
+const char* gemm_isa() { return gemm_variants::variant().name; }
+double measure_fma_peak_flops(double seconds) {
+  return gemm_variants::variant().fma_probe(seconds);
+}
 
 }  // namespace ember

@@ -1,5 +1,5 @@
-// The one matrix-multiply routine of the portable kernels: mm, bmm, addmm, baddbmm and convolution
-// all go through `gemm`.
+// The strided front-end of Ember's one GEMM library (ember_gemm): mm, bmm, addmm, baddbmm and
+// convolution of the portable kernels all go through `gemm`.
 //
 //   GemmProblem<float> p{m, n, k, 1.0f, a, k, 1, b, n, 1, 0.0f, c, n, 1};
 //   gemm(p, ctx.threads);  // C = alpha * A·B + beta * C
@@ -7,7 +7,9 @@
 // Operands are described by element strides (row stride, column stride), so transposed and
 // permuted inputs need no copy. B may instead be an implicit im2col matrix of a convolution input
 // (`Im2col`), packed on the fly, so convolution needs no column buffer. Packing buffers live on
-// the calling thread's stack (under 1 MiB); nothing is allocated on the heap.
+// the calling thread's stack (under 1 MiB); nothing is allocated on the heap. The register tile
+// is the one packed_gemm.h's front-end runs (tile.inc): B is packed per block into its panel
+// format, A into strips.
 #pragma once
 
 #include <cstdint>
@@ -47,7 +49,7 @@ struct GemmProblem {
 void gemm(const GemmProblem<float>& p, ThreadPool* threads);
 void gemm(const GemmProblem<double>& p, ThreadPool* threads);
 
-// The ISA variant `gemm` runs on this CPU: "avx512", "avx2" or "generic".
+// The ISA variant `gemm` (and packed_gemm.h's) runs on this CPU: "avx512", "avx2" or "generic".
 const char* gemm_isa();
 
 // Runs a chain of independent vector FMAs of the variant `gemm` uses and returns the floating-point

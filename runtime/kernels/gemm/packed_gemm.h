@@ -1,5 +1,6 @@
-// A small fp32 GEMM with the right-hand matrix packed once (Ember's own kernels of the cpu
-// backend: the fused inverted residual block, and matrix-vector products):
+// The pre-packed front-end of Ember's one GEMM library (ember_gemm): the right-hand matrix packed
+// once (a layer's weight), the left read in place, a fused epilogue. The cpu backend's own kernels
+// (pointwise convolutions, the inverted residual block, matrix-vector and linear steps) use it.
 //
 //   PackedMatrix b = PackedMatrix::pack(w, bias, k, n);     // w: [n][k], PyTorch's [out][in]
 //   gemm(m, b, a, lda, residual_or_null, ldr, c, ldc, clamp);   // c = clamp(a b + bias (+ r))
@@ -7,9 +8,11 @@
 // B is stored in panels of at most 4 groups of 16 columns (64 columns), each [k][16 nv]
 // contiguous, so the k loop streams through memory: what matters where B is read once per call
 // (a matrix-vector product streams the whole weight from DRAM; oneDNN 2.6's matmul reaches half
-// this kernel's bandwidth there). A register tile is up to 12 rows x 4 vectors on AVX-512 and 6
-// rows x 2 vectors on AVX2 (simd_kernels.h: one source, both instruction sets), the columns past
-// n neither read nor written. Callers check own_kernels_supported() first.
+// this kernel's bandwidth there). The register tile is the one gemm.h's front-end runs
+// (tile.inc): up to 12 rows x 4 vectors on AVX-512, 6 rows x 2 vectors on AVX2 and on the generic
+// (16-byte) variant; the columns past n are neither read nor written. The variant is gemm_isa()'s
+// (gemm.h). Nothing here allocates but pack(); the calls are thread-safe on distinct C rows or
+// unit ranges.
 #pragma once
 
 #include <cstddef>
@@ -18,15 +21,11 @@
 #include <new>
 #include <vector>
 
-namespace ember::cpu {
-
-// PackedMatrix's column group, and the channel unit of the depthwise and inverted residual
-// kernels: a 512-bit vector, two 256-bit ones.
-inline constexpr int64_t kGroup = 16;
-inline int64_t round_up_group(int64_t n) { return (n + kGroup - 1) / kGroup * kGroup; }
+namespace ember {
 
 // Storage aligned to a cache line: a 512-bit load that straddles two lines costs about twice one
-// that does not (the depthwise pass measured 1.9 against 3.6 cycles an FMA at stride 2).
+// that does not (the cpu backend's depthwise pass measured 1.9 against 3.6 cycles an FMA at
+// stride 2).
 template <typename T>
 struct CacheLineAllocator {
   using value_type = T;
@@ -48,46 +47,36 @@ struct Clamp {
 };
 
 struct PackedMatrix {
+  // The column group of the panels: a 512-bit vector, two 256-bit ones, four 128-bit ones.
+  static constexpr int64_t kGroup = 16;
   struct Panel {
     int64_t n0, nv, offset;  // first column, groups of kGroup columns, offset in data
   };
   int64_t k = 0, n = 0;
   AlignedFloats data;  // each panel starts on a cache line (its size is a multiple of 16 floats)
-  AlignedFloats bias;  // [round_up_group(n)], zero-padded
+  AlignedFloats bias;  // [n rounded up to kGroup], zero-padded
   std::vector<Panel> panels;
 
-  // w: [n][k] dense (a 1x1 convolution's or a linear layer's weight); bias: [n] or null.
+  // w: [n][k] dense (a 1x1 convolution's or a linear layer's weight); bias: [n] or null. The
+  // result owns copies of both.
   static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n);
 };
 
-// Whether Ember's own kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is AVX2 or
-// AVX-512 (each has its variant), so the CPU has it and EMBER_CPU_ISA does not cap it off.
-bool own_kernels_supported();
-// Whether the backend runs convolutions on them too (simd_kernels.h: Kernels::convolutions):
-// AVX-512 only for now.
-bool own_conv_kernels_chosen();
-// Whether it runs matmuls of several rows by a constant matrix on them (Kernels::linear).
-bool own_linear_kernels_chosen();
-
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
-// panel (one row: one unit a panel). Threads split [0, gemm_units(m, b)).
+// panel (one row: one unit a panel). Threads split [0, gemm_units(m, b)); the count depends on
+// the ISA variant (its tile's rows).
 int64_t gemm_units(int64_t m, const PackedMatrix& b);
 
 // C[m][n] = clamp(bias + A B (+ R)) for the units [unit_begin, unit_end) (all by default):
-// A [m][k] (lda), C and R [m][n] with strides ldc and ldr.
+// A [m][k] (lda), C and R [m][n] with strides ldc and ldr; R may be null, and may be C.
 void gemm(int64_t m, const PackedMatrix& b, const float* a, int64_t lda, const float* r,
           int64_t ldr, float* c, int64_t ldc, Clamp act, int64_t unit_begin = 0,
           int64_t unit_end = std::numeric_limits<int64_t>::max());
 
-// gemm() on up to `threads` OpenMP threads, each taking an even share of the units (inline on
-// one thread).
-void gemm_threads(int threads, int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
-                  const float* r, int64_t ldr, float* c, int64_t ldc, Clamp act);
-
 // The same over a gathered A, read in place: row i, column kk at a[i * lda + k_offsets[kk]] (a
 // convolution's patches without an im2col copy: lda the stride between output pixels,
-// k_offsets[kk] where tap kk of the first pixel's window is). No residual.
+// k_offsets[kk] where tap kk of the first pixel's window is). No residual; all units.
 void gemm_gathered(int64_t m, const PackedMatrix& b, const float* a, int64_t lda,
                    const int32_t* k_offsets, float* c, int64_t ldc, Clamp act);
 
-}  // namespace ember::cpu
+}  // namespace ember

@@ -1,0 +1,6 @@
+// The generic variant of ember_gemm (see variant.inc, and the dispatch in gemm.cc).
+#define EMBER_GEMM_ISA generic
+#define EMBER_GEMM_VBYTES 16
+#define EMBER_GEMM_MR 6
+#define EMBER_GEMM_TILE_VECS 2
+#include "runtime/kernels/gemm/variant.inc"
