@@ -18,6 +18,19 @@
 #endif
 
 namespace ember::cpu::delegate {
+namespace {
+
+// Bytes of the heap in use (glibc's mallinfo2), or 0 where that is not known.
+size_t heap_in_use() {
+#if defined(__GLIBC__)
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
 
 [[noreturn]] void refuse(std::string message, Error code) {
   throw InitError{code, std::move(message)};
@@ -149,19 +162,12 @@ CpuDelegate::CpuDelegate(CpuGraph g, int threads, const DelegateOptions& options
       md_(graph_.tensors.size()),
       allocator_(allocator) {}
 
-size_t heap_in_use() {
-#if defined(__GLIBC__)
-  const struct mallinfo2 m = mallinfo2();
-  return m.uordblks + m.hblkhd;
-#else
-  return 0;
-#endif
-}
-
 memory CpuDelegate::buffer(const memory::desc& md, Held held) {
   const size_t bytes = md.get_size();
+  if (held == Held::Transient) return memory(md, engine_);
+  const size_t taken = held_bytes_[0] + held_bytes_[1] + held_bytes_[2];
   held_bytes_[static_cast<int>(held)] += bytes;
-  if (allocator_ == nullptr || held == Held::Transient) return memory(md, engine_);
+  if (allocator_ == nullptr) return memory(md, engine_);
   // A cache line apart: oneDNN's kernels load whole lines (the heap's buffers are so aligned).
   // The heap the allocator itself takes (Module's grows on it) is not the build's.
   const size_t heap_before = heap_in_use();
@@ -169,8 +175,7 @@ memory CpuDelegate::buffer(const memory::desc& md, Held held) {
   allocator_heap_ += std::max(heap_in_use(), heap_before) - heap_before;
   if (p == nullptr) {
     refuse("the method allocator has no room for " + std::to_string(bytes) +
-               " more bytes (this delegate has taken " +
-               std::to_string(held_bytes_[0] + held_bytes_[1] + held_bytes_[2] - bytes) +
+               " more bytes (this delegate has taken " + std::to_string(taken) +
                "); give the method more memory: `ember inspect MODEL.pte --memory` shows what "
                "each delegate takes",
            Error::MemoryAllocationFailed);

@@ -45,9 +45,6 @@ struct InitError {
 
 [[noreturn]] void refuse(std::string message, Error code = Error::InvalidProgram);
 
-// Bytes of the heap in use (glibc's mallinfo2), or 0 where that is not known.
-size_t heap_in_use();
-
 memory::dims to_dims(const std::vector<int64_t>& d);
 
 // Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
@@ -404,7 +401,7 @@ class CpuDelegate {
   std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
   std::vector<Step> steps_;
   MemoryAllocator* allocator_;
-  size_t held_bytes_[4] = {};  // per Held
+  size_t held_bytes_[3] = {};  // per Held but Transient (summary())
   size_t allocator_heap_ = 0;  // of the heap's growth during build, what allocator_ took
   size_t heap_bytes_ = 0;      // the rest (summary())
   memory scratch_;

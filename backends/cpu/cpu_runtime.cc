@@ -110,7 +110,11 @@ class CpuHandle {
   static constexpr size_t kMaxBuilds = 4;
 
   CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named)
-      : graph_(std::move(g)), threads_(threads), options_(options), named_(named) {}
+      : graph_(std::move(g)),
+        bounds_(bounds_of(graph_)),
+        threads_(threads),
+        options_(options),
+        named_(named) {}
 
   Error init(MemoryAllocator* allocator) {
     Result<std::unique_ptr<CpuDelegate>> d =
@@ -137,7 +141,7 @@ class CpuHandle {
       }
       return Error::Ok;
     }
-    if (*sizes == bounds()) {
+    if (*sizes == bounds_) {
       if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
       return first_->execute(args, observer);
     }
@@ -161,9 +165,10 @@ class CpuHandle {
   DelegateSummary summary() const { return first_->summary(); }
 
  private:
-  std::vector<int64_t> bounds() const {
-    std::vector<int64_t> b(graph_.num_symbols, 0);
-    for (const TensorDesc& t : graph_.tensors) {
+  // Each symbol's upper bound: dim 0 of the tensors that carry it.
+  static std::vector<int64_t> bounds_of(const CpuGraph& g) {
+    std::vector<int64_t> b(g.num_symbols, 0);
+    for (const TensorDesc& t : g.tensors) {
       if (t.batch_symbol >= 0) b[static_cast<size_t>(t.batch_symbol)] = t.dims[0];
     }
     return b;
@@ -212,6 +217,7 @@ class CpuHandle {
   }
 
   CpuGraph graph_;
+  std::vector<int64_t> bounds_;  // the symbols' upper bounds: the first build's batch sizes
   int threads_;
   DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
