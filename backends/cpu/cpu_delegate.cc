@@ -38,6 +38,16 @@ size_t heap_in_use() {
 
 memory::dims to_dims(const std::vector<int64_t>& d) { return memory::dims(d.begin(), d.end()); }
 
+// Appends (gcc 12 warns falsely of overlapping copies in chains of operator+).
+std::string dims_text(const memory::dims& d) {
+  std::string out;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0) out.append("x");
+    out.append(std::to_string(d[i]));
+  }
+  return out;
+}
+
 // Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
 memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>& order) {
   memory::dims strides(dims.size(), 1);
@@ -218,7 +228,8 @@ void CpuDelegate::build(const NamedDataMap* named) {
   for (size_t i = 0; i < graph_.ops.size();) {
     cur_op_ = static_cast<int>(i);
     try {
-      const size_t fused = own_kernels_ && own_conv_kernels_chosen() ? try_inverted_residual(i) : 0;
+      size_t fused = own_kernels_ && own_conv_kernels_chosen() ? try_inverted_residual(i) : 0;
+      if (fused == 0) fused = try_quantize_u8(i);
       if (fused == 0) build_op(graph_.ops[i]);
       const size_t next = i + std::max<size_t>(fused, 1);
       release_weights(i, next);
@@ -550,7 +561,7 @@ bool CpuDelegate::can_sum_in_place(const OpDesc& op, int32_t t, const memory::de
   return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
 }
 
-memory CpuDelegate::pooled(const memory::desc& md, int32_t t) {
+int CpuDelegate::free_buffer(const memory::desc& md, int live_until) {
   const size_t bytes = std::max<size_t>(md.get_size(), 1);
   int best = -1;
   for (size_t b = 0; b < pool_.size(); ++b) {
@@ -564,9 +575,18 @@ memory CpuDelegate::pooled(const memory::desc& md, int32_t t) {
     pool_.push_back({buffer(raw, Held::Activations), bytes, -1});
     best = static_cast<int>(pool_.size() - 1);
   }
-  pool_[best].live_until = last_use_[t];
-  buffer_of_[t] = best;
-  return memory(md, engine_, pool_[best].mem.get_data_handle());
+  pool_[best].live_until = live_until;
+  return best;
+}
+
+memory CpuDelegate::pooled(const memory::desc& md, int32_t t) {
+  const int b = free_buffer(md, last_use_[t]);
+  buffer_of_[t] = b;
+  return memory(md, engine_, pool_[b].mem.get_data_handle());
+}
+
+memory CpuDelegate::scratch_activation(const memory::desc& md) {
+  return memory(md, engine_, pool_[free_buffer(md, cur_op_)].mem.get_data_handle());
 }
 
 void CpuDelegate::share_buffer(int32_t t, int32_t with) {
@@ -656,6 +676,9 @@ DelegateSummary CpuDelegate::summary() const {
       case OwnKind::DotMatMul:
         ++out.grouped_matmuls;
         ++out.dot_matmuls;
+        break;
+      case OwnKind::Int8Elementwise:
+        ++out.int8_elementwise;
         break;
       case OwnKind::Exact:
         ++out.exact_steps;

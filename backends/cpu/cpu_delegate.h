@@ -46,6 +46,8 @@ struct InitError {
 [[noreturn]] void refuse(std::string message, Error code = Error::InvalidProgram);
 
 memory::dims to_dims(const std::vector<int64_t>& d);
+// "1x3x224x224", as the problems of own steps print dims.
+std::string dims_text(const memory::dims& d);
 
 // Strides of a dense tensor whose dims are laid out in `order` (outermost first; empty: in order).
 memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>& order);
@@ -253,6 +255,10 @@ class CpuDelegate {
   // Storage for intermediate `t` with layout `md`: a buffer of the pool no live tensor uses
   // (best fit), or a new one. A buffer is live until the last reader of every tensor in it.
   memory pooled(const memory::desc& md, int32_t t);
+  // Storage for a value the current op's steps alone use, from the same pool.
+  memory scratch_activation(const memory::desc& md);
+  // The pool buffer (best fit, or a new one) for `md`, then live until op `live_until`.
+  int free_buffer(const memory::desc& md, int live_until);
   // Tensor `t` lives in the same storage as `with` (an in-place sum, a reshape view).
   void share_buffer(int32_t t, int32_t with);
   // The output memory of `op` with descriptor `md`: the caller's output buffer when the op's
@@ -328,9 +334,31 @@ class CpuDelegate {
   void build_quant_matmul(const OpDesc& op);
   // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).
   void build_group_quant_matmul(const OpDesc& op);
-  // Whether QuantConv `op`, whose post-ops from `fused` on are a quantize and a dequantize, may
-  // write its result as the uint8 source of the quantized convolutions that alone read it.
+  // Whether QuantConv `op`, whose post-ops before `fused` are clamps and from `fused` on a
+  // quantize and a dequantize, may write its result as uint8 for readers that all take it so
+  // (readers_take_u8).
   bool int8_chain_out(const OpDesc& op, size_t fused);
+  // The clamps before post-op `fused` of such an op, as one.
+  static Clamp clamps_before(const OpDesc& op, size_t fused);
+  // Whether every reader of `t`, dequantized values of (scale, zero_point), reads them as uint8:
+  // quantized convolutions of those parameters that run in integers or on Ember's depthwise
+  // kernel, or that add it to their result as add_tail does. Not a delegate output.
+  bool readers_take_u8(int32_t t, float scale, float zero_point);
+  // Whether QuantConv `op`, in integers, has the post-ops of a residual block's end: [clamps]
+  // requantize, + t (a tensor of its shape), [clamps], requantize; and its result
+  // readers_take_u8. Then the convolution writes its first requantized result as uint8 and
+  // add_quant_add_step adds t to it in PyTorch's arithmetic, t read as uint8 where its producer
+  // writes it so (readers_take_u8 takes such a sum as a reader).
+  bool add_tail(const OpDesc& op);
+  // For add_tail: the step adding post-op `at`'s summand to `a_u8` (uint8, int8 + 128, of
+  // scale and zero point), dequantized exactly as the reference does, then the clamps and the
+  // requantize of op's remaining post-ops; op's output, uint8 channels-last.
+  void add_quant_add_step(const memory& a_u8, float a_scale, float a_zero_point, const OpDesc& op,
+                          size_t at);
+  // Ops i, i + 1 as a quantize and its dequantize, of a float tensor (a delegate input) whose
+  // readers take uint8: one step writing uint8 channels-last from the floats, NCHW or NHWC.
+  // 2 when it applies, else 0 (nothing built).
+  size_t try_quantize_u8(size_t i);
   // Whether a QuantConv runs in integers (int8_ below): what build_quant_conv does, and what a
   // producer asks of every reader before it writes them uint8 (int8_chain_out).
   bool quant_conv_in_integers(const OpDesc& op);
@@ -380,8 +408,9 @@ class CpuDelegate {
   bool int8_any_weights_;
   int int8_convolutions_ = 0;  // built so far (summary())
   int int8_matmuls_ = 0;
-  // Tensors held as uint8 (int8 + 128, channels-last) by the quantized convolution writing them,
-  // with their float scale and zero point; only quantized convolutions read them.
+  // Tensors held as uint8 (int8 + 128, channels-last) by the step writing them (a quantized
+  // convolution or add, a quantize), with their float scale and zero point; only steps that take
+  // uint8 read them (readers_take_u8).
   std::map<int32_t, std::pair<float, float>> u8_tensors_;
   // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
   // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,

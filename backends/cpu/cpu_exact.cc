@@ -21,16 +21,6 @@ float* data_of(const memory& m) {
   return static_cast<float*>(p);
 }
 
-// Appends (gcc 12 warns falsely of overlapping copies in chains of operator+).
-std::string dims_text(const memory::dims& d) {
-  std::string out;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i > 0) out.append("x");
-    out.append(std::to_string(d[i]));
-  }
-  return out;
-}
-
 std::string cat(std::initializer_list<std::string> parts) {
   std::string out;
   for (const std::string& p : parts) out.append(p);

@@ -10,11 +10,13 @@
 // at ties, so the int8 results agree to one step (the e2e tests hold them to it).
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_delegate.h"
+#include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu::delegate {
 namespace {
@@ -34,6 +36,12 @@ EMBER_QUANT_CLONES void dequantize_loop(float* y, int64_t n, float scale, float 
 EMBER_QUANT_CLONES void fake_quant_loop(float* y, int64_t n, float inv, float zp, float scale,
                                         float zp2) {
   for (int64_t i = 0; i < n; ++i) y[i] = (quantize_int8(y[i], inv, zp) - zp2) * scale;
+}
+
+// A quantize's 1 / scale or a dequantize's scale, and the zero point, of an int8 grid.
+bool int8_params(float inv_or_scale, float zero_point) {
+  return std::isfinite(inv_or_scale) && inv_or_scale > 0 && zero_point >= -128.f &&
+         zero_point <= 127.f && zero_point == std::nearbyint(zero_point);
 }
 
 // The post-ops of a quantized convolution before its first quantize or dequantize.
@@ -79,9 +87,7 @@ T* data_as(const memory& m) {
 void CpuDelegate::add_quantize_step(const memory& src, const memory& dst, const PostOp& p,
                                     const PostOp* then) {
   for (const PostOp* q : {&p, then}) {
-    if (q != nullptr &&
-        (!std::isfinite(q->alpha) || !(q->alpha > 0) || !(q->beta >= -128.f && q->beta <= 127.f) ||
-         q->beta != std::nearbyint(q->beta))) {
+    if (q != nullptr && !int8_params(q->alpha, q->beta)) {
       refuse("quantize parameters out of range");
     }
   }
@@ -196,16 +202,13 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   // float output would hold): round_half_even(y * (float)(1 / scale)), then + zero point + 128
   // and saturated to [0, 255], the integers exact. The zero point is a binary add, not a second
   // eltwise_linear, which oneDNN 2.6 would run with the first one's parameters.
-  const bool u8_out = int8_chain_out(op, fused);
+  // Or requantized, and then a residual added as add_tail does: the convolution's uint8 result
+  // then lives only until the add.
+  const bool residual = !own_depthwise && add_tail(op);
+  const bool u8_out = residual || int8_chain_out(op, fused);
   if (own_depthwise) {  // u8_out too (own_quant_depthwise)
     // Ember's kernel: PyTorch's float arithmetic on the dequantized values (depthwise.h).
-    Clamp act;
-    for (size_t i = 0; i < fused; ++i) {
-      Clamp c;
-      is_clamp(op.post_ops[i], &c);  // int8_chain_out checked that each is one
-      act.lo = std::max(act.lo, c.lo);
-      act.hi = std::min(act.hi, c.hi);
-    }
+    const Clamp act = clamps_before(op, fused);
     const QuantDepthwise3x3::Quant in{src_scale, src_zp};
     const QuantDepthwise3x3::Requant out{op.post_ops[fused].alpha, op.post_ops[fused].beta};
     const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
@@ -263,7 +266,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   reorder_now(w_view, wei);
   const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
   *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
-  memory dst = make_output(op, pd.dst_desc());
+  memory dst = residual ? scratch_activation(pd.dst_desc()) : make_output(op, pd.dst_desc());
   std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
                                               {DNNL_ARG_WEIGHTS, wei},
                                               {DNNL_ARG_DST, dst},
@@ -272,7 +275,10 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (u8_out) args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zp_out);
   add_step<dnnl::convolution_forward>(pd, std::move(args));
   ++int8_convolutions_;
-  if (u8_out) {
+  if (residual) {
+    add_quant_add_step(dst, op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta, op,
+                       fused + 2);
+  } else if (u8_out) {
     u8_tensors_[op.output] = {op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta};
   } else {
     add_post_op_steps(op, fused, dst);
@@ -312,28 +318,226 @@ bool CpuDelegate::int8_chain_out(const OpDesc& op, size_t fused) {
     Clamp c;
     if (!is_clamp(op.post_ops[i], &c)) return false;  // a sum's summand is float
   }
-  const int32_t t = op.output;
+  return readers_take_u8(op.output, d.alpha, d.beta);
+}
+
+bool CpuDelegate::readers_take_u8(int32_t t, float scale, float zero_point) {
   for (int32_t out : graph_.outputs) {
     if (out == t) return false;
   }
-  // Every reader: a quantized convolution reading it as its source, with its parameters.
   int readers = 0;
   for (const OpDesc& reader : graph_.ops) {
     for (size_t k = 0; k < reader.inputs.size(); ++k) {
       if (reader.inputs[k] != t) continue;
-      // A reader in float (quant_conv_in_integers) would read the uint8 as floats.
-      if (reader.kind != OpKind::QuantConv || k != 0 || reader.floats[0] != d.alpha ||
-          reader.floats[1] != d.beta ||
-          !(quant_conv_in_integers(reader) || own_quant_depthwise(reader))) {
-        return false;
-      }
+      // A quantized convolution of t's parameters: in float (quant_conv_in_integers) it would
+      // read the uint8 as floats. An add dequantizes by t's own parameters.
+      const bool conv = reader.kind == OpKind::QuantConv && k == 0 && reader.floats[0] == scale &&
+                        reader.floats[1] == zero_point &&
+                        (quant_conv_in_integers(reader) || own_quant_depthwise(reader));
+      if (!conv) return false;
       ++readers;
     }
     for (const PostOp& p : reader.post_ops) {
-      if (p.is_sum && p.tensor == t) return false;
+      if (!p.is_sum || p.tensor != t) continue;
+      // A residual added to a requantized result in uint8 (add_tail) dequantizes by t's own
+      // parameters.
+      if (!add_tail(reader)) return false;
+      ++readers;
     }
   }
   return readers > 0;
+}
+
+Clamp CpuDelegate::clamps_before(const OpDesc& op, size_t fused) {
+  Clamp act;
+  for (size_t i = 0; i < fused; ++i) {
+    Clamp c;
+    if (!is_clamp(op.post_ops[i], &c)) refuse("a post-op before a requantize is not a clamp");
+    act.lo = std::max(act.lo, c.lo);
+    act.hi = std::min(act.hi, c.hi);
+  }
+  return act;
+}
+
+bool CpuDelegate::add_tail(const OpDesc& op) {
+  if (!own_kernels_ || !own_kernels_supported() || op.kind != OpKind::QuantConv ||
+      !quant_conv_in_integers(op) || own_quant_depthwise(op)) {
+    return false;
+  }
+  // [clamps] quantize dequantize sum(t) [clamps] quantize dequantize.
+  const size_t first = before_requantize(op), n = op.post_ops.size();
+  if (first + 5 > n || !op.post_ops[first + 2].is_sum) return false;
+  for (size_t i = 0; i < first; ++i) {
+    Clamp c;
+    if (!is_clamp(op.post_ops[i], &c)) return false;
+  }
+  auto requantize = [&](size_t at) {
+    const PostOp &q = op.post_ops[at], &d = op.post_ops[at + 1];
+    return !q.is_sum && !d.is_sum && q.alg == EltwiseAlg::Quantize &&
+           d.alg == EltwiseAlg::Dequantize && q.beta == d.beta && int8_params(q.alpha, q.beta) &&
+           int8_params(d.alpha, d.beta);
+  };
+  if (!requantize(first) || !requantize(n - 2)) return false;
+  for (size_t i = first + 3; i < n - 2; ++i) {
+    Clamp c;
+    if (!is_clamp(op.post_ops[i], &c)) return false;
+  }
+  const int32_t t = op.post_ops[first + 2].tensor;
+  if (graph_.tensors[t].dims != graph_.tensors[op.output].dims) return false;
+  return readers_take_u8(op.output, op.post_ops[n - 1].alpha, op.post_ops[n - 1].beta);
+}
+
+namespace {
+
+EMBER_QUANT_CLONES void add_clamp_loop(const float* a, const float* b, float* y, int64_t n,
+                                       float lo, float hi) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = a[i] + b[i];
+    y[i] = s < lo ? lo : s > hi ? hi : s;
+  }
+}
+
+// One input of a quantized add: uint8 (int8 + 128) with its dequantization, or floats.
+struct AddOperand {
+  memory mem;
+  bool u8 = false;
+  float scale = 0, shift = 0;  // shift: zero point + 128
+  // Elements [begin, begin + n) as floats: dequantized into `buf`, or in place.
+  const float* floats(const simd::Kernels& k, int64_t begin, int64_t n, float* buf) const {
+    void* p = nullptr;
+    dnnl_memory_get_data_handle(mem.get(), &p);
+    if (!u8) return static_cast<const float*>(p) + begin;
+    k.dequantize_u8(static_cast<const uint8_t*>(p) + begin, buf, n, shift, scale);
+    return buf;
+  }
+};
+
+}  // namespace
+
+void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_zero_point,
+                                     const OpDesc& op, size_t at) {
+  const std::vector<int64_t>& dims = graph_.tensors[op.output].dims;
+  const memory::desc u8_md(to_dims(dims), dt::u8, tag::nhwc);
+  AddOperand in[2];
+  in[0] = {a_u8, true, a_scale, a_zero_point + 128.f};
+  const int32_t t = op.post_ops[at].tensor;
+  if (auto chained = u8_tensors_.find(t); chained != u8_tensors_.end()) {
+    in[1] = {src_memory(t), true, chained->second.first, chained->second.second + 128.f};
+    if (in[1].mem.get_desc() != u8_md) refuse("quantized add: its uint8 summand's layout");
+  } else {
+    in[1].mem = as(t, nhwc_md(dims));
+  }
+  const size_t n_post = op.post_ops.size();
+  Clamp act;
+  for (size_t i = at + 1; i < n_post - 2; ++i) {
+    Clamp c;
+    if (!is_clamp(op.post_ops[i], &c)) refuse("quantized add: a post-op is not a clamp");
+    act.lo = std::max(act.lo, c.lo);
+    act.hi = std::min(act.hi, c.hi);
+  }
+  const PostOp &q = op.post_ops[n_post - 2], &d = op.post_ops[n_post - 1];
+  const memory dst = make_output(op, u8_md);
+  const int64_t n = checked_numel(dims);
+  const int threads = threads_;
+  const float inv = q.alpha, zp = q.beta;
+  OwnStep s{OwnKind::Int8Elementwise,
+            "binary,ember:add_u8,forward_inference,,",
+            "alg:binary_add " + dims_text(to_dims(dims)),
+            {}};
+  s.run = [in0 = in[0], in1 = in[1], dst, n, threads, act, inv, zp]() {
+    const simd::Kernels& k = *simd::kernels();
+    auto* out = data_as<uint8_t>(dst);
+    split(n, threads, [&](int64_t begin, int64_t count) {
+      constexpr int64_t kBlock = 256;
+      alignas(64) float a[kBlock], b[kBlock];
+      for (int64_t i = begin; i < begin + count; i += kBlock) {
+        const int64_t len = std::min(kBlock, begin + count - i);
+        const float* x = in0.floats(k, i, len, a);
+        const float* y = in1.floats(k, i, len, b);
+        add_clamp_loop(x, y, a, len, act.lo, act.hi);
+        k.quantize_u8(a, out + i, len, inv, zp);
+      }
+    });
+  };
+  add_own_step(std::move(s));
+  u8_tensors_[op.output] = {d.alpha, d.beta};
+}
+
+size_t CpuDelegate::try_quantize_u8(size_t i) {
+  if (i + 1 >= graph_.ops.size() || !own_kernels_ || !own_kernels_supported()) return 0;
+  const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
+  auto is = [](const OpDesc& op, EltwiseAlg alg) {
+    return op.kind == OpKind::Eltwise && static_cast<EltwiseAlg>(op.ints[0]) == alg &&
+           op.post_ops.empty();
+  };
+  if (!is(q, EltwiseAlg::Quantize) || !is(d, EltwiseAlg::Dequantize) || d.inputs[0] != q.output ||
+      readers_[q.output] != 1 || q.floats[1] != d.floats[1] ||
+      !int8_params(q.floats[0], q.floats[1]) || !int8_params(d.floats[0], d.floats[1])) {
+    return 0;
+  }
+  for (int32_t out : graph_.outputs) {
+    if (out == q.output) return 0;
+  }
+  const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
+  if (dims.size() != 4 || graph_.tensors[q.inputs[0]].dims != dims ||
+      !readers_take_u8(d.output, d.floats[0], d.floats[1])) {
+    return 0;
+  }
+  const memory::dims md_dims = to_dims(dims);
+  memory src = src_memory(q.inputs[0]);
+  const bool nchw = src.get_desc() == memory::desc(md_dims, dt::f32, tag::nchw);
+  if (!nchw) src = as(q.inputs[0], nhwc_md(dims));
+  const memory dst = make_output(d, memory::desc(md_dims, dt::u8, tag::nhwc));
+  const int64_t batch = dims[0], c = dims[1], h = dims[2], w = dims[3];
+  const int threads = threads_;
+  const float inv = q.floats[0], zp = q.floats[1];
+  OwnStep s{OwnKind::Int8Elementwise,
+            "eltwise,ember:quantize_u8,forward_inference,,",
+            "alg:quantize_per_tensor " + dims_text(md_dims),
+            {}};
+  s.run = [src, dst, nchw, batch, c, h, w, threads, inv, zp]() {
+    const simd::Kernels& k = *simd::kernels();
+    const float* x = data_as<float>(src);
+    auto* out = data_as<uint8_t>(dst);
+    if (!nchw) {
+      split(batch * h * w * c, threads, [&](int64_t begin, int64_t count) {
+        k.quantize_u8(x + begin, out + begin, count, inv, zp);
+      });
+      return;
+    }
+    // NCHW in, NHWC out: a block of a row of each channel at a time, then interleaved (an
+    // image's three channels by a loop the compiler unrolls).
+    split(batch * h, threads, [&](int64_t begin, int64_t count) {
+      constexpr int64_t kBlock = 256;
+      alignas(64) uint8_t rows[3][kBlock];
+      for (int64_t r = begin; r < begin + count; ++r) {
+        const int64_t b = r / h, y = r % h;
+        for (int64_t x0 = 0; x0 < w; x0 += kBlock) {
+          const int64_t len = std::min(kBlock, w - x0);
+          uint8_t* o = out + (r * w + x0) * c;
+          const float* plane = x + (b * c * h + y) * w + x0;
+          if (c == 3) {
+            for (int64_t ch = 0; ch < 3; ++ch) {
+              k.quantize_u8(plane + ch * h * w, rows[ch], len, inv, zp);
+            }
+            for (int64_t j = 0; j < len; ++j) {
+              o[3 * j] = rows[0][j];
+              o[3 * j + 1] = rows[1][j];
+              o[3 * j + 2] = rows[2][j];
+            }
+            continue;
+          }
+          for (int64_t ch = 0; ch < c; ++ch) {
+            k.quantize_u8(plane + ch * h * w, rows[0], len, inv, zp);
+            for (int64_t j = 0; j < len; ++j) o[j * c + ch] = rows[0][j];
+          }
+        }
+      }
+    });
+  };
+  add_own_step(std::move(s));
+  u8_tensors_[d.output] = {d.floats[0], d.floats[1]};
+  return 2;
 }
 
 void CpuDelegate::build_quant_matmul(const OpDesc& op) {

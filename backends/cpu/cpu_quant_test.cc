@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_quant_test_util.h"
 #include "backends/cpu/cpu_test_util.h"
 #include "backends/cpu/own_kernels.h"
 #include "backends/cpu/quant_gemm.h"
@@ -15,28 +16,6 @@
 
 namespace ember::cpu {
 namespace {
-
-// PyTorch's quantize_per_tensor to int8, as floats: clamp(round(x * (1 / scale)) + zp).
-at::Tensor quantize(const at::Tensor& x, double scale, int64_t zp) {
-  const auto inv = static_cast<float>(1.0 / scale);
-  return at::clamp(at::round(x * inv) + static_cast<double>(zp), -128, 127);
-}
-at::Tensor dequantize(const at::Tensor& q, double scale, int64_t zp) {
-  return (q - static_cast<double>(zp)) * static_cast<float>(scale);
-}
-
-std::string qdq_call(const std::string& op, const std::string& x, double scale, int64_t zp) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", scale);
-  return "quantized_decomposed::" + op + ".default(input=" + x + ", scale=" + buf +
-         ", zero_point=" + std::to_string(zp) + ", quant_min=-128, quant_max=127, dtype=dtype(i8)" +
-         (op == "dequantize_per_tensor" ? ", out_dtype=none)" : ")");
-}
-
-std::string i8_type(const at::Tensor& t) {
-  std::string s = type_of(t);
-  return "i8" + s.substr(s.find('['));
-}
 
 // A program (IR text) of x -> quantize -> dequantize -> conv (int8 weight, per-channel scales)
 // -> relu -> quantize -> dequantize, and its reference.
@@ -166,154 +145,6 @@ TEST(CpuQuant, QuantizeReadByAnythingButItsDequantizeStaysPortable) {
         << s.reason;
   }
 }
-
-// A program of quantized 3x3 convolutions (padding 1), layer after layer: each a dequantize of
-// an int8 weight with per-channel scales, the convolution, relu (or relu6), and a requantize.
-struct QuantConvChain {
-  Prog p;
-  std::string decls, params, cur;
-
-  QuantConvChain(const at::Tensor& x, double scale, int64_t zero_point) {
-    cur = p.input("x", x);
-    p.body.push_back("%xq: " + i8_type(x) + " = " +
-                     qdq_call("quantize_per_tensor", cur, scale, zero_point));
-    cur = p.node("xd", x, qdq_call("dequantize_per_tensor", "%xq", scale, zero_point));
-  }
-  // y: the layer's float result (before requantizing), for its type.
-  void add(const std::string& l, const at::Tensor& wq, const at::Tensor& scales,
-           const at::Tensor& bias, const at::Tensor& y, int64_t stride, int64_t groups, bool relu6,
-           double s_out, int64_t z_out) {
-    const at::Tensor w = wq.to(at::kFloat) * scales.view({-1, 1, 1, 1});
-    decls += "weight \"wq" + l + "\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n";
-    params += ",\n    %wq" + l + ": " + i8_type(wq) + " parameter \"wq" + l + "\"";
-    const std::string si = p.weight("s" + l, scales), bi = p.weight("b" + l, bias);
-    const std::string wd = p.node("wd" + l, w,
-                                  "quantized_decomposed::dequantize_per_channel.default(input=%wq" +
-                                      l + ", scales=" + si +
-                                      ", zero_points=none, axis=0, quant_min=-127, "
-                                      "quant_max=127, dtype=dtype(i8), out_dtype=none)");
-    const std::string s = std::to_string(stride);
-    const std::string yv = p.node(
-        "y" + l, y,
-        "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
-            ", stride=[" + s + ", " + s +
-            "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
-            std::to_string(groups) + ")");
-    const std::string r =
-        p.node("r" + l, y,
-               relu6 ? "aten::hardtanh.default(self=" + yv + ", min_val=0, max_val=6)"
-                     : "aten::relu.default(self=" + yv + ")");
-    p.body.push_back("%q" + l + ": " + i8_type(y) + " = " +
-                     qdq_call("quantize_per_tensor", r, s_out, z_out));
-    cur = p.node("d" + l, y, qdq_call("dequantize_per_tensor", "%q" + l, s_out, z_out));
-  }
-  std::unique_ptr<ir::Program> program() {
-    p.outputs = {cur};
-    std::string text = decls + p.text();
-    text.insert(text.find("\n) {\n"), params);
-    return parse_text(text);
-  }
-};
-
-// conv -> relu -> requantize, twice: the first writes the second's uint8 source directly.
-// Weight ranges per layer: both full (integers with VNNI only), both 7-bit (integers from AVX2
-// up), and a 7-bit layer before a full one: without VNNI the second runs in float, so the first
-// must not hand it uint8.
-class ChainedConvolutions : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
-
-TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
-  at::manual_seed(9);
-  const int64_t ranges[2] = {GetParam().first, GetParam().second};
-  const at::Tensor x = at::randn({1, 8, 9, 9});
-  const double sx = 0.04, s1 = 0.06, s2 = 0.09;
-  const int64_t zx = 0, z1 = -128, z2 = 7;
-  QuantConvChain chain(x, sx, zx);
-  at::Tensor ref = dequantize(quantize(x, sx, zx), sx, zx);
-  double s_in = sx;
-  for (int layer = 0; layer < 2; ++layer) {
-    const int64_t hi = ranges[layer];
-    const at::Tensor wq = at::randint(-hi, hi + 1, {8, 8, 3, 3}).to(at::kChar);
-    const at::Tensor scales = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
-    const at::Tensor w = wq.to(at::kFloat) * scales.view({8, 1, 1, 1});
-    const double s_out = layer == 0 ? s1 : s2;
-    const int64_t z_out = layer == 0 ? z1 : z2;
-    const at::Tensor y =
-        at::relu(at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1));
-    ref = dequantize(quantize(y, s_out, z_out), s_out, z_out);
-    chain.add(std::to_string(layer), wq, scales, bias, y, 1, 1, false, s_out, z_out);
-    s_in = s_out;
-  }
-  auto program = chain.program();
-  ASSERT_NE(program, nullptr);
-  const Compiled compiled = compile(*program);
-  DelegateSummary summary;
-  auto out = run(compiled, {x}, {ref}, {}, &summary);
-  ASSERT_EQ(out.size(), 1u);
-  bool integers[2];
-  for (int layer = 0; layer < 2; ++layer) {
-    integers[layer] = int8_supported() || (ranges[layer] <= 63 && int8_7bit_supported());
-  }
-  EXPECT_EQ(summary.int8_convolutions, int(integers[0]) + int(integers[1]));
-  EXPECT_EQ(summary.int8_chained, integers[0] && integers[1] ? 1 : 0);
-  // A tie rounded the other way in the first layer moves a few of the second's sums: two steps
-  // at most, on few elements.
-  const at::Tensor diff = (out[0] - ref).abs();
-  EXPECT_LE(diff.max().item<float>(), 2 * s_in * 1.001);
-  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
-}
-
-INSTANTIATE_TEST_SUITE_P(CpuQuant, ChainedConvolutions,
-                         ::testing::Values(std::pair<int64_t, int64_t>{127, 127},
-                                           std::pair<int64_t, int64_t>{63, 63},
-                                           std::pair<int64_t, int64_t>{63, 127}));
-
-// conv -> relu -> requantize -> 3x3 depthwise -> relu6 -> requantize -> conv -> requantize: the
-// depthwise convolution between two quantized ones runs on Ember's uint8 kernel where both hand
-// it uint8 (on VNNI at stride 1 only; depthwise.h), and agrees with PyTorch's reference as
-// oneDNN's does (a tie rounded the other way moves a few values one or two steps).
-class QuantizedDepthwise : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
-
-TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
-  const auto [stride, range] = GetParam();
-  at::manual_seed(10);
-  const int64_t c = 32;
-  const at::Tensor x = at::randn({1, c, 11, 11});
-  const double scales[4] = {0.04, 0.06, 0.05, 0.09};
-  const int64_t zeros[4] = {0, -128, -128, 7};
-  QuantConvChain chain(x, scales[0], zeros[0]);
-  at::Tensor ref = dequantize(quantize(x, scales[0], zeros[0]), scales[0], zeros[0]);
-  for (int layer = 0; layer < 3; ++layer) {
-    const bool dw = layer == 1;
-    const int64_t hi = dw ? 127 : range, s = dw ? stride : 1;
-    const at::Tensor wq = at::randint(-hi, hi + 1, {c, dw ? 1 : c, 3, 3}).to(at::kChar);
-    const at::Tensor ws = at::rand({c}) * (dw ? 0.05 : 0.01) + 0.002, bias = at::randn({c});
-    const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
-    at::Tensor y = at::convolution(ref, w, bias, {s, s}, {1, 1}, {1, 1}, false, {0, 0}, dw ? c : 1);
-    y = dw ? at::hardtanh(y, 0, 6) : at::relu(y);
-    ref = dequantize(quantize(y, scales[layer + 1], zeros[layer + 1]), scales[layer + 1],
-                     zeros[layer + 1]);
-    chain.add(std::to_string(layer), wq, ws, bias, y, s, dw ? c : 1, dw, scales[layer + 1],
-              zeros[layer + 1]);
-  }
-  auto program = chain.program();
-  ASSERT_NE(program, nullptr);
-  const Compiled compiled = compile(*program);
-  DelegateSummary summary;
-  auto out = run(compiled, {x}, {ref}, {}, &summary);
-  ASSERT_EQ(out.size(), 1u);
-  const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
-  const bool own = own_kernels_supported() && outer_integers && (stride == 1 || !int8_supported());
-  EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
-  const at::Tensor diff = (out[0] - ref).abs();
-  EXPECT_LE(diff.max().item<float>(), 2 * scales[3] * 1.001);
-  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
-}
-
-INSTANTIATE_TEST_SUITE_P(CpuQuant, QuantizedDepthwise,
-                         ::testing::Values(std::pair<int64_t, int64_t>{1, 63},
-                                           std::pair<int64_t, int64_t>{2, 63},
-                                           std::pair<int64_t, int64_t>{1, 127},
-                                           std::pair<int64_t, int64_t>{2, 127}));
 
 // A linear layer of quantized values: addmm(bias, dequantize(x), dequantize(weight)^T) -> relu ->
 // requantize, in integers (QuantMatMul).
@@ -588,15 +419,7 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
                             bias.data_ptr<float>(), k, n, group, 4);
   DotRows rows;
   rows.quantize(m, k, group, x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f, true);
-  std::vector<const simd::Kernels*> variants;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-    variants.push_back(&simd::kernels_avx2());
-  }
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    variants.push_back(&simd::kernels_avx512());
-    if (__builtin_cpu_supports("avx512vnni")) variants.push_back(&simd::kernels_avx512_vnni());
-  }
+  const std::vector<const simd::Kernels*> variants = simd_variants();
   if (variants.empty()) GTEST_SKIP() << "no AVX2";
   std::vector<std::vector<float>> outs;
   for (const simd::Kernels* v : variants) {

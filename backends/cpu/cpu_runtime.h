@@ -58,7 +58,8 @@ struct DelegateSummary {
   int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
   int exact_steps = 0;        // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
   int int8_convolutions = 0;  // quantized convolutions computed in integers (cpu_quant.cc)
-  int int8_chained = 0;       // of which write the next ones' uint8 source directly
+  int int8_chained = 0;       // tensors handed from step to step as uint8 (int8 + 128)
+  int int8_elementwise = 0;   // quantizes to uint8 and adds of uint8 values (cpu_quant.cc)
   int int8_matmuls = 0;       // quantized linear layers computed in integers
   int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (quant_gemm.h)
   int dot_matmuls = 0;        // of which in integers, of dynamically quantized inputs (8da4w)

@@ -28,6 +28,7 @@ enum class OwnKind {
   MatVec,
   GroupQuantMatMul,
   DotMatMul,
+  Int8Elementwise,  // a quantize to uint8, an add of uint8 values (cpu_quant.cc)
   Exact
 };
 

@@ -43,7 +43,8 @@ struct Kernels {
   // x = (q - shift) * scale for n bytes q: PyTorch's dequantize of int8 values held as q + 128
   // (shift = zero point + 128).
   void (*dequantize_u8)(const uint8_t* q, float* x, int64_t n, float shift, float scale);
-  // q = quantize_int8(y, inv, zero_point) + 128 (quant_gemm.h), for n floats y.
+  // q = quantize_int8(y, inv, zero_point) + 128 (quant_gemm.h), for n floats y (any: NaN gives
+  // 128, infinities saturate).
   void (*quantize_u8)(const float* y, uint8_t* q, int64_t n, float inv, float zero_point);
 };
 

@@ -1,0 +1,297 @@
+// The cpu backend's int8 chains (cpu_quant.cc): quantized steps handing each other uint8, the
+// input's quantize, residual adds and depthwise convolutions among them, against ATen computing
+// PyTorch's reference decomposition.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_quant_test_util.h"
+#include "backends/cpu/cpu_test_util.h"
+#include "backends/cpu/own_kernels.h"
+#include "backends/cpu/quant_gemm.h"
+#include "backends/cpu/simd_kernels.h"
+
+namespace ember::cpu {
+namespace {
+
+// conv -> relu -> requantize, twice: the first writes the second's uint8 source directly.
+// Weight ranges per layer: both full (integers with VNNI only), both 7-bit (integers from AVX2
+// up), and a 7-bit layer before a full one: without VNNI the second runs in float, so the first
+// must not hand it uint8.
+class ChainedConvolutions : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
+  at::manual_seed(9);
+  const int64_t ranges[2] = {GetParam().first, GetParam().second};
+  const at::Tensor x = at::randn({1, 8, 9, 9});
+  const double sx = 0.04, s1 = 0.06, s2 = 0.09;
+  const int64_t zx = 0, z1 = -128, z2 = 7;
+  QuantConvChain chain(x, sx, zx);
+  at::Tensor ref = dequantize(quantize(x, sx, zx), sx, zx);
+  double s_in = sx;
+  for (int layer = 0; layer < 2; ++layer) {
+    const int64_t hi = ranges[layer];
+    const at::Tensor wq = at::randint(-hi, hi + 1, {8, 8, 3, 3}).to(at::kChar);
+    const at::Tensor scales = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
+    const at::Tensor w = wq.to(at::kFloat) * scales.view({8, 1, 1, 1});
+    const double s_out = layer == 0 ? s1 : s2;
+    const int64_t z_out = layer == 0 ? z1 : z2;
+    const at::Tensor y =
+        at::relu(at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1));
+    ref = dequantize(quantize(y, s_out, z_out), s_out, z_out);
+    chain.add(std::to_string(layer), wq, scales, bias, y, 1, 1, false, s_out, z_out);
+    s_in = s_out;
+  }
+  auto program = chain.program();
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  DelegateSummary summary;
+  auto out = run(compiled, {x}, {ref}, {}, &summary);
+  ASSERT_EQ(out.size(), 1u);
+  bool integers[2];
+  for (int layer = 0; layer < 2; ++layer) {
+    integers[layer] = int8_supported() || (ranges[layer] <= 63 && int8_7bit_supported());
+  }
+  EXPECT_EQ(summary.int8_convolutions, int(integers[0]) + int(integers[1]));
+  // The input's quantize writes uint8 for a first layer in integers, that layer for a second.
+  const bool input_u8 = integers[0] && own_kernels_supported();
+  EXPECT_EQ(summary.int8_chained, int(input_u8) + int(integers[0] && integers[1]));
+  EXPECT_EQ(summary.int8_elementwise, input_u8 ? 1 : 0);
+  // A tie rounded the other way in the first layer moves a few of the second's sums: two steps
+  // at most, on few elements.
+  const at::Tensor diff = (out[0] - ref).abs();
+  EXPECT_LE(diff.max().item<float>(), 2 * s_in * 1.001);
+  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, ChainedConvolutions,
+                         ::testing::Values(std::pair<int64_t, int64_t>{127, 127},
+                                           std::pair<int64_t, int64_t>{63, 63},
+                                           std::pair<int64_t, int64_t>{63, 127}));
+
+// conv -> relu -> requantize -> 3x3 depthwise -> relu6 -> requantize -> conv -> requantize: the
+// depthwise convolution between two quantized ones runs on Ember's uint8 kernel where both hand
+// it uint8 (on VNNI at stride 1 only; depthwise.h), and agrees with PyTorch's reference as
+// oneDNN's does (a tie rounded the other way moves a few values one or two steps).
+class QuantizedDepthwise : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
+  const auto [stride, range] = GetParam();
+  at::manual_seed(10);
+  const int64_t c = 32;
+  const at::Tensor x = at::randn({1, c, 11, 11});
+  const double scales[4] = {0.04, 0.06, 0.05, 0.09};
+  const int64_t zeros[4] = {0, -128, -128, 7};
+  QuantConvChain chain(x, scales[0], zeros[0]);
+  at::Tensor ref = dequantize(quantize(x, scales[0], zeros[0]), scales[0], zeros[0]);
+  for (int layer = 0; layer < 3; ++layer) {
+    const bool dw = layer == 1;
+    const int64_t hi = dw ? 127 : range, s = dw ? stride : 1;
+    const at::Tensor wq = at::randint(-hi, hi + 1, {c, dw ? 1 : c, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({c}) * (dw ? 0.05 : 0.01) + 0.002, bias = at::randn({c});
+    const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
+    at::Tensor y = at::convolution(ref, w, bias, {s, s}, {1, 1}, {1, 1}, false, {0, 0}, dw ? c : 1);
+    y = dw ? at::hardtanh(y, 0, 6) : at::relu(y);
+    ref = dequantize(quantize(y, scales[layer + 1], zeros[layer + 1]), scales[layer + 1],
+                     zeros[layer + 1]);
+    chain.add(std::to_string(layer), wq, ws, bias, y, s, dw ? c : 1, dw, scales[layer + 1],
+              zeros[layer + 1]);
+  }
+  auto program = chain.program();
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  DelegateSummary summary;
+  auto out = run(compiled, {x}, {ref}, {}, &summary);
+  ASSERT_EQ(out.size(), 1u);
+  const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
+  const bool own = own_kernels_supported() && outer_integers && (stride == 1 || !int8_supported());
+  EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
+  const at::Tensor diff = (out[0] - ref).abs();
+  EXPECT_LE(diff.max().item<float>(), 2 * scales[3] * 1.001);
+  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, QuantizedDepthwise,
+                         ::testing::Values(std::pair<int64_t, int64_t>{1, 63},
+                                           std::pair<int64_t, int64_t>{2, 63},
+                                           std::pair<int64_t, int64_t>{1, 127},
+                                           std::pair<int64_t, int64_t>{2, 127}));
+
+// Two residual blocks' ends, MobileNet's (no relu after the add) and ResNet's (relu): x ->
+// conv0 (relu) = a; conv1 requantized, + a, [relu], requantized = b; conv2 requantized, + b,
+// requantized = c; conv3 (relu) of c. The adds run on uint8 where the convolutions run in
+// integers (own_kernels_supported), their summands a and b handed over as uint8, b by the add.
+class ResidualAdds : public ::testing::TestWithParam<std::pair<bool, int64_t>> {};
+
+TEST_P(ResidualAdds, OnUint8AgainstTheReference) {
+  const auto [relu, range] = GetParam();
+  at::manual_seed(11);
+  const int64_t c = 16;
+  const at::Tensor x = at::randn({1, c, 10, 10});
+  const double s[] = {0.04, 0.05, 0.07, 0.06, 0.08, 0.09, 0.05, 0.07};
+  const int64_t z[] = {3, -128, 10, -20, 0, 5, -128, -7};
+  QuantConvChain chain(x, s[0], z[0]);
+  at::Tensor ref = dequantize(quantize(x, s[0], z[0]), s[0], z[0]);
+  std::string names[2];
+  at::Tensor values[2];
+  for (int layer = 0; layer < 4; ++layer) {
+    const at::Tensor wq = at::randint(-range, range + 1, {c, c, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({c}) * 0.01 + 0.002, bias = at::randn({c}) * 0.5;
+    const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
+    const at::Tensor y = at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+    const std::string l = std::to_string(layer);
+    if (layer == 0 || layer == 3) {
+      const double so = s[layer == 0 ? 1 : 7];
+      const int64_t zo = z[layer == 0 ? 1 : 7];
+      ref = dequantize(quantize(at::relu(y), so, zo), so, zo);
+      chain.add(l, wq, ws, bias, y, 1, 1, false, so, zo);
+    } else {
+      const int k = 2 * layer;  // the mid and out parameters: s[k], s[k + 1]
+      const at::Tensor m = dequantize(quantize(y, s[k], z[k]), s[k], z[k]);
+      at::Tensor sum = m + values[layer - 1];
+      if (relu && layer == 1) sum = at::relu(sum);
+      ref = dequantize(quantize(sum, s[k + 1], z[k + 1]), s[k + 1], z[k + 1]);
+      chain.add_residual(l, wq, ws, bias, y, s[k], z[k], names[layer - 1], relu && layer == 1,
+                         s[k + 1], z[k + 1]);
+    }
+    if (layer < 2) {
+      names[layer] = chain.cur;
+      values[layer] = ref;
+    }
+  }
+  auto program = chain.program();
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  const bool integers = int8_supported() || (range <= 63 && int8_7bit_supported());
+  const bool u8 = integers && own_kernels_supported();
+  for (bool int8 : {true, false}) {
+    SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
+    DelegateSummary summary;
+    auto out = run(compiled, {x}, {ref}, {switched("int8", int8)}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(summary.int8_convolutions, int8 && integers ? 4 : 0);
+    // The input's quantize and the two adds; uint8 are x, a, the adds' results, conv3's input.
+    EXPECT_EQ(summary.int8_elementwise, int8 && u8 ? 3 : 0);
+    EXPECT_EQ(summary.int8_chained, int8 && u8 ? 4 : 0);
+    // A tie rounded the other way in one layer moves a few values of the next ones.
+    const at::Tensor diff = (out[0] - ref).abs();
+    EXPECT_LE(diff.max().item<float>(), 3 * s[7] * 1.001);
+    EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 20 + 1);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, ResidualAdds,
+                         ::testing::Values(std::pair<bool, int64_t>{false, 63},
+                                           std::pair<bool, int64_t>{true, 63},
+                                           std::pair<bool, int64_t>{false, 127},
+                                           std::pair<bool, int64_t>{true, 127}));
+
+// The add step itself is PyTorch's arithmetic on the integers: with every layer's scale a power
+// of two and small integer weights the convolutions are exact in float too, and Ember's result
+// equals the reference bit for bit.
+TEST(CpuQuant, ResidualAddIsBitForBitWhereTheSumsAreExact) {
+  at::manual_seed(12);
+  const int64_t c = 16;
+  const at::Tensor x = at::randn({1, c, 8, 8}) * 4;
+  QuantConvChain chain(x, 0.125, 0);
+  const at::Tensor xd = dequantize(quantize(x, 0.125, 0), 0.125, 0);
+  const std::string xn = chain.cur;
+  const at::Tensor wq = at::randint(-7, 8, {c, c, 3, 3}).to(at::kChar);
+  const at::Tensor ws = at::full({c}, 0.0625), bias = at::zeros({c});
+  const at::Tensor y = at::convolution(xd, wq.to(at::kFloat) * 0.0625, bias, {1, 1}, {1, 1}, {1, 1},
+                                       false, {0, 0}, 1);
+  // Odd multiples of half a step: ties, rounded to even.
+  const at::Tensor sum = dequantize(quantize(y, 0.25, -3), 0.25, -3) + xd;
+  const at::Tensor d = dequantize(quantize(sum, 0.5, 2), 0.5, 2);
+  chain.add_residual("0", wq, ws, bias, y, 0.25, -3, xn, false, 0.5, 2);
+  // A last layer, which reads the add's result as uint8.
+  const at::Tensor w2 = at::randint(-3, 4, {c, c, 3, 3}).to(at::kChar);
+  const at::Tensor y2 = at::convolution(d, w2.to(at::kFloat) * 0.0625, bias, {1, 1}, {1, 1}, {1, 1},
+                                        false, {0, 0}, 1);
+  const at::Tensor want = dequantize(quantize(at::relu(y2), 0.5, -128), 0.5, -128);
+  chain.add("1", w2, ws, bias, y2, 1, 1, false, 0.5, -128);
+  auto program = chain.program();
+  ASSERT_NE(program, nullptr);
+  DelegateSummary summary;
+  auto out = run(compile(*program), {x}, {want}, {}, &summary);
+  ASSERT_EQ(out.size(), 1u);
+  if (int8_7bit_supported() && own_kernels_supported()) {
+    EXPECT_EQ(summary.int8_elementwise, 2);
+  }
+  EXPECT_TRUE(at::equal(out[0], want)) << (out[0] - want).abs().max().item<float>();
+}
+
+// The input's quantize to uint8 (NCHW, three channels as an image's, and a pooled input in
+// the pooling's layout) is quantize_int8's: ties to even, saturation, infinities; NaN quantizes to
+// 0.
+TEST(CpuQuant, QuantizeToUint8IsPyTorchsQuantize) {
+  for (const simd::Kernels* k : simd_variants()) {
+    SCOPED_TRACE(k->name);
+    const float inv = 4.f, zp = -5.f;
+    std::vector<float> y = {0.125f, 0.375f, -0.125f, -0.375f, 31.9f, 32.f, -33.f,
+                            1e30f,  -1e30f, 1.f,     -1.f,    0.f,   -0.f, 0.6f};
+    y.push_back(std::numeric_limits<float>::infinity());
+    y.push_back(-std::numeric_limits<float>::infinity());
+    y.push_back(std::numeric_limits<float>::quiet_NaN());
+    while (y.size() < 37) y.push_back(static_cast<float>(y.size()) * 0.37f - 7.f);
+    std::vector<uint8_t> q(y.size());
+    k->quantize_u8(y.data(), q.data(), static_cast<int64_t>(y.size()), inv, zp);
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_EQ(q[i], static_cast<int>(quantize_int8(y[i], inv, zp)) + 128) << y[i];
+    }
+    EXPECT_EQ(q[0], 0 - 5 + 128);  // 0.5 rounds to 0
+    EXPECT_EQ(q[1], 2 - 5 + 128);  // 1.5 rounds to 2
+    EXPECT_EQ(q[16], 128);         // NaN
+  }
+}
+
+TEST(CpuQuant, InputQuantizedStraightToUint8) {
+  at::manual_seed(13);
+  for (bool pooled : {false, true}) {
+    for (int64_t c : {3, 16}) {
+      SCOPED_TRACE(std::string(pooled ? "pooled " : "input ") + std::to_string(c) + " channels");
+      at::Tensor x = at::randn({2, c, 12, 12}) * 3;
+      x[0][0][0][0] = 0.02f;  // a tie: half a step of 0.04
+      x[1][c - 1][3][4] = 1e9f;
+      x[1][0][5][5] = -std::numeric_limits<float>::infinity();
+      const double sx = 0.04;
+      const int64_t zx = 7;
+      Prog p;
+      std::string xv = p.input("x", x);
+      at::Tensor src = x;
+      if (pooled) {
+        src = at::avg_pool2d(x, {2, 2}, {2, 2});
+        xv = p.node("pool", src,
+                    "aten::avg_pool2d.default(self=" + xv +
+                        ", kernel_size=[2, 2], stride=[2, 2], padding=[0, 0], ceil_mode=false, "
+                        "count_include_pad=true, divisor_override=none)");
+      }
+      QuantConvChain chain(p, xv, src, sx, zx);
+      const at::Tensor wq = at::randint(-63, 64, {8, c, 3, 3}).to(at::kChar);
+      const at::Tensor ws = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
+      const at::Tensor xd = dequantize(quantize(src, sx, zx), sx, zx);
+      const at::Tensor y = at::convolution(xd, wq.to(at::kFloat) * ws.view({8, 1, 1, 1}), bias,
+                                           {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+      const at::Tensor want = dequantize(quantize(at::relu(y), 0.05, -128), 0.05, -128);
+      chain.add("0", wq, ws, bias, y, 1, 1, false, 0.05, -128);
+      auto program = chain.program();
+      ASSERT_NE(program, nullptr);
+      DelegateSummary summary;
+      auto out = run(compile(*program), {x}, {want}, {}, &summary);
+      ASSERT_EQ(out.size(), 1u);
+      const bool u8 = int8_7bit_supported() && own_kernels_supported();
+      EXPECT_EQ(summary.int8_elementwise, u8 ? 1 : 0);
+      EXPECT_EQ(summary.int8_chained, u8 ? 1 : 0);
+      const at::Tensor diff = (out[0] - want).abs();
+      EXPECT_LE(diff.max().item<float>(), 0.05f * 1.001f);
+      EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 100 + 1);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::cpu
