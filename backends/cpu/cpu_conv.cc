@@ -305,8 +305,8 @@ bool CpuDelegate::try_matvec(const OpDesc& op, const memory::dims& ad, const mem
   for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint8_t>(i);
   std::swap(order[n - 2], order[n - 1]);
   memory w = as(op.inputs[1], plain_md(bd, dt::f32, order));
-  auto packed = std::make_shared<PackedMatrix>(
-      PackedMatrix::pack(static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols));
+  auto packed = std::make_shared<PackedMatrix>(PackedMatrix::pack(
+      static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols, weight_storage()));
   const memory::desc a_md = plain_md(ad, dt::f32);
   memory a = as(op.inputs[0], a_md);
   // With a leading sum, the output already holds the summand (make_output puts it there).

@@ -561,6 +561,14 @@ bool CpuDelegate::can_sum_in_place(const OpDesc& op, int32_t t, const memory::de
   return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
 }
 
+PackedMatrix::Storage CpuDelegate::weight_storage() {
+  return [this](size_t bytes) {
+    auto m = std::make_shared<memory>(
+        buffer(memory::desc({static_cast<int64_t>(bytes)}, dt::u8, tag::a), Held::Weights));
+    return std::shared_ptr<void>(m, m->get_data_handle());
+  };
+}
+
 int CpuDelegate::free_buffer(const memory::desc& md, int live_until) {
   const size_t bytes = std::max<size_t>(md.get_size(), 1);
   int best = -1;

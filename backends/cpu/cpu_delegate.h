@@ -255,6 +255,9 @@ class CpuDelegate {
   // Storage for intermediate `t` with layout `md`: a buffer of the pool no live tensor uses
   // (best fit), or a new one. A buffer is live until the last reader of every tensor in it.
   memory pooled(const memory::desc& md, int32_t t);
+  // Where Ember's kernels pack their weights: buffer(..., Held::Weights), so from the method
+  // allocator where there is one.
+  PackedMatrix::Storage weight_storage();
   // Storage for a value the current op's steps alone use, from the same pool.
   memory scratch_activation(const memory::desc& md);
   // The pool buffer (best fit, or a new one) for `md`, then live until op `live_until`.

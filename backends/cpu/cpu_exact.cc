@@ -546,7 +546,7 @@ void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t 
           float& out = row[p.n0 + j];
           if (std::isfinite(out)) continue;
           double sum = 0.0;
-          const float* col = b->data.data() + p.offset + j;
+          const float* col = b->data + p.offset + j;
           for (int64_t kk = 0; kk < k; ++kk) {
             sum += static_cast<double>(x[kk]) * static_cast<double>(col[kk * width]);
           }

@@ -144,7 +144,7 @@ size_t CpuDelegate::try_inverted_residual(size_t i) {
   p.dw_b = weight_data(dw.inputs[2], &keep);
   p.project_w = weight_data(project.inputs[1], &keep);
   p.project_b = weight_data(project.inputs[2], &keep);
-  auto kernel = std::make_shared<InvertedResidual>(p, threads_);
+  auto kernel = std::make_shared<InvertedResidual>(p, threads_, weight_storage());
   const int32_t in_id = (first ? first : &dw)->inputs[0];
   memory src = as(in_id, stem ? plain_md(to_dims(sd), dt::f32) : nhwc_md(sd));
   memory res = residual >= 0 ? as(residual, nhwc_md(od)) : memory();
@@ -228,8 +228,8 @@ bool CpuDelegate::try_pointwise(const OpDesc& op) {
   }
   const int64_t k = sd[1], n = wd[0];
   std::vector<memory> keep;  // until packed
-  auto packed = std::make_shared<PackedMatrix>(
-      PackedMatrix::pack(weight_data(op.inputs[1], &keep), weight_data(op.inputs[2], &keep), k, n));
+  auto packed = std::make_shared<PackedMatrix>(PackedMatrix::pack(
+      weight_data(op.inputs[1], &keep), weight_data(op.inputs[2], &keep), k, n, weight_storage()));
   memory src = src_memory(op.inputs[0]);
   memory res = sum >= 0 ? as(sum, nhwc_md(od)) : memory();
   // cur_op_ is this op: the output's buffer is not one its inputs use.

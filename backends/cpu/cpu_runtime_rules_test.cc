@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cpu/cpu_test_util.h"
+#include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 namespace {
@@ -95,6 +96,52 @@ TEST(CpuRuntimeRules, BuffersComeFromTheMethodAllocator) {
   EXPECT_NE(std::string(last_error_message()).find("the method allocator has no room for"),
             std::string::npos)
       << last_error_message();
+}
+
+// Ember's own kernels pack their weights into the method allocator too (PackedMatrix::pack's
+// storage): a one-row linear layer, a matrix-vector step.
+TEST(CpuRuntimeRules, OwnKernelsPackIntoTheMethodAllocator) {
+  if (!own_kernels_supported()) GTEST_SKIP() << "Ember's kernels need AVX2";
+  at::manual_seed(6);
+  const at::Tensor x = at::randn({1, 300}), fc = at::randn({70, 300}), bias = at::randn({70});
+  const at::Tensor want = at::addmm(bias, x, fc.t());
+  Prog p;
+  auto xi = p.input("x", x);
+  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
+  p.outputs = {p.node("y", want,
+                      "aten::addmm.default(self=" + p.weight("b", bias) + ", mat1=" + xi +
+                          ", mat2=" + t + ", beta=1, alpha=1)")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  const Compiled c = compile(*program);
+  DelegateSummary on_heap;
+  const auto heap_out = run(c, {x}, {want}, {}, &on_heap);
+  ASSERT_EQ(heap_out.size(), 1u);
+  EXPECT_EQ(on_heap.matvec_steps, 1);
+  expect_close(heap_out[0], want, 1e-4, 1e-4);
+
+  const size_t packed = PackedMatrix::storage_bytes(300, 70);
+  std::vector<uint8_t> pool((size_t{1} << 20) + 64);
+  auto* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(pool.data()) + 63) & ~uintptr_t{63});
+  MemoryAllocator allocator(base, size_t{1} << 20);
+  DelegateSummary in_pool;
+  const auto pool_out = run(c, {x}, {want}, {}, &in_pool, &allocator);
+  ASSERT_EQ(pool_out.size(), 1u);
+  EXPECT_EQ(in_pool.matvec_steps, 1);
+  EXPECT_TRUE(at::equal(pool_out[0], heap_out[0]));
+  EXPECT_GE(in_pool.weight_bytes, packed);
+  EXPECT_GE(allocator.handed_out(), packed);
+
+  // Room for less than the packed weight: refused, saying so.
+  MemoryAllocator small(base, packed / 2);
+  BlobMap map(&c.result.named_data);
+  BackendInitContext ctx{&small, "forward", &map};
+  std::vector<uint8_t> blob = c.result.processed;
+  FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+  Result<DelegateHandle*> h = runtime_backend()->init(ctx, &buf, {});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error(), Error::MemoryAllocationFailed);
 }
 
 }  // namespace

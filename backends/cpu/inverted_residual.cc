@@ -26,7 +26,8 @@ int64_t l2_cache_bytes() {
   return bytes;
 }
 
-InvertedResidual::InvertedResidual(const Params& p, int threads)
+InvertedResidual::InvertedResidual(const Params& p, int threads,
+                                   const PackedMatrix::Storage& storage)
     : p_(p), threads_(std::max(threads, 1)) {
   out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1
   out_w_ = (p.w - 1) / p.stride + 1;
@@ -37,17 +38,19 @@ InvertedResidual::InvertedResidual(const Params& p, int threads)
     for (int t = 0; t < 9; ++t) dw_w_[t * ce_pad_ + c] = p.dw_w[c * 9 + t];
     if (p.dw_b != nullptr) dw_b_[c] = p.dw_b[c];
   }
-  project_ = PackedMatrix::pack(p.project_w, p.project_b, p.ce, p.cout);
+  project_ = PackedMatrix::pack(p.project_w, p.project_b, p.ce, p.cout, storage);
   // Output rows a step: enough that the projection's GEMM has about 48 rows (narrow late
   // blocks), at most 8.
   group_ = std::clamp<int64_t>((48 + out_w_ - 1) / out_w_, 1, 8);
-  if (p.expand_w != nullptr) expand_ = PackedMatrix::pack(p.expand_w, p.expand_b, p.cin, p.ce);
+  if (p.expand_w != nullptr) {
+    expand_ = PackedMatrix::pack(p.expand_w, p.expand_b, p.cin, p.ce, storage);
+  }
   has_expand_ = p.expand_w != nullptr;
   has_stem_ = p.stem_w != nullptr;
   if (has_stem_) {
     // [ce][cin][3][3] is the GEMM's [n][k], taps in (channel, ky, kx) order; tap (c, ky, kx) of
     // output column x reads image row c * 3 + ky, padded column x * stride + kx.
-    expand_ = PackedMatrix::pack(p.stem_w, p.stem_b, p.cin * 9, p.ce);
+    expand_ = PackedMatrix::pack(p.stem_w, p.stem_b, p.cin * 9, p.ce, storage);
     image_row_floats_ = p.image_w + 2;
     for (int64_t c = 0; c < p.cin; ++c) {
       for (int64_t ky = 0; ky < 3; ++ky) {

@@ -60,8 +60,9 @@ class InvertedResidual {
     Clamp expand_act, dw_act, project_act;  // project_act applies after the residual
   };
 
-  // Runs on `threads` OpenMP threads (at most one per output row).
-  InvertedResidual(const Params& p, int threads);
+  // Runs on `threads` OpenMP threads (at most one per output row). The 1x1 weights are packed
+  // into `storage` (PackedMatrix::pack; empty: the heap).
+  InvertedResidual(const Params& p, int threads, const PackedMatrix::Storage& storage = {});
 
   int64_t out_h() const { return out_h_; }
   int64_t out_w() const { return out_w_; }

@@ -26,28 +26,64 @@ void gemm_gathered(int64_t m, const PackedMatrix& packed, const float* a, int64_
                                            gemm_units(m, packed));
 }
 
-PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, int64_t n) {
+namespace {
+
+// Panels of at most 4 groups of `group` columns, as even as they go (96 columns: 3 + 3, not
+// 4 + 2): each panel's groups.
+std::vector<int64_t> panel_groups(int64_t n, int64_t group) {
+  const int64_t vectors = (n + group - 1) / group;
+  const int64_t panels = (vectors + 3) / 4;
+  std::vector<int64_t> out;
+  int64_t v0 = 0;
+  for (int64_t i = 0; i < panels; ++i) {
+    out.push_back((vectors - v0 + (panels - i) - 1) / (panels - i));
+    v0 += out.back();
+  }
+  return out;
+}
+
+int64_t padded(int64_t n, int64_t group) { return (n + group - 1) / group * group; }
+
+}  // namespace
+
+size_t PackedMatrix::storage_bytes(int64_t k, int64_t n) {
+  return static_cast<size_t>((k + 1) * padded(n, kGroup)) * sizeof(float);
+}
+
+PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, int64_t n,
+                                const Storage& storage) {
   PackedMatrix out;
   out.k = k;
   out.n = n;
-  out.bias.assign((n + kGroup - 1) / kGroup * kGroup, 0.f);
-  if (bias != nullptr) std::copy(bias, bias + n, out.bias.begin());
-  // Panels of at most 4 groups, as even as they go (96 columns: 3 + 3, not 4 + 2).
-  const int64_t vectors = (n + kGroup - 1) / kGroup;
-  const int64_t panels = (vectors + 3) / 4;
-  int64_t v0 = 0;
-  for (int64_t i = 0; i < panels; ++i) {
-    const int64_t nv = (vectors - v0 + (panels - i) - 1) / (panels - i);
-    out.panels.push_back({v0 * kGroup, nv, static_cast<int64_t>(out.data.size())});
-    out.data.resize(out.data.size() + k * nv * kGroup, 0.f);
-    float* panel = out.data.data() + out.panels.back().offset;
+  const size_t bytes = storage_bytes(k, n);
+  if (storage) {
+    out.storage = storage(bytes);
+    if (out.storage == nullptr) return PackedMatrix{};
+  } else {
+    out.storage = std::shared_ptr<void>(
+        ::operator new(bytes, CacheLineAllocator<float>::kAlign),
+        [](void* p) { ::operator delete(p, CacheLineAllocator<float>::kAlign); });
+  }
+  float* const mem = static_cast<float*>(out.storage.get());
+  // The panels (each a multiple of 16 floats, so each starts on a cache line), then the bias.
+  float* const bias_at = mem + k * padded(n, kGroup);
+  std::fill(bias_at, bias_at + padded(n, kGroup), 0.f);
+  if (bias != nullptr) std::copy(bias, bias + n, bias_at);
+  int64_t v0 = 0, offset = 0;
+  for (const int64_t nv : panel_groups(n, kGroup)) {
+    out.panels.push_back({v0 * kGroup, nv, offset});
+    float* panel = mem + offset;
+    std::fill(panel, panel + k * nv * kGroup, 0.f);
     // A row of w (contiguous) becomes a column of the panel (its writes stay in L2).
     for (int64_t j = 0; j < nv * kGroup && v0 * kGroup + j < n; ++j) {
       const float* row = w + (v0 * kGroup + j) * k;
       for (int64_t kk = 0; kk < k; ++kk) panel[kk * nv * kGroup + j] = row[kk];
     }
+    offset += k * nv * kGroup;
     v0 += nv;
   }
+  out.data = mem;
+  out.bias = bias_at;
   return out;
 }
 

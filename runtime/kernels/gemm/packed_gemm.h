@@ -11,13 +11,15 @@
 // this kernel's bandwidth there). The register tile is the one gemm.h's front-end runs
 // (tile.inc): up to 12 rows x 4 vectors on AVX-512, 6 rows x 2 vectors on AVX2 and on the generic
 // (16-byte) variant; the columns past n are neither read nor written. The variant is gemm_isa()'s
-// (gemm.h). Nothing here allocates but pack(); the calls are thread-safe on distinct C rows or
-// unit ranges.
+// (gemm.h). Nothing here allocates but pack() (from the storage it is given, or the heap); the
+// calls are thread-safe on distinct C rows or unit ranges.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -52,14 +54,23 @@ struct PackedMatrix {
   struct Panel {
     int64_t n0, nv, offset;  // first column, groups of kGroup columns, offset in data
   };
+  // Where pack() puts the panels and the bias: `bytes` starting on a cache line, kept alive by
+  // the pointer returned as long as the matrix holds it (it may own nothing: a runtime's method
+  // allocator keeps the bytes). Empty: the heap.
+  using Storage = std::function<std::shared_ptr<void>(size_t bytes)>;
   int64_t k = 0, n = 0;
-  AlignedFloats data;  // each panel starts on a cache line (its size is a multiple of 16 floats)
-  AlignedFloats bias;  // [n rounded up to kGroup], zero-padded
+  const float* data = nullptr;  // each panel starts on a cache line (a multiple of 16 floats)
+  const float* bias = nullptr;  // [n rounded up to kGroup], zero-padded
   std::vector<Panel> panels;
+  std::shared_ptr<void> storage;  // what holds data and bias
 
   // w: [n][k] dense (a 1x1 convolution's or a linear layer's weight); bias: [n] or null. The
-  // result owns copies of both.
-  static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n);
+  // result holds copies of both, in `storage`; where that gives null, the result is empty
+  // (data null, no panels).
+  static PackedMatrix pack(const float* w, const float* bias, int64_t k, int64_t n,
+                           const Storage& storage = {});
+  // The bytes pack() takes for a [n][k] weight.
+  static size_t storage_bytes(int64_t k, int64_t n);
 };
 
 // The work of a gemm of m rows by `b` in units, a tile of rows of one panel each, panel by
