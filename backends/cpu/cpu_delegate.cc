@@ -561,7 +561,7 @@ bool CpuDelegate::can_sum_in_place(const OpDesc& op, int32_t t, const memory::de
   return std::find(op.inputs.begin(), op.inputs.end(), t) == op.inputs.end();
 }
 
-PackedMatrix::Storage CpuDelegate::weight_storage() {
+Storage CpuDelegate::weight_storage() {
   return [this](size_t bytes) {
     auto m = std::make_shared<memory>(
         buffer(memory::desc({static_cast<int64_t>(bytes)}, dt::u8, tag::a), Held::Weights));

@@ -257,7 +257,7 @@ class CpuDelegate {
   memory pooled(const memory::desc& md, int32_t t);
   // Where Ember's kernels pack their weights: buffer(..., Held::Weights), so from the method
   // allocator where there is one.
-  PackedMatrix::Storage weight_storage();
+  Storage weight_storage();
   // Storage for a value the current op's steps alone use, from the same pool.
   memory scratch_activation(const memory::desc& md);
   // The pool buffer (best fit, or a new one) for `md`, then live until op `live_until`.

@@ -702,10 +702,10 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
                                ? DotPackedMatrix::fits(q.data(), zeros, k, n, group)
                                : 0) {
     dot = std::make_shared<DotPackedMatrix>(
-        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits));
+        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits, weight_storage()));
   } else {
-    packed = std::make_shared<QuantPackedMatrix>(
-        QuantPackedMatrix::pack(q.data(), scales, zeros, bias, k, n, group, bits));
+    packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
+        q.data(), scales, zeros, bias, k, n, group, bits, weight_storage()));
   }
   add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_,
                                        quantize ? std::optional<float>(op.floats[0]) : std::nullopt,

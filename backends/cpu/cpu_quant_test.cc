@@ -407,6 +407,57 @@ TEST(CpuQuant, PerTokenQuantizationIsTorchaosBitForBit) {
 // The integer linear's instruction-set variants (AVX2 pmaddubsw, AVX-512 pmaddubsw, AVX-512
 // VNNI vpdpbusd) on one CPU: integer sums are exact and the float steps the same, so every
 // variant the CPU runs gives the same bits; the one in use against ATen.
+// The packers put every array in the storage they are given (the cpu delegate's: its method
+// allocator), and compute from there what they compute from the heap.
+TEST(CpuQuant, PackersTakeTheirStorage) {
+  at::manual_seed(15);
+  const int64_t n = 40, k = 64, group = 32, m = 3;
+  const at::Tensor wq = at::randint(-8, 8, {n, k}).to(at::kChar);
+  const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001, zeros = at::randn({n, 2});
+  const at::Tensor bias = at::randn({n}), x = at::randn({m, k});
+  alignas(64) static uint8_t arena[1 << 16];
+  size_t used = 0;
+  const Storage storage = [&](size_t bytes) {
+    void* p = arena + used;
+    used += (bytes + 63) / 64 * 64;
+    EXPECT_LE(used, sizeof arena);
+    return std::shared_ptr<void>(std::shared_ptr<void>(), p);  // owns nothing
+  };
+  auto in_arena = [&](const void* p) {
+    return p >= static_cast<const void*>(arena) && p < static_cast<const void*>(arena + used);
+  };
+  for (const float* z :
+       {static_cast<const float*>(nullptr), static_cast<const float*>(zeros.data_ptr<float>())}) {
+    const QuantPackedMatrix heap = QuantPackedMatrix::pack(
+        wq.data_ptr<int8_t>(), scales.data_ptr<float>(), z, bias.data_ptr<float>(), k, n, group, 4);
+    const QuantPackedMatrix stored =
+        QuantPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.data_ptr<float>(), z,
+                                bias.data_ptr<float>(), k, n, group, 4, storage);
+    EXPECT_TRUE(in_arena(stored.data.data()) && in_arena(stored.scales.data()) &&
+                in_arena(stored.bias.data()));
+    EXPECT_EQ(z != nullptr, in_arena(stored.zeros.data()));
+    std::vector<float> a(static_cast<size_t>(m * n)), b(a.size());
+    quant_gemm(m, heap, x.data_ptr<float>(), k, a.data(), n);
+    quant_gemm(m, stored, x.data_ptr<float>(), k, b.data(), n);
+    EXPECT_EQ(a, b);
+  }
+  const size_t before = used;
+  const DotPackedMatrix dot =
+      DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.data_ptr<float>(), bias.data_ptr<float>(),
+                            k, n, group, 4, storage);
+  EXPECT_GT(used, before);
+  EXPECT_TRUE(in_arena(dot.data.data()) && in_arena(dot.sums.data()) &&
+              in_arena(dot.scales.data()) && in_arena(dot.bias.data()));
+  const PackedMatrix f = PackedMatrix::pack(x.data_ptr<float>(), nullptr, k, m, storage);
+  EXPECT_TRUE(in_arena(f.data) && in_arena(f.bias));
+  // A storage that gives nothing: empty results, nothing written.
+  const Storage none = [](size_t) { return std::shared_ptr<void>(); };
+  EXPECT_EQ(PackedMatrix::pack(x.data_ptr<float>(), nullptr, k, m, none).data, nullptr);
+  EXPECT_TRUE(QuantPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.data_ptr<float>(), nullptr,
+                                      nullptr, k, n, group, 4, none)
+                  .data.empty());
+}
+
 TEST(CpuQuant, IntegerLinearVariantsAgree) {
   at::manual_seed(14);
   const int64_t n = 40, k = 96, group = 32, m = 11;  // a partial panel; tiles of 8, 4 and 1 rows

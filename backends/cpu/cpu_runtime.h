@@ -72,8 +72,8 @@ struct DelegateSummary {
   size_t scratchpad_bytes = 0;
   bool from_method_allocator = false;
   // What the build left on the heap besides: weights read as stored (biases, norms' parameters),
-  // Ember's grouped-integer and depthwise weights and working rows, oneDNN's primitives and JIT
-  // code. (The float GEMM's packed weights, PackedMatrix, count as weights.)
+  // Ember's depthwise weights and working rows, oneDNN's primitives and JIT code. (Ember's packed
+  // GEMM weights, float and grouped-integer, count as weights.)
   // Measured as the growth of the heap in use across the build, less what the method allocator
   // took from it (glibc's mallinfo2; 0 elsewhere, and under a sanitizer, whose allocator glibc
   // does not see), so it includes anything another thread allocated meanwhile.

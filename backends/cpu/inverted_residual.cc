@@ -26,8 +26,7 @@ int64_t l2_cache_bytes() {
   return bytes;
 }
 
-InvertedResidual::InvertedResidual(const Params& p, int threads,
-                                   const PackedMatrix::Storage& storage)
+InvertedResidual::InvertedResidual(const Params& p, int threads, const Storage& storage)
     : p_(p), threads_(std::max(threads, 1)) {
   out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1
   out_w_ = (p.w - 1) / p.stride + 1;

@@ -62,7 +62,7 @@ class InvertedResidual {
 
   // Runs on `threads` OpenMP threads (at most one per output row). The 1x1 weights are packed
   // into `storage` (PackedMatrix::pack; empty: the heap).
-  InvertedResidual(const Params& p, int threads, const PackedMatrix::Storage& storage = {});
+  InvertedResidual(const Params& p, int threads, const Storage& storage = {});
 
   int64_t out_h() const { return out_h_; }
   int64_t out_w() const { return out_w_; }

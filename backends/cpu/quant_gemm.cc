@@ -14,10 +14,11 @@ namespace {
 
 // Values [n][per] (a group's scale or sum, a column's bias) as the kernels read them:
 // [panels][per][kGroup], the columns past n 0; null: all 0.
-template <typename T, typename Alloc>
-void to_panels(const T* values, int64_t n, int64_t per, std::vector<T, Alloc>* out) {
+template <typename T>
+void to_panels(const T* values, int64_t n, int64_t per, const Storage& storage, Stored<T>* out) {
   const int64_t panels = (n + kGroup - 1) / kGroup;
-  out->assign(static_cast<size_t>(panels * per * kGroup), T{});
+  *out = Stored<T>(static_cast<size_t>(panels * per * kGroup), storage, T{});
+  if (out->empty()) return;  // the storage gave none
   for (int64_t j = 0; j < n && values != nullptr; ++j) {
     for (int64_t g = 0; g < per; ++g) {
       (*out)[static_cast<size_t>(((j / kGroup) * per + g) * kGroup + j % kGroup)] =
@@ -30,7 +31,7 @@ void to_panels(const T* values, int64_t n, int64_t per, std::vector<T, Alloc>* o
 
 QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, const float* zeros,
                                           const float* bias, int64_t k, int64_t n, int64_t group,
-                                          int64_t bits) {
+                                          int64_t bits, const Storage& storage) {
   QuantPackedMatrix out;
   out.k = k;
   out.n = n;
@@ -38,10 +39,14 @@ QuantPackedMatrix QuantPackedMatrix::pack(const int8_t* q, const float* scales, 
   out.bits = bits;
   out.panels = (n + kGroup - 1) / kGroup;
   const int64_t groups = k / group;
-  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), 0);
-  to_panels(scales, n, groups, &out.scales);
-  if (zeros != nullptr) to_panels(zeros, n, groups, &out.zeros);
-  to_panels(bias, n, 1, &out.bias);
+  out.data = Stored<int8_t>(static_cast<size_t>(out.panels * out.panel_bytes()), storage, 0);
+  to_panels(scales, n, groups, storage, &out.scales);
+  if (zeros != nullptr) to_panels(zeros, n, groups, storage, &out.zeros);
+  to_panels(bias, n, 1, storage, &out.bias);
+  if (out.data.empty() || out.scales.empty() || out.bias.empty() ||
+      (zeros != nullptr && out.zeros.empty())) {
+    return QuantPackedMatrix{};  // the storage gave none
+  }
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
     int8_t* panel = out.data.data() + p * out.panel_bytes();
@@ -126,7 +131,8 @@ int DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_
 }
 
 DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
-                                      int64_t k, int64_t n, int64_t group, int bits) {
+                                      int64_t k, int64_t n, int64_t group, int bits,
+                                      const Storage& storage) {
   DotPackedMatrix out;
   out.k = k;
   out.n = n;
@@ -135,9 +141,11 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   out.panels = (n + kGroup - 1) / kGroup;
   const int64_t groups = k / group;
   // Padding columns hold q = 0.
-  out.data.assign(static_cast<size_t>(out.panels * out.panel_bytes()), bits == 4 ? 8 | 8 << 4 : 0);
-  to_panels(scales, n, groups, &out.scales);
-  to_panels(bias, n, 1, &out.bias);
+  out.data = Stored<uint8_t>(static_cast<size_t>(out.panels * out.panel_bytes()), storage,
+                             bits == 4 ? 8 | 8 << 4 : 0);
+  to_panels(scales, n, groups, storage, &out.scales);
+  to_panels(bias, n, 1, storage, &out.bias);
+  if (out.data.empty() || out.scales.empty() || out.bias.empty()) return DotPackedMatrix{};
   std::vector<int32_t> sums(static_cast<size_t>(n * groups), 0);  // of each group's q
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
@@ -154,7 +162,8 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
       sums[static_cast<size_t>(j * groups + i / group)] += v;
     }
   }
-  to_panels(sums.data(), n, groups, &out.sums);
+  to_panels(sums.data(), n, groups, storage, &out.sums);
+  if (out.sums.empty()) return DotPackedMatrix{};
   return out;
 }
 

@@ -17,7 +17,9 @@
 // the reference's to float32 rounding (tested to 1e-5 against ATen).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backends/cpu/own_kernels.h"
@@ -40,24 +42,51 @@ inline float quantize_int8(float x, float inv, float zp) {
   return t == t ? q : 0.f;
 }
 
+// An array in a packer's storage (ember::Storage; the heap where none is given), read as a
+// vector is.
+template <typename T>
+class Stored {
+ public:
+  Stored() = default;
+  // n values `fill`; null data (size 0) where the storage gave none.
+  Stored(size_t n, const Storage& storage, T fill) : owner_(take_storage(n * sizeof(T), storage)) {
+    if (owner_ == nullptr) return;
+    p_ = static_cast<T*>(owner_.get());
+    n_ = n;
+    std::fill(p_, p_ + n, fill);
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  std::shared_ptr<void> owner_;
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
+
 struct QuantPackedMatrix {
   int64_t k = 0, n = 0, group = 0, bits = 8;
   int64_t panels = 0;  // of kGroup columns, the last zero-padded
   // Panel p's integers: bits 8: [k][kGroup] int8; bits 4: [k / 2][kGroup] bytes, each holding
   // rows 2i (low nibble) and 2i + 1 (high nibble) of a column, as two's complement nibbles.
-  std::vector<int8_t, CacheLineAllocator<int8_t>> data;
-  AlignedFloats scales;  // [panels][k / group][kGroup]
-  AlignedFloats zeros;   // the same, or empty where every zero point is 0
-  AlignedFloats bias;    // [panels * kGroup], zero-padded
+  Stored<int8_t> data;
+  Stored<float> scales;  // [panels][k / group][kGroup]
+  Stored<float> zeros;   // the same, or empty where every zero point is 0
+  Stored<float> bias;    // [panels * kGroup], zero-padded
 
   int64_t groups() const { return k / group; }
   int64_t panel_bytes() const { return k * kGroup * bits / 8; }
 
   // q: [n][k] integers in [-8, 7] (bits 4) or [-128, 127]; scales, zeros: [n][k / group] (zeros
-  // null: all 0); bias: [n] or null. k % group == 0; for bits 4, group is even.
+  // null: all 0); bias: [n] or null. k % group == 0; for bits 4, group is even. The arrays
+  // come from `storage` (where it gives none, the result is empty: data.empty()).
   static QuantPackedMatrix pack(const int8_t* q, const float* scales, const float* zeros,
                                 const float* bias, int64_t k, int64_t n, int64_t group,
-                                int64_t bits);
+                                int64_t bits, const Storage& storage = {});
 };
 
 // c = a W^T + bias for the panels [panel_begin, panel_end) (all by default), a [m][k] with row
@@ -84,19 +113,20 @@ struct DotPackedMatrix {
   // the unsigned operand, xq + 128: one vpdpbusd (VNNI: u8 x s8 products summed in 32 bits), or,
   // where pmaddubsw's 16-bit pairs of full-range bytes would saturate, its two nibbles in two
   // pmaddubsw (pairs at most 2 * 15 * 128). k * kGroup bytes a panel.
-  std::vector<uint8_t, CacheLineAllocator<uint8_t>> data;
-  std::vector<int32_t, CacheLineAllocator<int32_t>> sums;  // [panels][groups][kGroup]: sum of q
-  AlignedFloats scales;                                    // [panels][groups][kGroup]
-  AlignedFloats bias;                                      // [panels * kGroup]
+  Stored<uint8_t> data;
+  Stored<int32_t> sums;  // [panels][groups][kGroup]: sum of q
+  Stored<float> scales;  // [panels][groups][kGroup]
+  Stored<float> bias;    // [panels * kGroup]
 
   int64_t groups() const { return k / group; }
   int64_t panel_bytes() const { return bits == 4 ? k / 2 * kGroup : k * kGroup; }
   // The bits a weight fits, or 0: zero points 0, and integers in [-8, 7] with k and group
   // multiples of 8 (4), or any with multiples of 4 (8).
   static int fits(const int8_t* q, const float* zeros, int64_t k, int64_t n, int64_t group);
-  // q: [n][k]; scales: [n][k / group]; bias: [n] or null; bits from fits().
+  // q: [n][k]; scales: [n][k / group]; bias: [n] or null; bits from fits(). The arrays come
+  // from `storage` (where it gives none, the result is empty: data.empty()).
   static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
-                              int64_t n, int64_t group, int bits);
+                              int64_t n, int64_t group, int bits, const Storage& storage = {});
 };
 
 // The integers of m rows, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of each

@@ -46,6 +46,13 @@ int64_t padded(int64_t n, int64_t group) { return (n + group - 1) / group * grou
 
 }  // namespace
 
+std::shared_ptr<void> take_storage(size_t bytes, const Storage& storage) {
+  if (storage) return storage(bytes);
+  return std::shared_ptr<void>(
+      ::operator new(bytes, CacheLineAllocator<float>::kAlign),
+      [](void* p) { ::operator delete(p, CacheLineAllocator<float>::kAlign); });
+}
+
 size_t PackedMatrix::storage_bytes(int64_t k, int64_t n) {
   return static_cast<size_t>((k + 1) * padded(n, kGroup)) * sizeof(float);
 }
@@ -56,14 +63,8 @@ PackedMatrix PackedMatrix::pack(const float* w, const float* bias, int64_t k, in
   out.k = k;
   out.n = n;
   const size_t bytes = storage_bytes(k, n);
-  if (storage) {
-    out.storage = storage(bytes);
-    if (out.storage == nullptr) return PackedMatrix{};
-  } else {
-    out.storage = std::shared_ptr<void>(
-        ::operator new(bytes, CacheLineAllocator<float>::kAlign),
-        [](void* p) { ::operator delete(p, CacheLineAllocator<float>::kAlign); });
-  }
+  out.storage = take_storage(bytes, storage);
+  if (out.storage == nullptr) return PackedMatrix{};
   float* const mem = static_cast<float*>(out.storage.get());
   // The panels (each a multiple of 16 floats, so each starts on a cache line), then the bias.
   float* const bias_at = mem + k * padded(n, kGroup);

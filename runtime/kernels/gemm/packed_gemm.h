@@ -48,16 +48,20 @@ struct Clamp {
   float hi = std::numeric_limits<float>::infinity();
 };
 
+// Where a packer puts its arrays: `bytes` starting on a cache line, kept alive by the pointer
+// returned as long as it is held (it may own nothing: a runtime's method allocator keeps the
+// bytes). Empty: the heap.
+using Storage = std::function<std::shared_ptr<void>(size_t bytes)>;
+// `bytes` from `storage`, or from the heap (on a cache line) where it is empty; null where the
+// storage gave none.
+std::shared_ptr<void> take_storage(size_t bytes, const Storage& storage);
+
 struct PackedMatrix {
   // The column group of the panels: a 512-bit vector, two 256-bit ones, four 128-bit ones.
   static constexpr int64_t kGroup = 16;
   struct Panel {
     int64_t n0, nv, offset;  // first column, groups of kGroup columns, offset in data
   };
-  // Where pack() puts the panels and the bias: `bytes` starting on a cache line, kept alive by
-  // the pointer returned as long as the matrix holds it (it may own nothing: a runtime's method
-  // allocator keeps the bytes). Empty: the heap.
-  using Storage = std::function<std::shared_ptr<void>(size_t bytes)>;
   int64_t k = 0, n = 0;
   const float* data = nullptr;  // each panel starts on a cache line (a multiple of 16 floats)
   const float* bias = nullptr;  // [n rounded up to kGroup], zero-padded
