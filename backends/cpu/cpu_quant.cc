@@ -177,22 +177,9 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
                                            to_u8);
     add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
   }
-  // Output channel c's integer sum times src_scale * scales[c]; oneDNN 2.x adds the bias before
-  // that scale, so it is divided by it.
-  std::vector<float> out_scales(static_cast<size_t>(oc));
-  for (int64_t c = 0; c < oc; ++c) out_scales[c] = src_scale * scales[c];
   const bool has_bias = op.inputs[2] >= 0;
   if (has_bias && checked_numel(graph_.tensors[op.inputs[2]].dims) != oc) {
     refuse("convolution bias size differs from the output channels");
-  }
-  const memory::desc bias_md = has_bias ? memory::desc({oc}, dt::f32, tag::a) : memory::desc();
-  memory bias;
-  if (has_bias) {
-    const memory b = as(op.inputs[2], plain_md({oc}, dt::f32));
-    bias = buffer(bias_md, Held::Weights);
-    for (int64_t c = 0; c < oc; ++c) {
-      data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
-    }
   }
   // The post-ops before the first quantize in oneDNN, clamps too: the sum is finite (integers by
   // finite scales), so the NaN rules that keep clamps out of oneDNN have nothing to act on.
@@ -221,6 +208,34 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     ++int8_convolutions_;
     u8_tensors_[op.output] = {op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta};
     return;
+  }
+  if (u8_out && own_quant_pointwise(op, q, wsize)) {
+    // Ember's kernel (quant_gemm.h): the integer sums, requantized in one pass.
+    const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
+    auto kernel = std::make_shared<QuantPointwise>(
+        QuantPointwise::pack(q, scales, has_bias ? data_as<float>(b) : nullptr, g.sd[1], oc,
+                             src_scale, src_zp, clamps_before(op, fused), op.post_ops[fused].alpha,
+                             op.post_ops[fused].beta, weight_storage()));
+    const memory::desc dst_md(g.od, dt::u8, tag::nhwc);
+    memory dst = residual ? scratch_activation(dst_md) : make_output(op, dst_md);
+    add_own_step(
+        quant_pointwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], threads_, src_u8, dst));
+    ++int8_convolutions_;
+    finish_u8_out(op, fused, residual, dst);
+    return;
+  }
+  // Output channel c's integer sum times src_scale * scales[c]; oneDNN 2.x adds the bias before
+  // that scale, so it is divided by it.
+  std::vector<float> out_scales(static_cast<size_t>(oc));
+  for (int64_t c = 0; c < oc; ++c) out_scales[c] = src_scale * scales[c];
+  const memory::desc bias_md = has_bias ? memory::desc({oc}, dt::f32, tag::a) : memory::desc();
+  memory bias;
+  if (has_bias) {
+    const memory b = as(op.inputs[2], plain_md({oc}, dt::f32));
+    bias = buffer(bias_md, Held::Weights);
+    for (int64_t c = 0; c < oc; ++c) {
+      data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
+    }
   }
   dnnl::post_ops post_ops = onednn_post_ops({op.post_ops.data(), fused});
   memory zp_out;
@@ -275,14 +290,33 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (u8_out) args.emplace_back(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, zp_out);
   add_step<dnnl::convolution_forward>(pd, std::move(args));
   ++int8_convolutions_;
-  if (residual) {
-    add_quant_add_step(dst, op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta, op,
-                       fused + 2);
-  } else if (u8_out) {
-    u8_tensors_[op.output] = {op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta};
+  if (u8_out) {
+    finish_u8_out(op, fused, residual, dst);
   } else {
     add_post_op_steps(op, fused, dst);
   }
+}
+
+void CpuDelegate::finish_u8_out(const OpDesc& op, size_t fused, bool residual, const memory& dst) {
+  const PostOp& d = op.post_ops[fused + 1];
+  if (residual) {
+    add_quant_add_step(dst, d.alpha, d.beta, op, fused + 2);
+  } else {
+    u8_tensors_[op.output] = {d.alpha, d.beta};
+  }
+}
+
+bool CpuDelegate::own_quant_pointwise(const OpDesc& op, const int8_t* q, int64_t count) {
+  const simd::Kernels* k = simd::kernels();
+  if (!own_kernels_ || k == nullptr) return false;
+  const ConvGeometry g = conv_geometry(op);
+  bool pointwise = g.r == 2 && !g.transposed && g.groups == 1 && g.sd[1] % 4 == 0;
+  for (int i = 0; pointwise && i < 2; ++i) {
+    pointwise =
+        g.kd[i] == 1 && g.strides[i] == 1 && g.pad_l[i] == 0 && g.pad_r[i] == 0 && g.dil[i] == 0;
+  }
+  // Without VNNI the kernel's pmaddubsw pairs saturate unless the weights fit 7 bits.
+  return pointwise && (k->vnni || seven_bits(q, count));
 }
 
 bool CpuDelegate::quant_conv_in_integers(const OpDesc& op) {

@@ -293,5 +293,99 @@ TEST(CpuQuant, InputQuantizedStraightToUint8) {
   }
 }
 
+// Ember's int8 1x1 kernel (QuantPointwise) on every variant this CPU has: the same bytes from
+// each (weights within [-64, 63], which the variants without VNNI take), and PyTorch's reference
+// requantization to one step, at ties.
+TEST(CpuQuant, PointwiseKernelAgainstTheReference) {
+  const std::vector<const simd::Kernels*> variants = simd_variants();
+  if (variants.empty()) GTEST_SKIP() << "no AVX2";
+  at::manual_seed(16);
+  const int64_t m = 61;  // full tiles and single rows
+  const double sx = 0.05, so = 0.04;
+  const int64_t zx = -3, zo = 9;
+  for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{
+           {16, 96}, {24, 24}, {144, 40}, {8, 200}, {32, 16}}) {
+    SCOPED_TRACE(std::to_string(k) + " -> " + std::to_string(n));
+    const at::Tensor xu = at::randint(0, 256, {m, k}).to(at::kByte);  // q + 128
+    const at::Tensor wq = at::randint(-64, 64, {n, k}).to(at::kChar);
+    const at::Tensor ws = at::rand({n}) * 0.01 + 0.002, bias = at::randn({n});
+    const at::Tensor x = dequantize(xu.to(at::kFloat) - 128, sx, zx);
+    const at::Tensor y =
+        at::hardtanh(at::addmm(bias, x, (wq.to(at::kFloat) * ws.view({n, 1})).t()), 0, 6);
+    const at::Tensor want = quantize(y, so, zo) + 128;
+    const auto inv = static_cast<float>(1.0 / so);
+    const QuantPointwise b =
+        QuantPointwise::pack(wq.data_ptr<int8_t>(), ws.data_ptr<float>(), bias.data_ptr<float>(), k,
+                             n, static_cast<float>(sx), static_cast<float>(zx), Clamp{0.f, 6.f},
+                             inv, static_cast<float>(zo));
+    std::vector<std::vector<uint8_t>> outs;
+    for (const simd::Kernels* v : variants) {
+      outs.emplace_back(static_cast<size_t>(m * n + 1), uint8_t{0xAB});  // + a guard byte
+      v->quant_pointwise(0, m, b, xu.data_ptr<uint8_t>(), outs.back().data());
+      EXPECT_EQ(outs.back().back(), 0xAB) << v->name << " wrote past the output";
+      outs.back().pop_back();
+      EXPECT_EQ(outs.back(), outs[0]) << v->name << " against " << variants[0]->name;
+    }
+    const at::Tensor got = at::from_blob(outs[0].data(), {m, n}, at::kByte).to(at::kFloat);
+    const at::Tensor diff = (got - want).abs();
+    EXPECT_LE(diff.max().item<float>(), 1.f);
+    EXPECT_LE((diff > 0).sum().item<int64_t>(), m * n / 100 + 1);
+  }
+}
+
+// MobileNet's 1x1 layers in a quantized chain: an expansion (relu6) and a projection whose
+// result a residual add reads, channels not a multiple of 16 and input channels not a multiple
+// of 4 (which stay on oneDNN) among them, against ATen's reference decomposition. Where the
+// chain runs on uint8 with Ember's kernels, the 1x1 convolutions are Ember's pointwise steps.
+TEST(CpuQuant, PointwiseConvolutionsInAChain) {
+  at::manual_seed(17);
+  for (const int64_t c : {24, 6}) {
+    SCOPED_TRACE(std::to_string(c) + " channels");
+    const at::Tensor x = at::randn({1, c, 9, 9});
+    const double s[] = {0.04, 0.03, 0.05, 0.06, 0.07};
+    const int64_t z[] = {2, -128, 4, -9, 0};
+    QuantConvChain chain(x, s[0], z[0]);
+    at::Tensor ref = dequantize(quantize(x, s[0], z[0]), s[0], z[0]);
+    const std::string in = chain.cur;
+    const at::Tensor in_ref = ref;
+    const int64_t widths[] = {4 * c, c};
+    for (int layer = 0; layer < 2; ++layer) {
+      const int64_t out_c = widths[layer], in_c = ref.size(1);
+      const at::Tensor wq = at::randint(-63, 64, {out_c, in_c, 1, 1}).to(at::kChar);
+      const at::Tensor ws = at::rand({out_c}) * 0.01 + 0.002, bias = at::randn({out_c}) * 0.3;
+      const at::Tensor w = wq.to(at::kFloat) * ws.view({out_c, 1, 1, 1});
+      const at::Tensor y = at::convolution(ref, w, bias, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1);
+      const std::string l = std::to_string(layer);
+      if (layer == 0) {
+        ref = dequantize(quantize(at::hardtanh(y, 0, 6), s[1], z[1]), s[1], z[1]);
+        chain.add(l, wq, ws, bias, y, 1, 1, true, s[1], z[1]);
+      } else {
+        const at::Tensor sum = dequantize(quantize(y, s[2], z[2]), s[2], z[2]) + in_ref;
+        ref = dequantize(quantize(sum, s[3], z[3]), s[3], z[3]);
+        chain.add_residual(l, wq, ws, bias, y, s[2], z[2], in, false, s[3], z[3]);
+      }
+    }
+    // A last 3x3 layer reads the add's result as uint8.
+    const at::Tensor wq = at::randint(-63, 64, {8, c, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({8}) * 0.01 + 0.002, bias = at::randn({8});
+    const at::Tensor y = at::convolution(ref, wq.to(at::kFloat) * ws.view({8, 1, 1, 1}), bias,
+                                         {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1);
+    ref = dequantize(quantize(at::relu(y), s[4], z[4]), s[4], z[4]);
+    chain.add("2", wq, ws, bias, y, 1, 1, false, s[4], z[4]);
+    auto program = chain.program();
+    ASSERT_NE(program, nullptr);
+    DelegateSummary summary;
+    auto out = run(compile(*program), {x}, {ref}, {}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    const bool own = int8_7bit_supported() && own_kernels_supported();
+    // The expansion's c input channels, the projection's 4c.
+    EXPECT_EQ(summary.pointwise_steps, own ? (c % 4 == 0 ? 2 : 1) : 0);
+    EXPECT_EQ(summary.int8_elementwise, own ? 2 : 0);  // the input's quantize, the add
+    const at::Tensor diff = (out[0] - ref).abs();
+    EXPECT_LE(diff.max().item<float>(), 3 * s[4] * 1.001);
+    EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 20 + 1);
+  }
+}
+
 }  // namespace
 }  // namespace ember::cpu

@@ -51,8 +51,9 @@ inline std::vector<const simd::Kernels*> simd_variants() {
   return variants;
 }
 
-// A program of quantized 3x3 convolutions (padding 1), layer after layer: each a dequantize of
-// an int8 weight with per-channel scales, the convolution, relu (or relu6), and a requantize.
+// A program of quantized convolutions (3x3 with padding 1, or 1x1), layer after layer: each a
+// dequantize of an int8 weight with per-channel scales, the convolution, relu (or relu6), and a
+// requantize.
 struct QuantConvChain {
   Prog p;
   std::string decls, params, cur;
@@ -105,13 +106,12 @@ struct QuantConvChain {
                                       l + ", scales=" + si +
                                       ", zero_points=none, axis=0, quant_min=-127, "
                                       "quant_max=127, dtype=dtype(i8), out_dtype=none)");
-    const std::string s = std::to_string(stride);
-    return p.node(
-        "y" + l, y,
-        "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
-            ", stride=[" + s + ", " + s +
-            "], padding=[1, 1], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
-            std::to_string(groups) + ")");
+    const std::string s = std::to_string(stride), pad = std::to_string(wq.size(2) / 2);
+    return p.node("y" + l, y,
+                  "aten::convolution.default(input=" + cur + ", weight=" + wd + ", bias=" + bi +
+                      ", stride=[" + s + ", " + s + "], padding=[" + pad + ", " + pad +
+                      "], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
+                      std::to_string(groups) + ")");
   }
   // quantize -> dequantize of value v (of y's type); the dequantized value's name.
   std::string requantize(const std::string& l, const std::string& v, const at::Tensor& y,

@@ -104,6 +104,19 @@ OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t 
   return s;
 }
 
+OwnStep quant_pointwise_step(std::shared_ptr<QuantPointwise> b, int64_t batch, int64_t h, int64_t w,
+                             int threads, dnnl::memory src, dnnl::memory dst) {
+  OwnStep s{OwnKind::Pointwise, "convolution,ember:pointwise_u8,forward_inference,,", "", {}};
+  s.problem = cat({"mb", n(batch), "_ic", n(b->w.k), "oc", n(b->w.n), "_ih", n(h), "oh", n(h),
+                   "kh1sh1dh0ph0_iw", n(w), "ow", n(w), "kw1sw1dw0pw0"});
+  const int64_t m = batch * h * w;
+  s.run = [b = std::move(b), m, threads, src, dst]() {
+    quant_pointwise_threads(threads, m, *b, static_cast<const uint8_t*>(handle_of(src)),
+                            static_cast<uint8_t*>(handle_of(dst)));
+  };
+  return s;
+}
+
 OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h, int64_t w,
                        Clamp act, int threads, dnnl::memory src, dnnl::memory residual,
                        dnnl::memory dst) {

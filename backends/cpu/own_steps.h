@@ -53,6 +53,11 @@ OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t 
                              int64_t w, int64_t c, int64_t stride, dnnl::memory src,
                              dnnl::memory dst);
 
+// The int8 1x1 convolution of the uint8 channels-last src [batch][h][w][b.w.k] -> dst
+// [...][b.w.n], requantized (QuantPointwise).
+OwnStep quant_pointwise_step(std::shared_ptr<QuantPointwise> b, int64_t batch, int64_t h, int64_t w,
+                             int threads, dnnl::memory src, dnnl::memory dst);
+
 // A 1x1 convolution of the channels-last src [batch][h][w][b.k] -> dst [...][b.n]; residual
 // (empty for none) has dst's shape.
 OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h, int64_t w,

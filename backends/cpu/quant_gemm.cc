@@ -289,6 +289,52 @@ void DotRows::dequantize(int64_t m, int64_t k, float* out) const {
   }
 }
 
+QuantPointwise QuantPointwise::pack(const int8_t* q, const float* weight_scales, const float* bias,
+                                    int64_t k, int64_t n, float in_scale, float in_zero_point,
+                                    Clamp act, float out_inv, float out_zero_point,
+                                    const Storage& storage) {
+  QuantPointwise out;
+  const std::vector<float> ones(static_cast<size_t>(n), 1.f);
+  out.w = DotPackedMatrix::pack(q, ones.data(), nullptr, k, n, k, 8, storage);
+  const size_t cols = static_cast<size_t>(out.w.panels * kGroup);
+  out.init = Stored<int32_t>(cols, storage, 0);
+  out.mult = Stored<float>(cols, storage, 0.f);
+  out.add = Stored<float>(cols, storage, 0.f);
+  if (out.w.data.empty() || out.init.empty() || out.mult.empty() || out.add.empty()) {
+    return QuantPointwise{};
+  }
+  const auto in_shift = static_cast<int32_t>(in_zero_point) + 128;
+  for (int64_t j = 0; j < n; ++j) {
+    // w.sums is [panels][1][kGroup]: column j at j.
+    out.init[static_cast<size_t>(j)] = -in_shift * out.w.sums[static_cast<size_t>(j)];
+    out.mult[static_cast<size_t>(j)] = in_scale * weight_scales[j] * out_inv;
+    out.add[static_cast<size_t>(j)] = bias != nullptr ? bias[j] * out_inv : 0.f;
+  }
+  out.lo = std::max(act.lo * out_inv, -512.f);
+  out.hi = std::min(act.hi * out_inv, 512.f);
+  out.shift = static_cast<int32_t>(out_zero_point) + 128;
+  return out;
+}
+
+void quant_pointwise_threads(int threads, int64_t m, const QuantPointwise& b, const uint8_t* a,
+                             uint8_t* c) {
+  const simd::Kernels& kernels = *simd::kernels();
+  constexpr int64_t kUnit = 24;  // rows: a multiple of every tile's (simd_kernels.inc)
+  const int64_t units = (m + kUnit - 1) / kUnit;
+  threads = static_cast<int>(std::min<int64_t>(threads, units));
+  if (threads <= 1) {
+    kernels.quant_pointwise(0, m, b, a, c);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+    const int64_t begin = std::min(m, units * t / count * kUnit);
+    const int64_t end = std::min(m, units * (t + 1) / count * kUnit);
+    kernels.quant_pointwise(begin, end, b, a, c);
+  }
+}
+
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc) {
   const simd::Kernels& kernels = *simd::kernels();

@@ -162,4 +162,36 @@ struct DotRows {
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc);
 
+// A 1x1 convolution of int8 values by an int8 weight with one scale an output channel,
+// requantized: the int8 chain of a quantized CNN (cpu_quant.cc), uint8 in and out (each value its
+// int8 integer + 128), channels-last rows of pixels. Each output's integer sum
+// sum (x - zero point) q is exact in int32 (four u8 x s8 products an instruction: vpdpbusd with
+// VNNI, else pmaddubsw, whose 16-bit pairs need weights within [-64, 63]); then
+// y = sum * (scale * weight scale / out scale) + bias / out scale, clamped to the activation's
+// bounds / out scale, rounded half to even, plus the out zero point, saturated: PyTorch's
+// requantization of clamp(sum * scale * weight scale + bias), its 1 / out scale folded into the
+// multipliers (the products rounded once, not twice: a result can differ from the unfolded
+// one's only at a tie, as the integer sum already differs from the reference's float one).
+struct QuantPointwise {
+  DotPackedMatrix w;     // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums
+  Stored<int32_t> init;  // [panels * kGroup]: -(in zero point + 128) * the column's sum
+  Stored<float> mult;    // [panels * kGroup]: in scale * weight scale * (1 / out scale)
+  Stored<float> add;     // [panels * kGroup]: bias * (1 / out scale)
+  float lo = -512.f, hi = 512.f;  // the activation's bounds * (1 / out scale), within +-512
+  int32_t shift = 128;            // out zero point + 128
+
+  // q: [n][k] int8 (k a multiple of 4); weight_scales: [n]; bias: [n] or null; act: the clamp
+  // before the requantize; out_inv: (float)(1 / out scale). Empty (w.data.empty()) where the
+  // storage gives none.
+  static QuantPointwise pack(const int8_t* q, const float* weight_scales, const float* bias,
+                             int64_t k, int64_t n, float in_scale, float in_zero_point, Clamp act,
+                             float out_inv, float out_zero_point, const Storage& storage = {});
+};
+
+// c [m][n] = the requantized 1x1 convolution of a [m][k] (uint8, as above) on up to `threads`
+// OpenMP threads, split by rows; Ember's SIMD kernels (callers check own_kernels_supported(),
+// and that the weights fit [-64, 63] where simd::kernels() has no VNNI).
+void quant_pointwise_threads(int threads, int64_t m, const QuantPointwise& b, const uint8_t* a,
+                             uint8_t* c);
+
 }  // namespace ember::cpu
