@@ -63,9 +63,7 @@ TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
   EXPECT_EQ(summary.int8_elementwise, input_u8 ? 1 : 0);
   // A tie rounded the other way in the first layer moves a few of the second's sums: two steps
   // at most, on few elements.
-  const at::Tensor diff = (out[0] - ref).abs();
-  EXPECT_LE(diff.max().item<float>(), 2 * s_in * 1.001);
-  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
+  expect_within_steps(out[0], ref, s_in, 2, 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuQuant, ChainedConvolutions,
@@ -110,9 +108,7 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
   const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
   const bool own = own_kernels_supported() && outer_integers && (stride == 1 || !int8_supported());
   EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
-  const at::Tensor diff = (out[0] - ref).abs();
-  EXPECT_LE(diff.max().item<float>(), 2 * scales[3] * 1.001);
-  EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 50 + 1);
+  expect_within_steps(out[0], ref, scales[3], 2, 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuQuant, QuantizedDepthwise,
@@ -178,9 +174,7 @@ TEST_P(ResidualAdds, OnUint8AgainstTheReference) {
     EXPECT_EQ(summary.int8_elementwise, int8 && u8 ? 3 : 0);
     EXPECT_EQ(summary.int8_chained, int8 && u8 ? 4 : 0);
     // A tie rounded the other way in one layer moves a few values of the next ones.
-    const at::Tensor diff = (out[0] - ref).abs();
-    EXPECT_LE(diff.max().item<float>(), 3 * s[7] * 1.001);
-    EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 20 + 1);
+    expect_within_steps(out[0], ref, s[7], 3, 20);
   }
 }
 
@@ -286,9 +280,7 @@ TEST(CpuQuant, InputQuantizedStraightToUint8) {
       const bool u8 = int8_7bit_supported() && own_kernels_supported();
       EXPECT_EQ(summary.int8_elementwise, u8 ? 1 : 0);
       EXPECT_EQ(summary.int8_chained, u8 ? 1 : 0);
-      const at::Tensor diff = (out[0] - want).abs();
-      EXPECT_LE(diff.max().item<float>(), 0.05f * 1.001f);
-      EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 100 + 1);
+      expect_within_steps(out[0], want, 0.05f, 1, 100);
     }
   }
 }
@@ -381,9 +373,7 @@ TEST(CpuQuant, PointwiseConvolutionsInAChain) {
     // The expansion's c input channels, the projection's 4c.
     EXPECT_EQ(summary.pointwise_steps, own ? (c % 4 == 0 ? 2 : 1) : 0);
     EXPECT_EQ(summary.int8_elementwise, own ? 2 : 0);  // the input's quantize, the add
-    const at::Tensor diff = (out[0] - ref).abs();
-    EXPECT_LE(diff.max().item<float>(), 3 * s[4] * 1.001);
-    EXPECT_LE((diff > 0).sum().item<int64_t>(), ref.numel() / 20 + 1);
+    expect_within_steps(out[0], ref, s[4], 3, 20);
   }
 }
 

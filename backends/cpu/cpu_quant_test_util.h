@@ -37,6 +37,16 @@ inline std::string i8_type(const at::Tensor& t) {
   return "i8" + s.substr(s.find('['));
 }
 
+// Requantized results against the reference's: at most `steps` steps of `step` apart, on at
+// most one element in `per` (a tie rounded the other way moves a value a step, and the layers
+// after it a few of theirs).
+inline void expect_within_steps(const at::Tensor& got, const at::Tensor& want, double step,
+                                int steps, int64_t per) {
+  const at::Tensor diff = (got - want).abs();
+  EXPECT_LE(diff.max().item<float>(), steps * step * 1.001);
+  EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / per + 1);
+}
+
 // The variants of the backend's own kernels this CPU runs (none below AVX2).
 inline std::vector<const simd::Kernels*> simd_variants() {
   std::vector<const simd::Kernels*> variants;
