@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -354,6 +355,7 @@ class CpuDelegate {
   // quantized convolutions of those parameters that run in integers or on Ember's depthwise
   // kernel, or that add it to their result as add_tail does. Not a delegate output.
   bool readers_take_u8(int32_t t, float scale, float zero_point);
+  bool readers_take_u8_uncached(int32_t t, float scale, float zero_point);
   // Whether QuantConv `op`, in integers, has the post-ops of a residual block's end: [clamps]
   // requantize, + t (a tensor of its shape), [clamps], requantize; and its result
   // readers_take_u8. Then the convolution writes its first requantized result as uint8 and
@@ -422,6 +424,7 @@ class CpuDelegate {
   // convolution or add, a quantize), with their float scale and zero point; only steps that take
   // uint8 read them (readers_take_u8).
   std::map<int32_t, std::pair<float, float>> u8_tensors_;
+  std::map<std::tuple<int32_t, float, float>, bool> readers_take_u8_;  // its answers so far
   // fp32 inverted residual blocks, depthwise and pointwise convolutions and matrix-vector
   // products through Ember's own AVX-512 kernels (inverted_residual.h, depthwise.h,
   // packed_gemm.h) where they apply

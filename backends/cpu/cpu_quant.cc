@@ -356,6 +356,18 @@ bool CpuDelegate::int8_chain_out(const OpDesc& op, size_t fused) {
 }
 
 bool CpuDelegate::readers_take_u8(int32_t t, float scale, float zero_point) {
+  // Asked again of the same tensors down every path of the graph (a reader's answer asks its own
+  // readers'): each answer is kept, so that a graph of many paths costs no more than its ops.
+  const auto key = std::make_tuple(t, scale, zero_point);
+  if (auto known = readers_take_u8_.find(key); known != readers_take_u8_.end()) {
+    return known->second;
+  }
+  const bool answer = readers_take_u8_uncached(t, scale, zero_point);
+  readers_take_u8_[key] = answer;
+  return answer;
+}
+
+bool CpuDelegate::readers_take_u8_uncached(int32_t t, float scale, float zero_point) {
   for (int32_t out : graph_.outputs) {
     if (out == t) return false;
   }
