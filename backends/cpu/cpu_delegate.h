@@ -55,6 +55,14 @@ memory::dims dense_strides(const memory::dims& dims, const std::vector<uint8_t>&
 
 memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8_t>& order = {});
 
+// The data of m as T*.
+template <typename T>
+T* data_as(const memory& m) {
+  void* p = nullptr;
+  dnnl_memory_get_data_handle(m.get(), &p);
+  return static_cast<T*>(p);
+}
+
 // The strides of `md` when it is a plain (unblocked) f32 layout, any strides; else empty.
 memory::dims plain_strides(const memory::desc& md);
 
