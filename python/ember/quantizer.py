@@ -70,7 +70,9 @@ def int8_config(per_channel: bool = True, observer: str = "histogram",
 _aten = torch.ops.aten
 _CONV_LINEAR = {_aten.conv1d.default, _aten.conv2d.default, _aten.linear.default}
 # Activations fused into the convolution, linear or add before them (quantized after them only).
-_RELU = {_aten.relu.default, _aten.relu_.default, _aten.hardtanh.default, _aten.hardtanh_.default}
+# (torch.nn.functional.relu6 exports as relu6; torch.nn.ReLU6 as hardtanh.)
+_RELU = {_aten.relu.default, _aten.relu_.default, _aten.hardtanh.default, _aten.hardtanh_.default,
+         _aten.relu6.default, _aten.relu6_.default}
 _ADD = {_aten.add.Tensor, _aten.add_.Tensor}
 _CAT = {_aten.cat.default, _aten.concat.default}
 # Ops whose output keeps its input's quantization parameters (they move or select values).

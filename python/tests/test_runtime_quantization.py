@@ -71,6 +71,29 @@ class ResidualNet(torch.nn.Module):
         return self.fc(y)
 
 
+class InvertedResidualNet(torch.nn.Module):
+    """MobileNetV2's int8 shapes: a 3x3 stem, an inverted residual block (1x1 expansion, 3x3
+    depthwise, 1x1 projection, the residual add), a 1x1 expansion, average pool, a linear."""
+
+    def __init__(self):
+        super().__init__()
+        c = 16
+        self.stem = torch.nn.Conv2d(3, c, 3, stride=2, padding=1)
+        self.expand = torch.nn.Conv2d(c, 4 * c, 1)
+        self.dw = torch.nn.Conv2d(4 * c, 4 * c, 3, padding=1, groups=4 * c)
+        self.project = torch.nn.Conv2d(4 * c, c, 1)
+        self.last = torch.nn.Conv2d(c, 2 * c, 1)
+        self.fc = torch.nn.Linear(2 * c, 10)
+
+    def forward(self, x):
+        y = torch.nn.functional.relu6(self.stem(x))
+        z = torch.nn.functional.relu6(self.expand(y))
+        z = torch.nn.functional.relu6(self.dw(z))
+        y = self.project(z) + y
+        y = torch.nn.functional.relu6(self.last(y))
+        return self.fc(torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1))
+
+
 class ScopedCat(torch.nn.Module):
     class Encoder(torch.nn.Module):
         def forward(self, a, b):
@@ -184,6 +207,28 @@ class QuantizationTest(unittest.TestCase):
         (cpu,) = self.run_in_ember(converted, (x,), "cnn_cpu", backend="cpu")
         step = self.output_scale(converted)
         self.assertLessEqual((cpu - expected).abs().max().item(), step * 1.0001)
+
+    def test_int8_inverted_residual_matches_the_quantized_reference(self):
+        # The cpu backend's int8 chain end to end (docs/backends/cpu.md "Quantized programs"):
+        # the input's quantize to uint8, Ember's 1x1 and depthwise kernels, the residual add on
+        # uint8. A tie rounded the other way in one layer can move the next ones a step, so the
+        # logits are held to two output steps.
+        torch.manual_seed(2)
+        model = InvertedResidualNet()
+        x = torch.randn(2, 3, 24, 24)
+        converted = quantize(model, (x,), EmberQuantizer().set_global(int8_config()))
+        # relu6 (torch.nn.functional.relu6 exports as aten.relu6) is fused into the convolution
+        # before it: nothing quantizes the convolution's result before the clip.
+        relu6 = [n for n in converted.graph.nodes if n.target == torch.ops.aten.relu6.default]
+        self.assertEqual(len(relu6), 4)
+        for n in relu6:
+            self.assertEqual(n.args[0].target, torch.ops.aten.conv2d.default, n.args[0])
+        expected = converted(x)
+        (portable,) = self.run_in_ember(converted, (x,), "ir_portable")
+        torch.testing.assert_close(portable, expected, rtol=0, atol=0)
+        (cpu,) = self.run_in_ember(converted, (x,), "ir_cpu", backend="cpu")
+        step = self.output_scale(converted)
+        self.assertLessEqual((cpu - expected).abs().max().item(), 2 * step * 1.0001)
 
     def test_xnnpack_quantizer_programs_run(self):
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
