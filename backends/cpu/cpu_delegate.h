@@ -357,8 +357,8 @@ class CpuDelegate {
   // quantize and a dequantize, may write its result as uint8 for readers that all take it so
   // (readers_take_u8).
   bool int8_chain_out(const OpDesc& op, size_t fused);
-  // The clamps before post-op `fused` of such an op, as one.
-  static Clamp clamps_before(const OpDesc& op, size_t fused);
+  // Post-ops [begin, end) of such an op, clamps all (checked before), as one.
+  static Clamp clamps_in(const OpDesc& op, size_t begin, size_t end);
   // Whether every reader of `t`, dequantized values of (scale, zero_point), reads them as uint8:
   // quantized convolutions of those parameters that run in integers or on Ember's depthwise
   // kernel, or that add it to their result as add_tail does. Not a delegate output.

@@ -188,7 +188,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   const bool u8_out = residual || int8_chain_out(op, fused);
   if (own_depthwise) {  // u8_out too (own_quant_depthwise)
     // Ember's kernel: PyTorch's float arithmetic on the dequantized values (depthwise.h).
-    const Clamp act = clamps_before(op, fused);
+    const Clamp act = clamps_in(op, 0, fused);
     const QuantDepthwise3x3::Quant in{src_scale, src_zp};
     const QuantDepthwise3x3::Requant out{op.post_ops[fused].alpha, op.post_ops[fused].beta};
     const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
@@ -207,7 +207,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
     auto kernel = std::make_shared<QuantPointwise>(
         QuantPointwise::pack(q, scales, has_bias ? data_as<float>(b) : nullptr, g.sd[1], oc,
-                             src_scale, src_zp, clamps_before(op, fused), op.post_ops[fused].alpha,
+                             src_scale, src_zp, clamps_in(op, 0, fused), op.post_ops[fused].alpha,
                              op.post_ops[fused].beta, weight_storage()));
     const memory::desc dst_md(g.od, dt::u8, tag::nhwc);
     memory dst = residual ? scratch_activation(dst_md) : make_output(op, dst_md);
@@ -387,11 +387,11 @@ bool CpuDelegate::readers_take_u8_uncached(int32_t t, float scale, float zero_po
   return readers > 0;
 }
 
-Clamp CpuDelegate::clamps_before(const OpDesc& op, size_t fused) {
+Clamp CpuDelegate::clamps_in(const OpDesc& op, size_t begin, size_t end) {
   Clamp act;
-  for (size_t i = 0; i < fused; ++i) {
+  for (size_t i = begin; i < end; ++i) {
     Clamp c;
-    if (!is_clamp(op.post_ops[i], &c)) refuse("a post-op before a requantize is not a clamp");
+    if (!is_clamp(op.post_ops[i], &c)) refuse("a post-op beside a requantize is not a clamp");
     act.lo = std::max(act.lo, c.lo);
     act.hi = std::min(act.hi, c.hi);
   }
@@ -467,13 +467,7 @@ void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_
     in[1].mem = as(t, nhwc_md(dims));
   }
   const size_t n_post = op.post_ops.size();
-  Clamp act;
-  for (size_t i = at + 1; i < n_post - 2; ++i) {
-    Clamp c;
-    if (!is_clamp(op.post_ops[i], &c)) refuse("quantized add: a post-op is not a clamp");
-    act.lo = std::max(act.lo, c.lo);
-    act.hi = std::min(act.hi, c.hi);
-  }
+  const Clamp act = clamps_in(op, at + 1, n_post - 2);
   const PostOp &q = op.post_ops[n_post - 2], &d = op.post_ops[n_post - 1];
   const memory dst = make_output(op, u8_md);
   const int64_t n = checked_numel(dims);
