@@ -67,6 +67,10 @@ bool seven_bits(const int8_t* q, int64_t n) {
 // f(begin, count) over [0, n) in `threads` even parts.
 template <typename F>
 void split(int64_t n, int threads, F f) {
+  if (threads <= 1) {  // no parallel region to enter
+    if (n > 0) f(0, n);
+    return;
+  }
 #pragma omp parallel num_threads(threads)
   {
     const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
