@@ -11,6 +11,7 @@
 
 #include "backends/cpu/cpu_quant_test_util.h"
 #include "backends/cpu/cpu_test_util.h"
+#include "backends/cpu/depthwise.h"
 #include "backends/cpu/own_kernels.h"
 #include "backends/cpu/quant_gemm.h"
 #include "backends/cpu/simd_kernels.h"
@@ -374,6 +375,45 @@ TEST(CpuQuant, PointwiseConvolutionsInAChain) {
     EXPECT_EQ(summary.pointwise_steps, own ? (c % 4 == 0 ? 2 : 1) : 0);
     EXPECT_EQ(summary.int8_elementwise, own ? 2 : 0);  // the input's quantize, the add
     expect_within_steps(out[0], ref, s[4], 3, 20);
+  }
+}
+
+// Ember's uint8 3x3 depthwise kernel alone (QuantDepthwise3x3: in integers at stride 1 with
+// VNNI, each row's three taps one vpdpbusd; else the float kernel on dequantized rows) against
+// ATen's reference requantization, to one step at ties: batches, both strides, odd widths,
+// relu6, zero points at both ends.
+TEST(CpuQuant, DepthwiseKernelAgainstTheReference) {
+  if (!own_kernels_supported()) GTEST_SKIP() << "no AVX2";
+  at::manual_seed(18);
+  struct Case {
+    int64_t batch, h, w, c, stride, zx, zo;
+  };
+  for (const Case& k : {Case{2, 7, 9, 32, 1, -128, 5}, Case{1, 5, 13, 48, 1, 127, -128},
+                        Case{1, 9, 6, 16, 2, 3, 0}, Case{1, 1, 1, 16, 1, 0, 0}}) {
+    SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) +
+                 " stride " + std::to_string(k.stride));
+    const double sx = 0.03, so = 0.05;
+    const at::Tensor xu = at::randint(0, 256, {k.batch, k.h, k.w, k.c}).to(at::kByte);  // NHWC
+    const at::Tensor wq = at::randint(-127, 128, {k.c, 1, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({k.c}) * 0.05 + 0.002, bias = at::randn({k.c});
+    const at::Tensor x = dequantize(xu.to(at::kFloat) - 128, sx, k.zx).permute({0, 3, 1, 2});
+    const at::Tensor y =
+        at::hardtanh(at::convolution(x, wq.to(at::kFloat) * ws.view({k.c, 1, 1, 1}), bias,
+                                     {k.stride, k.stride}, {1, 1}, {1, 1}, false, {0, 0}, k.c),
+                     0, 6);
+    const at::Tensor want = (quantize(y, so, k.zo) + 128).permute({0, 2, 3, 1}).contiguous();
+    const QuantDepthwise3x3 kernel(k.batch, k.h, k.w, k.c, k.stride, wq.data_ptr<int8_t>(),
+                                   ws.data_ptr<float>(), bias.data_ptr<float>(), Clamp{0.f, 6.f},
+                                   {static_cast<float>(sx), static_cast<float>(k.zx)},
+                                   {static_cast<float>(1.0 / so), static_cast<float>(k.zo)}, 2);
+    std::vector<uint8_t> out(static_cast<size_t>(want.numel()) + 1, uint8_t{0xAB});  // + a guard
+    kernel.run(xu.data_ptr<uint8_t>(), out.data());
+    EXPECT_EQ(out.back(), 0xAB) << "wrote past the output";
+    out.pop_back();
+    const at::Tensor got = at::from_blob(out.data(), want.sizes(), at::kByte).to(at::kFloat);
+    const at::Tensor diff = (got - want.to(at::kFloat)).abs();
+    EXPECT_LE(diff.max().item<float>(), 1.f);
+    EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 100 + 1);
   }
 }
 

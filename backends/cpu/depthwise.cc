@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "backends/cpu/simd_kernels.h"
 
@@ -98,22 +99,85 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
       stride_(stride),
       in_(in),
       out_(out),
-      threads_(std::max(threads, 1)),
-      buffers_(static_cast<size_t>(threads_ * (3 * w + float_.out_w()) * c)) {}
+      threads_(std::max(threads, 1)) {
+  const simd::Kernels* k = simd::kernels();
+  if (stride != 1 || k == nullptr || k->depthwise_u8_row == nullptr) {
+    buffers_.resize(static_cast<size_t>(threads_ * (3 * w + float_.out_w()) * c));
+    return;
+  }
+  // In integers (VNNI): each row's three taps one vpdpbusd, the sums exact, then requantized as
+  // QuantPointwise does (1 / out scale folded into the multiplier and the bias).
+  const int32_t in_shift = static_cast<int32_t>(in.zero_point) + 128;
+  w4_.assign(static_cast<size_t>(3 * c), 0);
+  init_.assign(static_cast<size_t>(c), 0);
+  mult_.assign(static_cast<size_t>(c), 0.f);
+  add_.assign(static_cast<size_t>(c), 0.f);
+  for (int64_t ch = 0; ch < c; ++ch) {
+    int32_t sum = 0;
+    for (int64_t ky = 0; ky < 3; ++ky) {
+      uint32_t quad = 0;
+      for (int64_t kx = 0; kx < 3; ++kx) {
+        const int8_t q = weight[ch * 9 + ky * 3 + kx];
+        quad |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * kx);
+        sum += q;
+      }
+      w4_[static_cast<size_t>(ky * c + ch)] = static_cast<int32_t>(quad);
+    }
+    init_[static_cast<size_t>(ch)] = -in_shift * sum;
+    mult_[static_cast<size_t>(ch)] = in.scale * weight_scales[ch] * out.inv_scale;
+    add_[static_cast<size_t>(ch)] = bias != nullptr ? bias[ch] * out.inv_scale : 0.f;
+  }
+  lo_ = std::max(act.lo * out.inv_scale, -512.f);
+  hi_ = std::min(act.hi * out.inv_scale, 512.f);
+  out_shift_ = static_cast<int32_t>(out.zero_point) + 128;
+  pad_row_.assign(static_cast<size_t>(w * c), 0);
+  const std::vector<uint8_t> pad_bytes(static_cast<size_t>(w * c), static_cast<uint8_t>(in_shift));
+  k->quads_row(pad_bytes.data(), w, c, static_cast<uint8_t>(in_shift), pad_row_.data());
+  quads_.resize(static_cast<size_t>(threads_ * 3 * w * c));
+}
 
 void QuantDepthwise3x3::run(const uint8_t* src, uint8_t* dst) const {
   const int64_t vectors = c_ / kGroup, units = batch_ * out_h() * vectors;
   const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
   const int64_t per_thread = (3 * w_ + out_w()) * c_;
-  if (threads <= 1) {
-    run_units(src, dst, 0, units, buffers_.data(), buffers_.data() + 3 * w_ * c_);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+  auto part = [&](int64_t t, int64_t n) {
+    const int64_t u0 = units * t / n, u1 = units * (t + 1) / n;
+    if (!quads_.empty()) return run_integers(src, dst, u0, u1, quads_.data() + t * 3 * w_ * c_);
     float* ring = buffers_.data() + t * per_thread;
-    run_units(src, dst, units * t / n, units * (t + 1) / n, ring, ring + 3 * w_ * c_);
+    run_units(src, dst, u0, u1, ring, ring + 3 * w_ * c_);
+  };
+  if (threads <= 1) return part(0, 1);
+#pragma omp parallel num_threads(threads)
+  part(omp_get_thread_num(), omp_get_num_threads());
+}
+
+void QuantDepthwise3x3::run_integers(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1,
+                                     int32_t* ring) const {
+  const int64_t vectors = c_ / kGroup, row_in = w_ * c_, row_out = out_w() * c_;
+  const simd::Kernels& k = *simd::kernels();
+  const auto pad = static_cast<uint8_t>(static_cast<int32_t>(in_.zero_point) + 128);
+  int64_t held[3] = {-1, -1, -1};  // which input row (image * h + y) each ring slot holds
+  for (int64_t r = u0 / vectors; r * vectors < u1; ++r) {
+    const int64_t img = r / out_h(), oy = r % out_h();
+    const int32_t* window[3];
+    for (int ky = 0; ky < 3; ++ky) {
+      const int64_t iy = oy - 1 + ky;
+      if (iy < 0 || iy >= h_) {
+        window[ky] = pad_row_.data();  // dequantizes to 0: adds nothing to the exact sum
+        continue;
+      }
+      const int64_t key = img * h_ + iy, slot = iy % 3;
+      int32_t* row = ring + slot * row_in;
+      if (held[slot] != key) {
+        k.quads_row(src + key * row_in, w_, c_, pad, row);
+        held[slot] = key;
+      }
+      window[ky] = row;
+    }
+    const int64_t c_begin = (std::max(u0, r * vectors) - r * vectors) * kGroup;
+    const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
+    k.depthwise_u8_row(window, out_w(), c_, w4_.data(), init_.data(), mult_.data(), add_.data(),
+                       lo_, hi_, out_shift_, c_begin, c_end, dst + r * row_out);
   }
 }
 
