@@ -101,7 +101,7 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
       out_(out),
       threads_(std::max(threads, 1)) {
   const simd::Kernels* k = simd::kernels();
-  if (stride != 1 || k == nullptr || k->depthwise_u8_row == nullptr) {
+  if (k == nullptr || k->depthwise_u8_row == nullptr) {
     buffers_.resize(static_cast<size_t>(threads_ * (3 * w + float_.out_w()) * c));
     return;
   }
@@ -132,7 +132,7 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
   out_shift_ = static_cast<int32_t>(out.zero_point) + 128;
   pad_row_.assign(static_cast<size_t>(w * c), 0);
   const std::vector<uint8_t> pad_bytes(static_cast<size_t>(w * c), static_cast<uint8_t>(in_shift));
-  k->quads_row(pad_bytes.data(), w, c, static_cast<uint8_t>(in_shift), pad_row_.data());
+  k->quads_row(pad_bytes.data(), w, c, stride, static_cast<uint8_t>(in_shift), pad_row_.data());
   quads_.resize(static_cast<size_t>(threads_ * 3 * w * c));
 }
 
@@ -161,7 +161,7 @@ void QuantDepthwise3x3::run_integers(const uint8_t* src, uint8_t* dst, int64_t u
     const int64_t img = r / out_h(), oy = r % out_h();
     const int32_t* window[3];
     for (int ky = 0; ky < 3; ++ky) {
-      const int64_t iy = oy - 1 + ky;
+      const int64_t iy = oy * stride_ - 1 + ky;
       if (iy < 0 || iy >= h_) {
         window[ky] = pad_row_.data();  // dequantizes to 0: adds nothing to the exact sum
         continue;
@@ -169,7 +169,7 @@ void QuantDepthwise3x3::run_integers(const uint8_t* src, uint8_t* dst, int64_t u
       const int64_t key = img * h_ + iy, slot = iy % 3;
       int32_t* row = ring + slot * row_in;
       if (held[slot] != key) {
-        k.quads_row(src + key * row_in, w_, c_, pad, row);
+        k.quads_row(src + key * row_in, w_, c_, stride_, pad, row);
         held[slot] = key;
       }
       window[ky] = row;

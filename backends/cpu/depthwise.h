@@ -62,12 +62,12 @@ class Depthwise3x3 {
 // the result quantized, round_half_even(y * inv_scale) + zero point, saturated. Only the order
 // of the float sums differs from ATen's. Rows are dequantized once each into a ring of three per
 // thread (allocated here, not at run). Faster than oneDNN 2.6's int8 depthwise (jit_int8: 2.5x
-// on MobileNetV2's layers), and on AVX2 as on AVX-512. At stride 1 on a CPU with VNNI it runs in
-// integers instead: each input row as quads (a pixel's left, own and right byte of a channel,
+// on MobileNetV2's layers), and on AVX2 as on AVX-512. On a CPU with VNNI it runs in integers
+// instead: each input row as quads (an output pixel's left, centre and right byte of a channel,
 // Kernels::quads_row), so that a row's three taps are one vpdpbusd; the sums exact in int32,
 // requantized as QuantPointwise does (quant_gemm.h: 1 / out scale folded into the multiplier,
 // so a result can differ from the float path's only at a tie). 1.6x the float path's speed on
-// MobileNetV2's layers (bench/cpu_kernels_bench.cc).
+// MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
 class QuantDepthwise3x3 {
  public:
   // The input's dequantize, x = (q - zero_point) * scale, and the output's quantize,

@@ -52,13 +52,15 @@ struct Kernels {
   // Whether the four-product sums are vpdpbusd's (any int8 weight), or pmaddubsw's 16-bit pairs
   // (weights within [-64, 63]).
   bool vnni;
-  // The integer 3x3 depthwise convolution at stride 1 (QuantDepthwise3x3, depthwise.h), with
-  // VNNI only (null elsewhere). quads_row: a uint8 row x [w][c] as r4[q][ch] = the bytes
-  // x[q - 1][ch], x[q][ch], x[q + 1][ch], 0 (`pad` outside the row): a row's three taps, one
-  // vpdpbusd operand. depthwise_u8_row: output channels [c_begin, c_end) of one row from the
-  // three input rows' quads, the weights w4 [3][c] (a row's three taps, then 0), requantized as
-  // QuantPointwise does (init, mult, add [c]; lo, hi; shift) into out [wo][c].
-  void (*quads_row)(const uint8_t* x, int64_t w, int64_t c, uint8_t pad, int32_t* r4);
+  // The integer 3x3 depthwise convolution (QuantDepthwise3x3, depthwise.h), with VNNI only (null
+  // elsewhere). quads_row: a uint8 row x [w][c] as r4[q / stride][ch], for q = 0, stride, ...,
+  // the bytes x[q - 1][ch], x[q][ch], x[q + 1][ch], 0 (`pad` outside the row): an output pixel's
+  // three taps of the row, one vpdpbusd operand. depthwise_u8_row: output channels
+  // [c_begin, c_end) of one row from the three input rows' quads, the weights w4 [3][c] (a row's
+  // three taps, then 0), requantized as QuantPointwise does (init, mult, add [c]; lo, hi; shift)
+  // into out [wo][c].
+  void (*quads_row)(const uint8_t* x, int64_t w, int64_t c, int64_t stride, uint8_t pad,
+                    int32_t* r4);
   void (*depthwise_u8_row)(const int32_t* const rows[3], int64_t wo, int64_t c, const int32_t* w4,
                            const int32_t* init, const float* mult, const float* add, float lo,
                            float hi, int32_t shift, int64_t c_begin, int64_t c_end, uint8_t* out);
