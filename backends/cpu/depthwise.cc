@@ -78,6 +78,28 @@ void Depthwise3x3::run_units(const float* src, float* dst, int64_t u0, int64_t u
 
 namespace {
 
+// Output row oy of image img reads input rows oy * stride - 1 .. + 1: window[ky] is the ring slot
+// (of three, rows of row_size) holding input row iy, `fill(key, slot)` converting it the first
+// time (key = img * h + iy; held: the key each slot holds), or `pad` where iy is in the padding.
+template <typename T, typename Fill>
+void ring_window(T* ring, int64_t row_size, int64_t held[3], int64_t img, int64_t oy,
+                 int64_t stride, int64_t h, const T* pad, Fill fill, const T* window[3]) {
+  for (int ky = 0; ky < 3; ++ky) {
+    const int64_t iy = oy * stride - 1 + ky;
+    if (iy < 0 || iy >= h) {
+      window[ky] = pad;
+      continue;
+    }
+    const int64_t key = img * h + iy, slot = iy % 3;
+    T* row = ring + slot * row_size;
+    if (held[slot] != key) {
+      fill(key, row);
+      held[slot] = key;
+    }
+    window[ky] = row;
+  }
+}
+
 std::vector<float> dequantized_weight(const int8_t* q, const float* scales, int64_t c) {
   std::vector<float> w(static_cast<size_t>(c * 9));
   for (int64_t i = 0; i < c * 9; ++i) w[i] = static_cast<float>(q[i]) * scales[i / 9];
@@ -160,20 +182,13 @@ void QuantDepthwise3x3::run_integers(const uint8_t* src, uint8_t* dst, int64_t u
   for (int64_t r = u0 / vectors; r * vectors < u1; ++r) {
     const int64_t img = r / out_h(), oy = r % out_h();
     const int32_t* window[3];
-    for (int ky = 0; ky < 3; ++ky) {
-      const int64_t iy = oy * stride_ - 1 + ky;
-      if (iy < 0 || iy >= h_) {
-        window[ky] = pad_row_.data();  // dequantizes to 0: adds nothing to the exact sum
-        continue;
-      }
-      const int64_t key = img * h_ + iy, slot = iy % 3;
-      int32_t* row = ring + slot * row_in;
-      if (held[slot] != key) {
-        k.quads_row(src + key * row_in, w_, c_, stride_, pad, row);
-        held[slot] = key;
-      }
-      window[ky] = row;
-    }
+    // A padding row's quads dequantize to 0: they add nothing to the exact sum.
+    ring_window<int32_t>(
+        ring, row_in, held, img, oy, stride_, h_, pad_row_.data(),
+        [&](int64_t key, int32_t* row) {
+          k.quads_row(src + key * row_in, w_, c_, stride_, pad, row);
+        },
+        window);
     const int64_t c_begin = (std::max(u0, r * vectors) - r * vectors) * kGroup;
     const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
     k.depthwise_u8_row(window, out_w(), c_, w4_.data(), init_.data(), mult_.data(), add_.data(),
@@ -191,20 +206,12 @@ void QuantDepthwise3x3::run_units(const uint8_t* src, uint8_t* dst, int64_t u0, 
   for (int64_t r = u0 / vectors; r * vectors < u1; ++r) {
     const int64_t img = r / out_h(), oy = r % out_h();
     const float* window[3];
-    for (int ky = 0; ky < 3; ++ky) {
-      const int64_t iy = oy * stride_ - 1 + ky;
-      if (iy < 0 || iy >= h_) {
-        window[ky] = nullptr;
-        continue;
-      }
-      const int64_t key = img * h_ + iy, slot = iy % 3;
-      float* row = ring + slot * row_in;
-      if (held[slot] != key) {
-        k.dequantize_u8(src + key * row_in, row, row_in, in_shift, in_.scale);
-        held[slot] = key;
-      }
-      window[ky] = row;
-    }
+    ring_window<float>(
+        ring, row_in, held, img, oy, stride_, h_, nullptr,
+        [&](int64_t key, float* row) {
+          k.dequantize_u8(src + key * row_in, row, row_in, in_shift, in_.scale);
+        },
+        window);
     const int64_t c_begin = (std::max(u0, r * vectors) - r * vectors) * kGroup;
     const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
     float_.row(window, c_begin, c_end, out_row);
