@@ -345,10 +345,10 @@ class CpuDelegate {
   // The uint8 result `dst` of QuantConv op (int8_chain_out or add_tail): registered as the
   // output's, or the residual added (add_quant_add_step).
   void finish_u8_out(const OpDesc& op, size_t fused, bool residual, const memory& dst);
-  // Whether QuantConv op (weights q, `count` of them), requantized to uint8, runs on Ember's
-  // int8 1x1 kernel (QuantPointwise): 1x1, stride 1, no padding, one group, input channels a
-  // multiple of 4; weights within [-64, 63] where the kernels have no VNNI.
-  bool own_quant_pointwise(const OpDesc& op, const int8_t* q, int64_t count);
+  // Whether a QuantConv of geometry g (weights q, `count` of them), requantized to uint8, runs on
+  // Ember's int8 1x1 kernel (QuantPointwise): 1x1, stride 1, no padding, one group, input
+  // channels a multiple of 4; weights within [-64, 63] where the kernels have no VNNI.
+  bool own_quant_pointwise(const ConvGeometry& g, const int8_t* q, int64_t count);
   // A QuantMatMul (graph_format.h), in integers as build_quant_conv (cpu_quant.cc).
   void build_quant_matmul(const OpDesc& op);
   // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).

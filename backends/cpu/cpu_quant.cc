@@ -206,7 +206,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     u8_tensors_[op.output] = {op.post_ops[fused + 1].alpha, op.post_ops[fused + 1].beta};
     return;
   }
-  if (u8_out && own_quant_pointwise(op, q, wsize)) {
+  if (u8_out && own_quant_pointwise(g, q, wsize)) {
     // Ember's kernel (quant_gemm.h): the integer sums, requantized in one pass.
     const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
     auto kernel = std::make_shared<QuantPointwise>(
@@ -303,10 +303,9 @@ void CpuDelegate::finish_u8_out(const OpDesc& op, size_t fused, bool residual, c
   }
 }
 
-bool CpuDelegate::own_quant_pointwise(const OpDesc& op, const int8_t* q, int64_t count) {
+bool CpuDelegate::own_quant_pointwise(const ConvGeometry& g, const int8_t* q, int64_t count) {
   const simd::Kernels* k = simd::kernels();
   if (!own_kernels_ || k == nullptr) return false;
-  const ConvGeometry g = conv_geometry(op);
   bool pointwise = g.r == 2 && !g.transposed && g.groups == 1 && g.sd[1] % 4 == 0;
   for (int i = 0; pointwise && i < 2; ++i) {
     pointwise =

@@ -239,8 +239,13 @@ TEST(CpuQuant, QuantizeToUint8IsPyTorchsQuantize) {
     while (y.size() < 37) y.push_back(static_cast<float>(y.size()) * 0.37f - 7.f);
     std::vector<uint8_t> q(y.size());
     k->quantize_u8(y.data(), q.data(), static_cast<int64_t>(y.size()), inv, zp);
+    // ATen's clamp(round(y * inv) + zp), held + 128; a NaN becomes 0 in PyTorch's cast to int8
+    // (x86), which ATen's float ops leave as NaN.
+    const at::Tensor yt = at::from_blob(y.data(), {static_cast<int64_t>(y.size())}, at::kFloat);
+    const at::Tensor want =
+        at::nan_to_num(at::clamp(at::round(yt * inv) + zp, -128, 127), 0.0) + 128;
     for (size_t i = 0; i < y.size(); ++i) {
-      EXPECT_EQ(q[i], static_cast<int>(quantize_int8(y[i], inv, zp)) + 128) << y[i];
+      EXPECT_EQ(q[i], want[static_cast<int64_t>(i)].item<float>()) << y[i];
     }
     EXPECT_EQ(q[0], 0 - 5 + 128);  // 0.5 rounds to 0
     EXPECT_EQ(q[1], 2 - 5 + 128);  // 1.5 rounds to 2

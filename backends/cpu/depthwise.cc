@@ -131,27 +131,20 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
   // QuantPointwise does (1 / out scale folded into the multiplier and the bias).
   const int32_t in_shift = static_cast<int32_t>(in.zero_point) + 128;
   w4_.assign(static_cast<size_t>(3 * c), 0);
-  init_.assign(static_cast<size_t>(c), 0);
-  mult_.assign(static_cast<size_t>(c), 0.f);
-  add_.assign(static_cast<size_t>(c), 0.f);
+  std::vector<int32_t> sums(static_cast<size_t>(c), 0);
   for (int64_t ch = 0; ch < c; ++ch) {
-    int32_t sum = 0;
     for (int64_t ky = 0; ky < 3; ++ky) {
       uint32_t quad = 0;
       for (int64_t kx = 0; kx < 3; ++kx) {
         const int8_t q = weight[ch * 9 + ky * 3 + kx];
         quad |= static_cast<uint32_t>(static_cast<uint8_t>(q)) << (8 * kx);
-        sum += q;
+        sums[static_cast<size_t>(ch)] += q;
       }
       w4_[static_cast<size_t>(ky * c + ch)] = static_cast<int32_t>(quad);
     }
-    init_[static_cast<size_t>(ch)] = -in_shift * sum;
-    mult_[static_cast<size_t>(ch)] = in.scale * weight_scales[ch] * out.inv_scale;
-    add_[static_cast<size_t>(ch)] = bias != nullptr ? bias[ch] * out.inv_scale : 0.f;
   }
-  lo_ = std::max(act.lo * out.inv_scale, -512.f);
-  hi_ = std::min(act.hi * out.inv_scale, 512.f);
-  out_shift_ = static_cast<int32_t>(out.zero_point) + 128;
+  rq_ = Requantize::make(sums.data(), weight_scales, bias, c, c, in.scale, in.zero_point, act,
+                         out.inv_scale, out.zero_point);
   pad_row_.assign(static_cast<size_t>(w * c), 0);
   const std::vector<uint8_t> pad_bytes(static_cast<size_t>(w * c), static_cast<uint8_t>(in_shift));
   k->quads_row(pad_bytes.data(), w, c, stride, static_cast<uint8_t>(in_shift), pad_row_.data());
@@ -191,8 +184,7 @@ void QuantDepthwise3x3::run_integers(const uint8_t* src, uint8_t* dst, int64_t u
         window);
     const int64_t c_begin = (std::max(u0, r * vectors) - r * vectors) * kGroup;
     const int64_t c_end = (std::min(u1, (r + 1) * vectors) - r * vectors) * kGroup;
-    k.depthwise_u8_row(window, out_w(), c_, w4_.data(), init_.data(), mult_.data(), add_.data(),
-                       lo_, hi_, out_shift_, c_begin, c_end, dst + r * row_out);
+    k.depthwise_u8_row(window, out_w(), c_, w4_.data(), rq_, c_begin, c_end, dst + r * row_out);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backends/cpu/own_kernels.h"
+#include "backends/cpu/quant_gemm.h"
 
 namespace ember::cpu {
 
@@ -65,9 +66,9 @@ class Depthwise3x3 {
 // on MobileNetV2's layers), and on AVX2 as on AVX-512. On a CPU with VNNI it runs in integers
 // instead: each input row as quads (an output pixel's left, centre and right byte of a channel,
 // Kernels::quads_row), so that a row's three taps are one vpdpbusd; the sums exact in int32,
-// requantized as QuantPointwise does (quant_gemm.h: 1 / out scale folded into the multiplier,
-// so a result can differ from the float path's only at a tie). 1.6x the float path's speed on
-// MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
+// requantized as QuantPointwise's are (Requantize, quant_gemm.h: 1 / out scale folded into the
+// multiplier, so a result can differ from the float path's only at a tie). 1.6x the float path's
+// speed on MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
 class QuantDepthwise3x3 {
  public:
   // The input's dequantize, x = (q - zero_point) * scale, and the output's quantize,
@@ -104,13 +105,10 @@ class QuantDepthwise3x3 {
   Requant out_;
   int threads_;
   mutable AlignedFloats buffers_;  // per thread: 3 input rows, then an output row
-  // In integers (quads_ not empty): the weights' quads [3][c], -(zero point + 128) * each
-  // channel's weight sum, the multipliers and biases times 1 / out scale, the bounds times it,
-  // the out zero point + 128, the padding's quads [w][c], and per thread a ring of three rows.
-  std::vector<int32_t, CacheLineAllocator<int32_t>> w4_, init_, pad_row_;
-  AlignedFloats mult_, add_;
-  float lo_ = -512.f, hi_ = 512.f;
-  int32_t out_shift_ = 128;
+  // In integers (quads_ not empty): the weights' quads [3][c], the requantization, the
+  // padding's quads [w][c], and per thread a ring of three rows.
+  std::vector<int32_t, CacheLineAllocator<int32_t>> w4_, pad_row_;
+  Requantize rq_;
   mutable std::vector<int32_t, CacheLineAllocator<int32_t>> quads_;
 };
 

@@ -289,6 +289,28 @@ void DotRows::dequantize(int64_t m, int64_t k, float* out) const {
   }
 }
 
+Requantize Requantize::make(const int32_t* weight_sums, const float* weight_scales,
+                            const float* bias, int64_t n, int64_t padded, float in_scale,
+                            float in_zero_point, Clamp act, float out_inv, float out_zero_point,
+                            const Storage& storage) {
+  Requantize out;
+  out.init = Stored<int32_t>(static_cast<size_t>(padded), storage, 0);
+  out.mult = Stored<float>(static_cast<size_t>(padded), storage, 0.f);
+  out.add = Stored<float>(static_cast<size_t>(padded), storage, 0.f);
+  if (out.empty()) return Requantize{};
+  const auto in_shift = static_cast<int32_t>(in_zero_point) + 128;
+  for (int64_t j = 0; j < n; ++j) {
+    const auto at = static_cast<size_t>(j);
+    out.init[at] = -in_shift * weight_sums[j];
+    out.mult[at] = in_scale * weight_scales[j] * out_inv;
+    out.add[at] = bias != nullptr ? bias[j] * out_inv : 0.f;
+  }
+  out.lo = std::max(act.lo * out_inv, -512.f);
+  out.hi = std::min(act.hi * out_inv, 512.f);
+  out.shift = static_cast<int32_t>(out_zero_point) + 128;
+  return out;
+}
+
 QuantPointwise QuantPointwise::pack(const int8_t* q, const float* weight_scales, const float* bias,
                                     int64_t k, int64_t n, float in_scale, float in_zero_point,
                                     Clamp act, float out_inv, float out_zero_point,
@@ -296,23 +318,11 @@ QuantPointwise QuantPointwise::pack(const int8_t* q, const float* weight_scales,
   QuantPointwise out;
   const std::vector<float> ones(static_cast<size_t>(n), 1.f);
   out.w = DotPackedMatrix::pack(q, ones.data(), nullptr, k, n, k, 8, storage);
-  const size_t cols = static_cast<size_t>(out.w.panels * kGroup);
-  out.init = Stored<int32_t>(cols, storage, 0);
-  out.mult = Stored<float>(cols, storage, 0.f);
-  out.add = Stored<float>(cols, storage, 0.f);
-  if (out.w.data.empty() || out.init.empty() || out.mult.empty() || out.add.empty()) {
-    return QuantPointwise{};
-  }
-  const auto in_shift = static_cast<int32_t>(in_zero_point) + 128;
-  for (int64_t j = 0; j < n; ++j) {
-    // w.sums is [panels][1][kGroup]: column j at j.
-    out.init[static_cast<size_t>(j)] = -in_shift * out.w.sums[static_cast<size_t>(j)];
-    out.mult[static_cast<size_t>(j)] = in_scale * weight_scales[j] * out_inv;
-    out.add[static_cast<size_t>(j)] = bias != nullptr ? bias[j] * out_inv : 0.f;
-  }
-  out.lo = std::max(act.lo * out_inv, -512.f);
-  out.hi = std::min(act.hi * out_inv, 512.f);
-  out.shift = static_cast<int32_t>(out_zero_point) + 128;
+  if (out.w.data.empty()) return QuantPointwise{};
+  // w.sums is [panels][1][kGroup]: column j at j.
+  out.rq = Requantize::make(out.w.sums.data(), weight_scales, bias, n, out.w.panels * kGroup,
+                            in_scale, in_zero_point, act, out_inv, out_zero_point, storage);
+  if (out.rq.empty()) return QuantPointwise{};
   return out;
 }
 

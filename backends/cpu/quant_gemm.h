@@ -162,27 +162,40 @@ struct DotRows {
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc);
 
-// A 1x1 convolution of int8 values by an int8 weight with one scale an output channel,
-// requantized: the int8 chain of a quantized CNN (cpu_quant.cc), uint8 in and out (each value its
-// int8 integer + 128), channels-last rows of pixels. Each output's integer sum
-// sum (x - zero point) q is exact in int32 (four u8 x s8 products an instruction: vpdpbusd with
-// VNNI, else pmaddubsw, whose 16-bit pairs need weights within [-64, 63]); then
-// y = sum * (scale * weight scale / out scale) + bias / out scale, clamped to the activation's
-// bounds / out scale, rounded half to even, plus the out zero point, saturated: PyTorch's
-// requantization of clamp(sum * scale * weight scale + bias), its 1 / out scale folded into the
-// multipliers (the products rounded once, not twice: a result can differ from the unfolded
-// one's only at a tie, as the integer sum already differs from the reference's float one).
-struct QuantPointwise {
-  DotPackedMatrix w;     // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums
-  Stored<int32_t> init;  // [panels * kGroup]: -(in zero point + 128) * the column's sum
-  Stored<float> mult;    // [panels * kGroup]: in scale * weight scale * (1 / out scale)
-  Stored<float> add;     // [panels * kGroup]: bias * (1 / out scale)
+// How Ember's int8 kernels (QuantPointwise below, QuantDepthwise3x3 of depthwise.h) requantize
+// an output channel's exact integer sum, sum (x - zero point) q, computed as
+// sum (x + 128) q + init from uint8 values x + 128: y = sum * mult + add, clamped to [lo, hi],
+// rounded half to even, plus `shift`, saturated to uint8. That is PyTorch's requantization of
+// clamp(sum * scale * weight scale + bias), its 1 / out scale folded into the multipliers (the
+// products rounded once, not twice: a result can differ from the unfolded one's only at a tie,
+// as the integer sum already differs from the reference's float one).
+struct Requantize {
+  Stored<int32_t> init;           // [padded]: -(in zero point + 128) * the channel's weight sum
+  Stored<float> mult;             // [padded]: in scale * weight scale * (1 / out scale)
+  Stored<float> add;              // [padded]: bias * (1 / out scale)
   float lo = -512.f, hi = 512.f;  // the activation's bounds * (1 / out scale), within +-512
   int32_t shift = 128;            // out zero point + 128
 
-  // q: [n][k] int8 (k a multiple of 4); weight_scales: [n]; bias: [n] or null; act: the clamp
-  // before the requantize; out_inv: (float)(1 / out scale). Empty (w.data.empty()) where the
-  // storage gives none.
+  // weight_sums, weight_scales: [n]; bias: [n] or null; act: the clamp before the requantize;
+  // out_inv: (float)(1 / out scale). `padded` (>= n) entries, 0 past n. Empty where the storage
+  // gives none.
+  static Requantize make(const int32_t* weight_sums, const float* weight_scales, const float* bias,
+                         int64_t n, int64_t padded, float in_scale, float in_zero_point, Clamp act,
+                         float out_inv, float out_zero_point, const Storage& storage = {});
+  bool empty() const { return init.empty() || mult.empty() || add.empty(); }
+};
+
+// A 1x1 convolution of int8 values by an int8 weight with one scale an output channel,
+// requantized: the int8 chain of a quantized CNN (cpu_quant.cc), uint8 in and out (each value its
+// int8 integer + 128), channels-last rows of pixels. Each output's integer sum is exact in int32
+// (four u8 x s8 products an instruction: vpdpbusd with VNNI, else pmaddubsw, whose 16-bit pairs
+// need weights within [-64, 63]), then requantized (Requantize).
+struct QuantPointwise {
+  DotPackedMatrix w;  // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums
+  Requantize rq;      // [panels * kGroup]
+
+  // q: [n][k] int8 (k a multiple of 4); the rest as Requantize::make's. Empty (w.data.empty())
+  // where the storage gives none.
   static QuantPointwise pack(const int8_t* q, const float* weight_scales, const float* bias,
                              int64_t k, int64_t n, float in_scale, float in_zero_point, Clamp act,
                              float out_inv, float out_zero_point, const Storage& storage = {});

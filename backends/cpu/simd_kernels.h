@@ -57,13 +57,11 @@ struct Kernels {
   // the bytes x[q - 1][ch], x[q][ch], x[q + 1][ch], 0 (`pad` outside the row): an output pixel's
   // three taps of the row, one vpdpbusd operand. depthwise_u8_row: output channels
   // [c_begin, c_end) of one row from the three input rows' quads, the weights w4 [3][c] (a row's
-  // three taps, then 0), requantized as QuantPointwise does (init, mult, add [c]; lo, hi; shift)
-  // into out [wo][c].
+  // three taps, then 0), requantized by rq (quant_gemm.h) into out [wo][c].
   void (*quads_row)(const uint8_t* x, int64_t w, int64_t c, int64_t stride, uint8_t pad,
                     int32_t* r4);
   void (*depthwise_u8_row)(const int32_t* const rows[3], int64_t wo, int64_t c, const int32_t* w4,
-                           const int32_t* init, const float* mult, const float* add, float lo,
-                           float hi, int32_t shift, int64_t c_begin, int64_t c_end, uint8_t* out);
+                           const Requantize& rq, int64_t c_begin, int64_t c_end, uint8_t* out);
 };
 
 const Kernels& kernels_avx2();
