@@ -19,8 +19,9 @@ Each system's top-1 agreement with the fp32 model is given too. Latency: medians
 interleaved rounds of 10 runs. Every system runs in this process, one after another.
 
 --reduce-range quantizes Ember's weights to 7 bits (int8_config(reduce_range=True)), which the
-cpu backend computes in integers without VNNI too; --isa avx2 runs Ember (and oneDNN in this
-process) on its AVX2 path (EMBER_CPU_ISA=avx2, ONEDNN_MAX_CPU_ISA=AVX2) whatever the CPU.
+cpu backend computes in integers without VNNI too; --isa avx2 runs every system on its AVX2 path
+whatever the CPU: Ember and oneDNN through EMBER_CPU_ISA=avx2 and ONEDNN_MAX_CPU_ISA=AVX2, the
+peers through bench/cpuid_avx2.cc, which hides AVX-512 and VNNI from CPUID (run_bench.avx2_env).
 """
 
 import argparse
@@ -44,7 +45,7 @@ import ember  # noqa: E402
 import models  # noqa: E402
 from ember.quantizer import EmberQuantizer, int8_config  # noqa: E402
 from ember.runtime import Program  # noqa: E402
-from run_bench import export_onnx  # noqa: E402
+from run_bench import avx2_env, export_onnx  # noqa: E402
 
 
 def pt2e(module, example, calibration, quantizer):
@@ -173,9 +174,18 @@ def main():
     p.add_argument("--reduce-range", action="store_true")
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
     args = p.parse_args()
-    if args.isa == "avx2":  # read when Ember's runtime and oneDNN first start, below
-        os.environ["EMBER_CPU_ISA"] = "avx2"
-        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    if args.isa == "avx2":
+        # Read when Ember's runtime and oneDNN first start, below. On an AVX-512 CPU the peers in
+        # this process are held to AVX2 by the preloaded CPUID shim, so the script restarts once
+        # with it (run_bench.avx2_env).
+        try:
+            env = avx2_env(os.path.join(ROOT, "build", "release", "bench", "ember_cpuid_avx2.so"))
+        except RuntimeError as e:
+            p.error(str(e))
+        shim = env.get("LD_PRELOAD", "").split()[-1:]
+        if shim and shim[0] not in os.environ.get("LD_PRELOAD", "").split():
+            os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **env))
+        os.environ.update(env)
     threads_list = [int(t) for t in args.threads.split(",")]
     work = tempfile.mkdtemp(prefix="ember_quant_bench_")
     accuracy_rows, latency_rows = [], []

@@ -397,7 +397,7 @@ def measure_cell(args, model, d, meta, artifacts, threads, plan):
         os.makedirs(out_dir)
         w = Worker(s, worker_command(args, s, model, d, meta, artifacts, threads, out_dir,
                                      plan["warmup"]), threads, out_dir,
-                   AVX2_ENV if s in EMBER_CONFIGS and args.isa == "avx2" else None)
+                   args.isa_env)
         why = w.wait_ready()
         if why:
             res[s] = {"status": f"n/a ({why})"}
@@ -500,9 +500,33 @@ def isa_path(isa):
 
 
 # What forces the AVX2 path on a bigger CPU: Ember's own kernels and GEMM variant, and oneDNN's
-# (docs/backends/cpu.md). Given to Ember's workers and layer reports only: the peers run as they
-# would on this CPU.
+# (docs/backends/cpu.md).
 AVX2_ENV = {"EMBER_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+_CAPABILITY_PROBE = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+
+
+def avx2_env(shim):
+    """The environment of every worker, Ember's and the peers', on the forced AVX2 path.
+
+    The peers have no switch like EMBER_CPU_ISA: they read CPUID. On a CPU with AVX-512 the shim
+    (bench/cpuid_avx2.cc, preloaded) hides AVX-512, AVX-VNNI and AMX from CPUID in the worker, so
+    ONNX Runtime, XNNPACK and PyTorch run the kernels they would run on an AVX2 CPU. The shim is
+    checked once: PyTorch must report the AVX2 capability under it. Raises RuntimeError (with
+    what to do) where it cannot work, rather than compare Ember's AVX2 path with AVX-512 peers."""
+    env = dict(AVX2_ENV)
+    if "avx512f" not in cpu_flags():
+        return env
+    if not os.path.exists(shim):
+        raise RuntimeError(f"{shim} is missing: build it (scripts/build release)")
+    preload = " ".join(p for p in (os.environ.get("LD_PRELOAD"), shim) if p)
+    env["LD_PRELOAD"] = preload
+    probe = subprocess.run([sys.executable, "-c", _CAPABILITY_PROBE], capture_output=True,
+                           text=True, env=dict(os.environ, **env))
+    if probe.returncode != 0 or probe.stdout.strip() != "AVX2":
+        raise RuntimeError("the peers cannot be held to AVX2 on this machine (cpuid_avx2: "
+                           f"{(probe.stderr or probe.stdout).strip()[-300:]}); measure the AVX2 "
+                           "path on an AVX2 CPU")
+    return env
 
 
 def machine_info():
@@ -595,9 +619,9 @@ def write_docs(run, rows, table, best, errors, layers, name):
     """docs/NAME.md and its chart NAME.png from one run's record (see main)."""
     path_name = run.get("isa_path", "avx512")
     other = "avx2" if path_name == "avx512" else "avx512"
-    how = ("forced on this CPU for Ember's workers (`--isa avx2`: EMBER_CPU_ISA=avx2, "
-           "ONEDNN_MAX_CPU_ISA=AVX2); the peers run as they would on it"
-           if run.get("isa_forced") else "what this CPU runs")
+    how = ("forced on this CPU (`--isa avx2`: EMBER_CPU_ISA=avx2 and ONEDNN_MAX_CPU_ISA=AVX2, and "
+           "bench/cpuid_avx2.cc preloaded into every worker, so that the peers run their AVX2 "
+           "kernels too)" if run.get("isa_forced") else "what this CPU runs")
     path_line = (f"Ember's instruction-set path: **{path_name.upper().replace('AVX512', 'AVX-512')}**"
                  f" ({how}). The other path's page: [{doc_name(other)}.md]({doc_name(other)}.md).")
     chart_name = name + ".png"
@@ -722,13 +746,19 @@ def main():
     p.add_argument("--report-only", action="store_true",
                    help="remake the table, chart (and docs) from the work folder's results.json")
     p.add_argument("--isa", choices=["auto", "avx2"], default="auto",
-                   help="avx2: Ember on its AVX2 path on any CPU (EMBER_CPU_ISA=avx2 and "
-                        "ONEDNN_MAX_CPU_ISA=AVX2 for its workers; the peers run as they would)")
+                   help="avx2: every system on its AVX2 path on any CPU (EMBER_CPU_ISA=avx2, "
+                        "ONEDNN_MAX_CPU_ISA=AVX2 and, on an AVX-512 CPU, bench/cpuid_avx2.cc "
+                        "preloaded so that the peers see no AVX-512 either)")
     p.add_argument("--write-docs", action="store_true",
                    help="write docs/performance.md and .png (the AVX-512 path) or "
                         "docs/performance-avx2.md and .png (the AVX2 path)")
     args = p.parse_args()
     args.work = os.path.abspath(args.work)
+    try:
+        args.isa_env = (avx2_env(os.path.join(os.path.dirname(args.runner), "ember_cpuid_avx2.so"))
+                        if args.isa == "avx2" and not args.report_only else None)
+    except RuntimeError as e:
+        p.error(str(e))
     args.models = [m for m in args.models.split(",") if m]
     args.threads = [int(t) for t in args.threads.split(",")]
     args.systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -810,7 +840,7 @@ def measure(args, plan):
             try:
                 layers[f"{model}/{config}"] = layer_report.run_report(
                     args.ember, args.runner, pte, ptd, inputs, threads=1, top=8,
-                    env=AVX2_ENV if args.isa == "avx2" else None)
+                    env=args.isa_env)
             except (RuntimeError, subprocess.CalledProcessError) as e:
                 layers[f"{model}/{config}"] = f"no report: {e}"
     return results, rows, descriptions, layers, portable, time.time() - start

@@ -130,6 +130,26 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(rb.doc_name("avx2"), "performance-avx2")
         self.assertEqual(rb.AVX2_ENV, {"EMBER_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"})
 
+    def test_avx2_path_holds_the_peers_to_avx2_too(self):
+        # On an AVX-512 CPU every worker gets the CPUID shim; avx2_env itself checks that PyTorch
+        # then reports the AVX2 capability, and refuses where the shim is missing or cannot work.
+        flags = rb.cpu_flags()
+        if "avx512f" not in flags:
+            self.assertEqual(rb.avx2_env("/nonexistent.so"), rb.AVX2_ENV)
+            return
+        with self.assertRaisesRegex(RuntimeError, "missing"):
+            rb.avx2_env("/nonexistent.so")
+        shim = os.environ.get("EMBER_CPUID_SHIM")
+        if not shim:
+            self.skipTest("EMBER_CPUID_SHIM not given (ctest gives it)")
+        if "cpuid_fault" not in flags:
+            with self.assertRaisesRegex(RuntimeError, "cannot be held to AVX2"):
+                rb.avx2_env(shim)
+            return
+        env = rb.avx2_env(shim)
+        self.assertEqual(env["LD_PRELOAD"].split()[-1], shim)
+        self.assertEqual({k: env[k] for k in rb.AVX2_ENV}, rb.AVX2_ENV)
+
 
 class WorkerTest(unittest.TestCase):
     """The Python workers' shared protocol loop and the driver's worker command lines."""
