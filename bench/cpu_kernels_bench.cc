@@ -1,11 +1,13 @@
-// Ember's own cpu-backend kernels alone, at MobileNetV2's shapes, batch 1: the fp32 3x3 depthwise
-// convolution (depthwise.h) and the same of int8 values, uint8 in and out (QuantDepthwise3x3).
+// Ember's own cpu-backend kernels alone: at MobileNetV2's shapes, batch 1, the fp32 3x3 depthwise
+// convolution (depthwise.h) and the same of int8 values, uint8 in and out (QuantDepthwise3x3);
+// at BERT's and Llama's linear layers over a 128-token sequence, the packed GEMM (packed_gemm.h).
 //
 //   build/release/bench/ember_cpu_kernels_bench --benchmark_repetitions=10
 //     --benchmark_report_aggregates_only=true
 //
-// Args: height (= width), channels, stride, threads. Counter: GMAC/s (9 multiply-adds an
-// output). EMBER_CPU_ISA=avx2 times the AVX2 variant.
+// Depthwise args: height (= width), channels, stride, threads; counter GMAC/s (9 multiply-adds an
+// output). GEMM args: m, k, n, one thread; counter GFLOP/s. EMBER_CPU_ISA=avx2 times the AVX2
+// variants.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -15,6 +17,7 @@
 
 #include "backends/cpu/depthwise.h"
 #include "backends/cpu/own_kernels.h"
+#include "runtime/kernels/gemm/packed_gemm.h"
 
 namespace {
 
@@ -91,8 +94,43 @@ void shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"hw", "c", "stride", "threads"})->Unit(benchmark::kMicrosecond);
 }
 
+void BM_PackedGemm(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> a(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k));
+  std::vector<float> bias(static_cast<size_t>(n)), c(static_cast<size_t>(m * n));
+  for (float& v : a) v = u(gen);
+  for (float& v : w) v = u(gen);
+  for (float& v : bias) v = u(gen);
+  // Copies of the weight, taken in turn: as in a model, whose weights are read from memory.
+  std::vector<ember::PackedMatrix> b;
+  const int copies = static_cast<int>(state.range(3));
+  for (int i = 0; i < copies; ++i)
+    b.push_back(ember::PackedMatrix::pack(w.data(), bias.data(), k, n));
+  int next = 0;
+  for (auto _ : state) {
+    ember::gemm(m, b[static_cast<size_t>(next)], a.data(), k, nullptr, 0, c.data(), n, Clamp{});
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2e-9 * static_cast<double>(m * k * n),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_Depthwise)->Apply(shapes);
 BENCHMARK(BM_QuantDepthwise)->Apply(shapes);
+// BERT-base's projections and FFN, Llama's (dim 512, FFN 1536), 128 tokens.
+BENCHMARK(BM_PackedGemm)
+    ->Args({128, 768, 768, 1})
+    ->Args({128, 768, 3072, 1})
+    ->Args({128, 768, 3072, 32})
+    ->Args({128, 3072, 768, 1})
+    ->Args({128, 3072, 768, 32})
+    ->Args({128, 512, 1536, 1})
+    ->Args({128, 1536, 512, 1})
+    ->ArgNames({"m", "k", "n", "copies"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

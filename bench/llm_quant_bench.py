@@ -16,6 +16,7 @@ symmetric) is applied with torchao's quantize_ to every Linear, the output head 
 - "Ember cpu fp32" and "ExecuTorch XNNPACK fp32": the unquantized module, for the speed-up.
 Accuracy: the largest logit difference to the reference over the largest reference logit, and
 whether the top-1 token agrees. Latency: medians of --rounds interleaved rounds of 20 runs.
+--isa avx2 runs every system on its AVX2 path whatever the CPU (run_bench.enter_avx2_path).
 """
 
 import argparse
@@ -37,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import ember  # noqa: E402
 import models  # noqa: E402
 from ember.runtime import Program  # noqa: E402
-from run_bench import export_executorch  # noqa: E402
+from run_bench import enter_avx2_path, export_executorch  # noqa: E402
 
 
 def torchao_config(name, group):
@@ -91,9 +92,8 @@ def main():
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
     p.add_argument("--step", choices=["decode", "prefill"], default="decode")
     args = p.parse_args()
-    if args.isa == "avx2":
-        os.environ["EMBER_CPU_ISA"] = "avx2"
-        os.environ["ONEDNN_MAX_CPU_ISA"] = "AVX2"
+    if args.isa == "avx2":  # read when Ember's runtime, oneDNN and XNNPACK first start, below
+        enter_avx2_path(p)
     name = "llama_" + args.step
     case = models.build([name])[name]
     fp32, inputs = case.module, case.inputs

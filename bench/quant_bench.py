@@ -45,7 +45,7 @@ import ember  # noqa: E402
 import models  # noqa: E402
 from ember.quantizer import EmberQuantizer, int8_config  # noqa: E402
 from ember.runtime import Program  # noqa: E402
-from run_bench import avx2_env, export_onnx  # noqa: E402
+from run_bench import enter_avx2_path, export_onnx  # noqa: E402
 
 
 def pt2e(module, example, calibration, quantizer):
@@ -174,18 +174,8 @@ def main():
     p.add_argument("--reduce-range", action="store_true")
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
     args = p.parse_args()
-    if args.isa == "avx2":
-        # Read when Ember's runtime and oneDNN first start, below. On an AVX-512 CPU the peers in
-        # this process are held to AVX2 by the preloaded CPUID shim, so the script restarts once
-        # with it (run_bench.avx2_env).
-        try:
-            env = avx2_env(os.path.join(ROOT, "build", "release", "bench", "ember_cpuid_avx2.so"))
-        except RuntimeError as e:
-            p.error(str(e))
-        shim = env.get("LD_PRELOAD", "").split()[-1:]
-        if shim and shim[0] not in os.environ.get("LD_PRELOAD", "").split():
-            os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **env))
-        os.environ.update(env)
+    if args.isa == "avx2":  # read when Ember's runtime, oneDNN and the peers first start, below
+        enter_avx2_path(p)
     threads_list = [int(t) for t in args.threads.split(",")]
     work = tempfile.mkdtemp(prefix="ember_quant_bench_")
     accuracy_rows, latency_rows = [], []

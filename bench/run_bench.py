@@ -529,6 +529,21 @@ def avx2_env(shim):
     return env
 
 
+def enter_avx2_path(parser):
+    """For the benches whose systems all run in their own process (quant_bench.py,
+    llm_quant_bench.py): puts this process on the AVX2 path, avx2_env()'s, restarting it once
+    with the CPUID shim preloaded where the CPU has AVX-512 (the shim must be there before the
+    peers' libraries read CPUID). parser.error() where that cannot be done."""
+    try:
+        env = avx2_env(os.path.join(ROOT, "build", "release", "bench", "ember_cpuid_avx2.so"))
+    except RuntimeError as e:
+        parser.error(str(e))
+    shim = env.get("LD_PRELOAD", "").split()[-1:]
+    if shim and shim[0] not in os.environ.get("LD_PRELOAD", "").split():
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, **env))
+    os.environ.update(env)
+
+
 def machine_info():
     cpu = "unknown CPU"
     try:

@@ -206,6 +206,81 @@ TEST(GemmLibrary, PackedEveryVariantDenseGatheredAndUnitRanges) {
   }
 }
 
+// A long k is summed in chunks (panels.inc) whose partial sums wait in C. The result must be the
+// one pass's, bit for bit: where R is C itself the packed front-end cannot chunk (the partial
+// sums would overwrite R), so the same call with R in place is the one pass to compare with.
+// Also against the reference, with the dense and the gathered A, over unit ranges.
+TEST(GemmLibrary, PackedChunksOfLongKAreOnePassBitForBit) {
+  std::mt19937 rng(5);
+  for (const Variant* v : variants()) {
+    for (int64_t k : {769, 1300, 2048}) {
+      for (int64_t m : {2, 7, 13}) {
+        for (int64_t n : {24, 100}) {
+          const std::string where = std::string(v->name) + " m " + std::to_string(m) + " k " +
+                                    std::to_string(k) + " n " + std::to_string(n);
+          const int64_t lda = k + 3, ldc = n + 1;
+          std::vector<float> a = random_values<float>(static_cast<size_t>(m * lda), rng);
+          const std::vector<float> w = random_values<float>(static_cast<size_t>(n * k), rng);
+          const std::vector<float> bias = random_values<float>(static_cast<size_t>(n), rng);
+          const std::vector<float> r = random_values<float>(static_cast<size_t>(m * ldc), rng);
+          a[static_cast<size_t>(lda + k - 1)] = std::numeric_limits<float>::quiet_NaN();
+          const PackedMatrix b = PackedMatrix::pack(w.data(), bias.data(), k, n);
+          int64_t units = 0;
+          for (const PackedMatrix::Panel& p : b.panels) {
+            units += (m + v->rows_for(p.nv) - 1) / v->rows_for(p.nv);
+          }
+          const Clamp act{-4.f, 4.f};
+          std::vector<float> chunked(static_cast<size_t>(m * ldc), 7.f);
+          for (int64_t t = 0; t < 2; ++t) {
+            v->packed(m, b, a.data(), lda, r.data(), ldc, chunked.data(), ldc, act, units * t / 2,
+                      units * (t + 1) / 2);
+          }
+          std::vector<float> one_pass = r;
+          v->packed(m, b, a.data(), lda, one_pass.data(), ldc, one_pass.data(), ldc, act, 0, units);
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              const float got = chunked[i * ldc + j], want = one_pass[i * ldc + j];
+              ASSERT_TRUE(std::isnan(got) ? std::isnan(want) : got == want)
+                  << where << " at " << i << "," << j << ": " << got << " vs " << want;
+              if (i == 1) {  // the NaN in A's row 1 reaches every column of C's
+                ASSERT_TRUE(std::isnan(got)) << where << " at " << j;
+                continue;
+              }
+              long double sum = bias[j], mag = std::fabs(sum);
+              for (int64_t kk = 0; kk < k; ++kk) {
+                const long double t = static_cast<long double>(a[i * lda + kk]) * w[j * k + kk];
+                sum += t;
+                mag += std::fabs(t);
+              }
+              sum += r[i * ldc + j];
+              mag += std::fabs(r[i * ldc + j]);
+              expect_near_sum(got, std::fmin(std::fmax(sum, -4.0L), 4.0L), mag, where);
+              if (HasFailure()) return;
+            }
+            ASSERT_EQ(chunked[i * ldc + n], 7.f) << where;  // past n: not written
+          }
+          // The gathered A (a convolution's patches over many channels): every other element.
+          std::vector<int32_t> offsets(static_cast<size_t>(k));
+          for (int64_t kk = 0; kk < k; ++kk) offsets[kk] = static_cast<int32_t>(kk / 2 * 2);
+          std::vector<float> gathered(static_cast<size_t>(m * ldc), 7.f);
+          v->packed_gathered(m, b, a.data(), lda, offsets.data(), gathered.data(), ldc, Clamp{}, 0,
+                             units);
+          for (int64_t j = 0; j < n; ++j) {
+            long double sum = bias[j], mag = std::fabs(sum);
+            for (int64_t kk = 0; kk < k; ++kk) {
+              const long double t = static_cast<long double>(a[offsets[kk]]) * w[j * k + kk];
+              sum += t;
+              mag += std::fabs(t);
+            }
+            expect_near_sum(gathered[j], sum, mag, where + " gathered");
+          }
+          if (HasFailure()) return;
+        }
+      }
+    }
+  }
+}
+
 // The public entry points run the variant in force (cpu_isa()).
 TEST(GemmLibrary, PublicCallsRunTheVariantInForce) {
   EXPECT_STREQ(gemm_isa(), variant().name);

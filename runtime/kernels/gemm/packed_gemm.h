@@ -11,8 +11,11 @@
 // this kernel's bandwidth there). The register tile is the one gemm.h's front-end runs
 // (tile.inc): up to 12 rows x 4 vectors on AVX-512, 6 rows x 2 vectors on AVX2 and on the generic
 // (16-byte) variant; the columns past n are neither read nor written. The variant is gemm_isa()'s
-// (gemm.h). Nothing here allocates but pack() (from the storage it is given, or the heap); the
-// calls are thread-safe on distinct C rows or unit ranges.
+// (gemm.h). A k over 768 is summed in chunks of 512, the partial sums kept in C (the same
+// additions in the same order: the same bits), so that B's chunk stays in cache for all the row
+// tiles; the first tile of a chunk fetches B's rows ahead of itself. Nothing here allocates but
+// pack() (from the storage it is given, or the heap); the calls are thread-safe on distinct C
+// rows or unit ranges.
 #pragma once
 
 #include <cstddef>
