@@ -28,7 +28,9 @@ struct Kernels {
   // a sequence) with them rather than oneDNN's sgemm: on AVX2, where oneDNN 2.6's ran BERT's and
   // Llama's at a third of the peak; not on AVX-512, where oneDNN's was 3-5 % faster (Sapphire
   // Rapids, bench/ab_runners.py 12 rounds: BERT 180 against 188 ms at 1 thread, 95 against 100
-  // at 2; Llama prefill 41.2 against 42.4, 23.9 against 24.7). One row always.
+  // at 2; Llama prefill 41.2 against 42.4, 23.9 against 24.7), and level after the GEMM's k
+  // chunks (BERT 204.6 against 202.7 ms own at 1 thread, 110.7 against 109.5 at 2; Llama
+  // prefill 49.0 against 46.7, 26.7 against 27.2). One row always.
   bool linear;
   // depthwise_row() of depthwise.h.
   void (*depthwise_row)(int64_t stride, const float* const rows[3], int64_t ld, int64_t w,
