@@ -3,6 +3,7 @@
     .venv/bin/python bench/quant_bench.py [--models resnet18,mobilenet_v2] [--threads 1,2]
                                           [--eval 200] [--calibration 32] [--rounds 5]
                                           [--reduce-range] [--isa avx2]
+                                          [--weights random|trained]
 
 For each model (bench/models.py, batch 1):
 - Ember int8: PT2E with ember.quantizer.EmberQuantizer (int8 activations per tensor, int8
@@ -17,6 +18,12 @@ For each model (bench/models.py, batch 1):
 - Ember fp32 (cpu backend) and PyTorch's quantized reference in eager, for scale.
 Each system's top-1 agreement with the fp32 model is given too. Latency: medians of --rounds
 interleaved rounds of 10 runs. Every system runs in this process, one after another.
+
+--weights: random (default; the inputs Gaussian noise) or trained. Random weights leave many
+logits near ties, so top-1 agreement mostly counts near ties (Ember's portable program, bit for
+bit PyTorch's per op, agrees on about 91% of MobileNetV2's); `trained` takes the models trained on
+bench/synthetic_task.py's 10-class image task (a few minutes the first time, then cached in
+out/quant_bench/), with calibration and evaluation images from that task.
 
 --reduce-range quantizes Ember's weights to 7 bits (int8_config(reduce_range=True)), which the
 cpu backend computes in integers without VNNI too; --isa avx2 runs every system on its AVX2 path
@@ -43,6 +50,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 
 import ember  # noqa: E402
 import models  # noqa: E402
+import synthetic_task  # noqa: E402
 from ember.quantizer import EmberQuantizer, int8_config  # noqa: E402
 from ember.runtime import Program  # noqa: E402
 from run_bench import enter_avx2_path, export_onnx  # noqa: E402
@@ -105,11 +113,18 @@ def executorch_int8(module, example, calibration, path):
     return path + "_xnnpack_int8.pte"
 
 
-def systems_for(args, name, case, work):
+def draw_inputs(args, example, n, seed):
+    """n inputs like example: Gaussian noise for random weights, held-out images of the task
+    for trained ones (synthetic_task.py)."""
+    gen = torch.Generator().manual_seed(seed)
+    if args.weights == "trained":
+        return list(synthetic_task.sample(n, gen)[0].split(1))
+    return [torch.randn(example.shape, generator=gen) for _ in range(n)]
+
+
+def systems_for(args, name, module, example, work):
     """({system: (kind, what make_runner needs)}, the converted module)."""
-    module, example = case.module, case.inputs[0]
-    gen = torch.Generator().manual_seed(1234)
-    calibration = [torch.randn(example.shape, generator=gen) for _ in range(args.calibration)]
+    calibration = draw_inputs(args, example, args.calibration, 1234)
     path = os.path.join(work, name)
     out = {}
     config = int8_config(reduce_range=args.reduce_range)
@@ -173,6 +188,9 @@ def main():
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
     p.add_argument("--reduce-range", action="store_true")
     p.add_argument("--isa", choices=["native", "avx2"], default="native")
+    p.add_argument("--weights", choices=["random", "trained"], default="random",
+                   help="trained: the models trained on bench/synthetic_task.py's task (cached "
+                        "in out/quant_bench), calibrated and evaluated on its images")
     args = p.parse_args()
     if args.isa == "avx2":  # read when Ember's runtime, oneDNN and the peers first start, below
         enter_avx2_path(p)
@@ -181,12 +199,13 @@ def main():
     accuracy_rows, latency_rows = [], []
     for name in args.models.split(","):
         case = models.build([name])[name]
-        systems, converted = systems_for(args, name, case, work)
-        gen = torch.Generator().manual_seed(99)
         example = case.inputs[0]
-        inputs = [torch.randn(example.shape, generator=gen) for _ in range(args.eval)]
+        module = (synthetic_task.trained(name, os.path.join(ROOT, "out", "quant_bench"))
+                  if args.weights == "trained" else case.module)
+        systems, converted = systems_for(args, name, module, example, work)
+        inputs = draw_inputs(args, example, args.eval, 99)
         with torch.no_grad():
-            fp32_top1 = [int(case.module(x).argmax()) for x in inputs]
+            fp32_top1 = [int(module(x).argmax()) for x in inputs]
         runners = {}
         for system, (kind, what) in systems.items():
             runners[system] = make_runner(kind, what, threads_list[0])

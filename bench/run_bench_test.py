@@ -261,5 +261,34 @@ class LayerReportTest(unittest.TestCase):
                          0)
 
 
+
+class SyntheticTaskTest(unittest.TestCase):
+    """bench/synthetic_task.py: the images quant_bench.py --weights trained measures on."""
+
+    def test_samples_are_the_generators(self):
+        import torch
+        import synthetic_task as st
+        x, y = st.sample(6, torch.Generator().manual_seed(4))
+        x2, y2 = st.sample(6, torch.Generator().manual_seed(4))
+        self.assertEqual(tuple(x.shape), (6, 3, st.SIZE, st.SIZE))
+        self.assertTrue(torch.equal(x, x2) and torch.equal(y, y2))
+        self.assertTrue(bool(((y >= 0) & (y < st.CLASSES)).all()))
+
+    def test_a_small_network_learns_it_and_its_batch_norm_is_recomputed(self):
+        import torch
+        import synthetic_task as st
+        torch.manual_seed(0)
+        net = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 9, stride=4), torch.nn.BatchNorm2d(16),
+                                  torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(4),
+                                  torch.nn.Flatten(), torch.nn.Linear(256, st.CLASSES))
+        st.train(net, steps=60)
+        self.assertFalse(net.training)
+        self.assertIsNone(net[1].momentum)  # the statistics' plain average, after training
+        x, y = st.sample(64, torch.Generator().manual_seed(9))
+        with torch.no_grad():
+            accuracy = float((net(x).argmax(1) == y).float().mean())
+        self.assertGreater(accuracy, 0.9)  # chance is 0.1; 1.0 when written
+
+
 if __name__ == "__main__":
     unittest.main()
