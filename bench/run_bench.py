@@ -634,9 +634,9 @@ def write_docs(run, rows, table, best, errors, layers, name):
     """docs/NAME.md and its chart NAME.png from one run's record (see main)."""
     path_name = run.get("isa_path", "avx512")
     other = "avx2" if path_name == "avx512" else "avx512"
-    how = ("forced on this CPU (`--isa avx2`: EMBER_CPU_ISA=avx2 and ONEDNN_MAX_CPU_ISA=AVX2, and "
-           "bench/cpuid_avx2.cc preloaded into every worker, so that the peers run their AVX2 "
-           "kernels too)" if run.get("isa_forced") else "what this CPU runs")
+    how = ("forced on this CPU: `--isa avx2` sets EMBER_CPU_ISA=avx2 and ONEDNN_MAX_CPU_ISA=AVX2 "
+           "and preloads bench/cpuid_avx2.cc into every worker, so that the peers run their AVX2 "
+           "kernels too" if run.get("isa_forced") else "what this CPU runs")
     path_line = (f"Ember's instruction-set path: **{path_name.upper().replace('AVX512', 'AVX-512')}**"
                  f" ({how}). The other path's page: [{doc_name(other)}.md]({doc_name(other)}.md).")
     chart_name = name + ".png"
