@@ -361,7 +361,8 @@ class CpuDelegate {
   static Clamp clamps_in(const OpDesc& op, size_t begin, size_t end);
   // Whether every reader of `t`, dequantized values of (scale, zero_point), reads them as uint8:
   // quantized convolutions of those parameters that run in integers or on Ember's depthwise
-  // kernel, or that add it to their result as add_tail does. Not a delegate output.
+  // kernel, that add it to their result as add_tail does, or max poolings (max_pool_takes_u8).
+  // Not a delegate output.
   bool readers_take_u8(int32_t t, float scale, float zero_point);
   bool readers_take_u8_uncached(int32_t t, float scale, float zero_point);
   // Whether QuantConv `op`, in integers, has the post-ops of a residual block's end: [clamps]
@@ -375,10 +376,23 @@ class CpuDelegate {
   // requantize of op's remaining post-ops; op's output, uint8 channels-last.
   void add_quant_add_step(const memory& a_u8, float a_scale, float a_zero_point, const OpDesc& op,
                           size_t at);
-  // Ops i, i + 1 as a quantize and its dequantize, of a float tensor (a delegate input) whose
-  // readers take uint8: one step writing uint8 channels-last from the floats, NCHW or NHWC.
-  // 2 when it applies, else 0 (nothing built).
+  // Ops i, i + 1 as a quantize and its dequantize, of a float tensor (a delegate input, a
+  // pooling's result) whose readers take uint8: one step writing uint8 channels-last from the
+  // floats, NCHW or NHWC; or, of a uint8 max pooling's result, one step requantizing its bytes
+  // (add_requantize_u8_step). 2 when it applies, else 0 (nothing built).
   size_t try_quantize_u8(size_t i);
+  // Whether try_quantize_u8 takes ops i, i + 1 (with the kernels, of an int8 grid, the quantized
+  // values read by nothing else, 4-D, the dequantized ones read as uint8).
+  bool quantize_pair_u8(size_t i);
+  // Whether `pool` may read uint8 (readers_take_u8): a 2-D max pooling whose every window holds
+  // an input element, read only by a quantize and its dequantize that quantize_pair_u8 takes.
+  // Then it runs on bytes (build_max_pool_u8: the maximum commutes with the increasing
+  // dequantize), and the requantize after it dequantizes and quantizes bytes as the reference
+  // does its floats (add_requantize_u8_step).
+  bool max_pool_takes_u8(const OpDesc& pool);
+  void build_max_pool_u8(const OpDesc& op, std::pair<float, float> params);
+  void add_requantize_u8_step(const OpDesc& q, const OpDesc& d);
+  bool is_graph_output(int32_t t) const;
   // Whether a QuantConv runs in integers (int8_ below): what build_quant_conv does, and what a
   // producer asks of every reader before it writes them uint8 (int8_chain_out).
   bool quant_conv_in_integers(const OpDesc& op);

@@ -1,11 +1,13 @@
-// The cpu delegate's linear layers by weights quantized by groups of a row (GroupQuantMatMul,
-// docs/backends/cpu.md "Quantized programs"): torchao's 8da4w, 8da8w and weight-only int4/int8,
-// on Ember's kernels (quant_gemm.h).
+// The cpu delegate's quantized linear layers (docs/backends/cpu.md "Quantized programs"): by
+// weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN as
+// cpu_quant.cc's convolutions; by weights quantized by groups of a row (GroupQuantMatMul):
+// torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels (quant_gemm.h).
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_delegate.h"
+#include "backends/cpu/cpu_quant_util.h"
 
 namespace ember::cpu::delegate {
 
@@ -81,6 +83,104 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_,
                                        quantize ? std::optional<float>(op.floats[0]) : std::nullopt,
                                        a, zero_points, input_scales, dst));
+}
+
+void CpuDelegate::build_quant_matmul(const OpDesc& op) {
+  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
+                     od = dims_of(op.output);
+  if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
+      od[1] != wd[0]) {
+    refuse("quantized matmul sizes disagree");
+  }
+  const int64_t k = ad[1], n = wd[0];
+  const float src_scale = op.floats[0], src_zp = op.floats[1];
+  if (!std::isfinite(1.f / src_scale) || !(src_zp >= -128.f && src_zp <= 127.f) ||
+      src_zp != std::nearbyint(src_zp)) {
+    refuse("quantized matmul: source scale or zero point out of range");
+  }
+  if (checked_numel(graph_.tensors[op.inputs[3]].dims) != n) {
+    refuse("quantized matmul: one weight scale per output feature");
+  }
+  const memory scales_m = as(op.inputs[3], plain_md({n}, dt::f32));
+  const float* scales = data_as<float>(scales_m);
+  for (int64_t c = 0; c < n; ++c) {
+    if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized matmul: scale");
+  }
+  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
+    refuse("quantized matmul: weights not int8");
+  }
+  const memory q_m = src_memory(op.inputs[1]);
+  if (q_m.get_desc() != plain_md(wd, dt::s8)) refuse("quantized matmul: weight layout");
+  const int8_t* q = data_as<int8_t>(q_m);
+
+  if (op.inputs[2] >= 0) {
+    const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
+    if (count != n) refuse("quantized matmul: bias size differs from the output features");
+  }
+  if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
+    // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
+    memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
+    float* wf = data_as<float>(w);
+    for (int64_t i = 0; i < n * k; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / k];
+    graph_.tensors[op.inputs[1]].dims = {k, n};
+    graph_.tensors[op.inputs[1]].dim_order = {1, 0};
+    graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;
+    md_[op.inputs[1]] = w.get_desc();
+    mem_[op.inputs[1]] = w;
+    OpDesc mm = op;
+    mm.kind = OpKind::MatMul;
+    mm.inputs.resize(3);
+    mm.floats.clear();
+    return build_matmul(mm, dt::f32);
+  }
+  // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
+  const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
+  const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
+  const float shift = src_zp + 128.f;
+  dnnl::primitive_attr to_u8;
+  to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  to_u8.set_output_scales(0, {1.f / src_scale});
+  to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
+  dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
+                                         to_u8);
+  add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+  // Output feature c's integer sum times src_scale * scales[c]; the bias added before that scale
+  // (oneDNN 2.x's order, for matmul as for convolution: measured), so divided by it.
+  std::vector<float> out_scales(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) out_scales[c] = src_scale * scales[c];
+  const memory::desc bias_md =
+      op.inputs[2] >= 0 ? memory::desc({1, n}, dt::f32, tag::ab) : memory::desc();
+  memory bias;
+  if (op.inputs[2] >= 0) {
+    const memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+    bias = buffer(bias_md, Held::Weights);
+    for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
+  }
+  const size_t fused = before_requantize(op);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, out_scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_post_ops(onednn_post_ops({op.post_ops.data(), fused}));
+  dnnl::matmul::desc d(src_u8.get_desc(), memory::desc({k, n}, dt::s8, tag::any), bias_md,
+                       plain_md(od, dt::f32));
+  dnnl::matmul::primitive_desc pd(d, attr, engine_);
+  // The weight [N, K] read as [K, N].
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+                      q_m.get_data_handle());
+  memory wei = buffer(pd.weights_desc(), Held::Weights);
+  reorder_now(w_view, wei);
+  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+  *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
+  memory dst = make_output(op, pd.dst_desc());
+  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
+                                              {DNNL_ARG_WEIGHTS, wei},
+                                              {DNNL_ARG_DST, dst},
+                                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
+  if (op.inputs[2] >= 0) args.emplace_back(DNNL_ARG_BIAS, bias);
+  add_step<dnnl::matmul>(pd, std::move(args));
+  ++int8_matmuls_;
+  add_post_op_steps(op, fused, dst);
 }
 
 }  // namespace ember::cpu::delegate

@@ -284,6 +284,10 @@ void CpuDelegate::build_slice(const OpDesc& op) {
 }
 
 void CpuDelegate::build_pool(const OpDesc& op) {
+  // Written uint8 by its producer, which asked (max_pool_takes_u8).
+  if (auto u8 = u8_tensors_.find(op.inputs[0]); u8 != u8_tensors_.end()) {
+    return build_max_pool_u8(op, u8->second);
+  }
   const auto alg = static_cast<PoolAlg>(op.ints[0]);
   const int64_t r = op.ints[1];
   auto ints = [&](int k) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_delegate.h"
+#include "backends/cpu/cpu_quant_util.h"
 #include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu::delegate {
@@ -36,47 +37,6 @@ EMBER_QUANT_CLONES void dequantize_loop(float* y, int64_t n, float scale, float 
 EMBER_QUANT_CLONES void fake_quant_loop(float* y, int64_t n, float inv, float zp, float scale,
                                         float zp2) {
   for (int64_t i = 0; i < n; ++i) y[i] = (quantize_int8(y[i], inv, zp) - zp2) * scale;
-}
-
-// A quantize's 1 / scale or a dequantize's scale, and the zero point, of an int8 grid.
-bool int8_params(float inv_or_scale, float zero_point) {
-  return std::isfinite(inv_or_scale) && inv_or_scale > 0 && zero_point >= -128.f &&
-         zero_point <= 127.f && zero_point == std::nearbyint(zero_point);
-}
-
-// The post-ops of a quantized convolution before its first quantize or dequantize.
-size_t before_requantize(const OpDesc& op) {
-  size_t k = 0;
-  while (k < op.post_ops.size() &&
-         (op.post_ops[k].is_sum || (op.post_ops[k].alg != EltwiseAlg::Quantize &&
-                                    op.post_ops[k].alg != EltwiseAlg::Dequantize))) {
-    ++k;
-  }
-  return k;
-}
-
-// Integers within [-64, 63]: without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits
-// (vpmaddubsw), which such weights cannot saturate.
-bool seven_bits(const int8_t* q, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (q[i] < -64 || q[i] > 63) return false;
-  }
-  return true;
-}
-
-// f(begin, count) over [0, n) in `threads` even parts.
-template <typename F>
-void split(int64_t n, int threads, F f) {
-  if (threads <= 1) {  // no parallel region to enter
-    if (n > 0) f(0, n);
-    return;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    const int64_t parts = omp_get_num_threads(), part = omp_get_thread_num();
-    const int64_t begin = n * part / parts, end = n * (part + 1) / parts;
-    if (end > begin) f(begin, end - begin);
-  }
 }
 
 }  // namespace
@@ -369,9 +329,7 @@ bool CpuDelegate::readers_take_u8(int32_t t, float scale, float zero_point) {
 }
 
 bool CpuDelegate::readers_take_u8_uncached(int32_t t, float scale, float zero_point) {
-  for (int32_t out : graph_.outputs) {
-    if (out == t) return false;
-  }
+  if (is_graph_output(t)) return false;
   int readers = 0;
   for (const OpDesc& reader : graph_.ops) {
     for (size_t k = 0; k < reader.inputs.size(); ++k) {
@@ -381,7 +339,7 @@ bool CpuDelegate::readers_take_u8_uncached(int32_t t, float scale, float zero_po
       const bool conv = reader.kind == OpKind::QuantConv && k == 0 && reader.floats[0] == scale &&
                         reader.floats[1] == zero_point &&
                         (quant_conv_in_integers(reader) || own_quant_depthwise(reader));
-      if (!conv) return false;
+      if (!conv && !max_pool_takes_u8(reader)) return false;
       ++readers;
     }
     for (const PostOp& p : reader.post_ops) {
@@ -504,8 +462,8 @@ void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_
   u8_tensors_[op.output] = {d.alpha, d.beta};
 }
 
-size_t CpuDelegate::try_quantize_u8(size_t i) {
-  if (i + 1 >= graph_.ops.size() || !own_kernels_ || !own_kernels_supported()) return 0;
+bool CpuDelegate::quantize_pair_u8(size_t i) {
+  if (i + 1 >= graph_.ops.size() || !own_kernels_ || !own_kernels_supported()) return false;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
   auto is = [](const OpDesc& op, EltwiseAlg alg) {
     return op.kind == OpKind::Eltwise && static_cast<EltwiseAlg>(op.ints[0]) == alg &&
@@ -513,17 +471,23 @@ size_t CpuDelegate::try_quantize_u8(size_t i) {
   };
   if (!is(q, EltwiseAlg::Quantize) || !is(d, EltwiseAlg::Dequantize) || d.inputs[0] != q.output ||
       readers_[q.output] != 1 || q.floats[1] != d.floats[1] ||
-      !int8_params(q.floats[0], q.floats[1]) || !int8_params(d.floats[0], d.floats[1])) {
-    return 0;
-  }
-  for (int32_t out : graph_.outputs) {
-    if (out == q.output) return 0;
+      !int8_params(q.floats[0], q.floats[1]) || !int8_params(d.floats[0], d.floats[1]) ||
+      is_graph_output(q.output)) {
+    return false;
   }
   const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
-  if (dims.size() != 4 || graph_.tensors[q.inputs[0]].dims != dims ||
-      !readers_take_u8(d.output, d.floats[0], d.floats[1])) {
-    return 0;
+  return dims.size() == 4 && graph_.tensors[q.inputs[0]].dims == dims &&
+         readers_take_u8(d.output, d.floats[0], d.floats[1]);
+}
+
+size_t CpuDelegate::try_quantize_u8(size_t i) {
+  if (!quantize_pair_u8(i)) return 0;
+  const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
+  if (u8_tensors_.count(q.inputs[0]) != 0) {  // a uint8 max pooling's result
+    add_requantize_u8_step(q, d);
+    return 2;
   }
+  const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
   const memory::dims md_dims = to_dims(dims);
   memory src = src_memory(q.inputs[0]);
   const bool nchw = src.get_desc() == memory::desc(md_dims, dt::f32, tag::nchw);
@@ -581,102 +545,137 @@ size_t CpuDelegate::try_quantize_u8(size_t i) {
   return 2;
 }
 
-void CpuDelegate::build_quant_matmul(const OpDesc& op) {
-  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
-                     od = dims_of(op.output);
-  if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
-      od[1] != wd[0]) {
-    refuse("quantized matmul sizes disagree");
-  }
-  const int64_t k = ad[1], n = wd[0];
-  const float src_scale = op.floats[0], src_zp = op.floats[1];
-  if (!std::isfinite(1.f / src_scale) || !(src_zp >= -128.f && src_zp <= 127.f) ||
-      src_zp != std::nearbyint(src_zp)) {
-    refuse("quantized matmul: source scale or zero point out of range");
-  }
-  if (checked_numel(graph_.tensors[op.inputs[3]].dims) != n) {
-    refuse("quantized matmul: one weight scale per output feature");
-  }
-  const memory scales_m = as(op.inputs[3], plain_md({n}, dt::f32));
-  const float* scales = data_as<float>(scales_m);
-  for (int64_t c = 0; c < n; ++c) {
-    if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized matmul: scale");
-  }
-  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
-    refuse("quantized matmul: weights not int8");
-  }
-  const memory q_m = src_memory(op.inputs[1]);
-  if (q_m.get_desc() != plain_md(wd, dt::s8)) refuse("quantized matmul: weight layout");
-  const int8_t* q = data_as<int8_t>(q_m);
+bool CpuDelegate::is_graph_output(int32_t t) const {
+  return std::find(graph_.outputs.begin(), graph_.outputs.end(), t) != graph_.outputs.end();
+}
 
-  if (op.inputs[2] >= 0) {
-    const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
-    if (count != n) refuse("quantized matmul: bias size differs from the output features");
+bool CpuDelegate::max_pool_takes_u8(const OpDesc& pool) {
+  if (pool.kind != OpKind::Pool || static_cast<PoolAlg>(pool.ints[0]) != PoolAlg::Max ||
+      pool.ints[1] != 2 || !pool.post_ops.empty() || readers_[pool.output] != 1 ||
+      is_graph_output(pool.output)) {
+    return false;
   }
-  if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
-    // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
-    memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
-    float* wf = data_as<float>(w);
-    for (int64_t i = 0; i < n * k; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / k];
-    graph_.tensors[op.inputs[1]].dims = {k, n};
-    graph_.tensors[op.inputs[1]].dim_order = {1, 0};
-    graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;
-    md_[op.inputs[1]] = w.get_desc();
-    mem_[op.inputs[1]] = w;
-    OpDesc mm = op;
-    mm.kind = OpKind::MatMul;
-    mm.inputs.resize(3);
-    mm.floats.clear();
-    return build_matmul(mm, dt::f32);
+  const std::vector<int64_t>&in = graph_.tensors[pool.inputs[0]].dims,
+        &out = graph_.tensors[pool.output].dims;
+  if (in.size() != 4 || out.size() != 4 || in[0] != out[0] || in[1] != out[1]) return false;
+  // Every window holds an input element (PyTorch's padding of at most half the kernel sees to
+  // it without dilation; a window of padding alone would be -inf in float).
+  for (int64_t k = 0; k < 2; ++k) {
+    const int64_t kernel = pool.ints[2 + k], stride = pool.ints[4 + k], pad = pool.ints[6 + k];
+    const int64_t dilation = pool.ints[10 + k];
+    for (int64_t o = 0; o < out[2 + k]; ++o) {
+      bool any = false;
+      for (int64_t t = 0; t < kernel && !any; ++t) {
+        const int64_t at = o * stride - pad + t * dilation;
+        any = at >= 0 && at < in[2 + k];
+      }
+      if (!any) return false;
+    }
   }
-  // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
-  const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
-  const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
-  const float shift = src_zp + 128.f;
-  dnnl::primitive_attr to_u8;
-  to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  to_u8.set_output_scales(0, {1.f / src_scale});
-  to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
-  dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
-                                         to_u8);
-  add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
-  // Output feature c's integer sum times src_scale * scales[c]; the bias added before that scale
-  // (oneDNN 2.x's order, for matmul as for convolution: measured), so divided by it.
-  std::vector<float> out_scales(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) out_scales[c] = src_scale * scales[c];
-  const memory::desc bias_md =
-      op.inputs[2] >= 0 ? memory::desc({1, n}, dt::f32, tag::ab) : memory::desc();
-  memory bias;
-  if (op.inputs[2] >= 0) {
-    const memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
-    bias = buffer(bias_md, Held::Weights);
-    for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
+  // Its one reader: a quantize and its dequantize that try_quantize_u8 takes from uint8.
+  for (size_t j = 0; j + 1 < graph_.ops.size(); ++j) {
+    const OpDesc& q = graph_.ops[j];
+    if (q.kind == OpKind::Eltwise && !q.inputs.empty() && q.inputs[0] == pool.output) {
+      return quantize_pair_u8(j);
+    }
   }
-  const size_t fused = before_requantize(op);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_output_scales(1 << 1, out_scales);
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  attr.set_post_ops(onednn_post_ops({op.post_ops.data(), fused}));
-  dnnl::matmul::desc d(src_u8.get_desc(), memory::desc({k, n}, dt::s8, tag::any), bias_md,
-                       plain_md(od, dt::f32));
-  dnnl::matmul::primitive_desc pd(d, attr, engine_);
-  // The weight [N, K] read as [K, N].
-  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
-                      q_m.get_data_handle());
-  memory wei = buffer(pd.weights_desc(), Held::Weights);
-  reorder_now(w_view, wei);
-  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
-  *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
-  memory dst = make_output(op, pd.dst_desc());
-  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
-                                              {DNNL_ARG_WEIGHTS, wei},
-                                              {DNNL_ARG_DST, dst},
-                                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
-  if (op.inputs[2] >= 0) args.emplace_back(DNNL_ARG_BIAS, bias);
-  add_step<dnnl::matmul>(pd, std::move(args));
-  ++int8_matmuls_;
-  add_post_op_steps(op, fused, dst);
+  return false;
+}
+
+namespace {
+
+EMBER_QUANT_CLONES void max_u8(uint8_t* acc, const uint8_t* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
+}
+
+}  // namespace
+
+void CpuDelegate::build_max_pool_u8(const OpDesc& op, std::pair<float, float> params) {
+  if (static_cast<PoolAlg>(op.ints[0]) != PoolAlg::Max) refuse("uint8 pooling: not a max");
+  const memory::dims sd = dims_of(op.inputs[0]), od = dims_of(op.output);
+  const memory src = src_memory(op.inputs[0]);
+  if (src.get_desc() != memory::desc(sd, dt::u8, tag::nhwc)) refuse("uint8 pooling: layout");
+  const memory dst = make_output(op, memory::desc(od, dt::u8, tag::nhwc));
+  struct Window {
+    int64_t in[2], out[2], kernel[2], stride[2], pad[2], dilation[2];
+  } w{};
+  for (int64_t k = 0; k < 2; ++k) {
+    w.in[k] = sd[2 + k];
+    w.out[k] = od[2 + k];
+    w.kernel[k] = op.ints[2 + k];
+    w.stride[k] = op.ints[4 + k];
+    w.pad[k] = op.ints[6 + k];
+    w.dilation[k] = op.ints[10 + k];
+  }
+  const int64_t batch = sd[0], c = sd[1];
+  const int threads = threads_;
+  OwnStep s{OwnKind::Int8Elementwise,
+            "pooling,ember:max_u8,forward_inference,,",
+            "alg:pooling_max " + dims_text(sd) + ":" + dims_text(od),
+            {}};
+  // The largest byte of each window's channels: uint8 is q + 128 of one grid, and dequantizing
+  // is increasing, so it is the byte of the float maximum; padding is never a candidate.
+  s.run = [src, dst, w, batch, c, threads]() {
+    const auto* x = data_as<uint8_t>(src);
+    auto* y = data_as<uint8_t>(dst);
+    split(batch * w.out[0], threads, [&](int64_t begin, int64_t count) {
+      for (int64_t row = begin; row < begin + count; ++row) {
+        const int64_t b = row / w.out[0], oh = row % w.out[0];
+        for (int64_t ow = 0; ow < w.out[1]; ++ow) {
+          uint8_t* o = y + ((b * w.out[0] + oh) * w.out[1] + ow) * c;
+          bool first = true;
+          for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+            const int64_t ih = oh * w.stride[0] - w.pad[0] + kh * w.dilation[0];
+            if (ih < 0 || ih >= w.in[0]) continue;
+            for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+              const int64_t iw = ow * w.stride[1] - w.pad[1] + kw * w.dilation[1];
+              if (iw < 0 || iw >= w.in[1]) continue;
+              const uint8_t* in = x + ((b * w.in[0] + ih) * w.in[1] + iw) * c;
+              if (first) {
+                std::copy(in, in + c, o);
+                first = false;
+              } else {
+                max_u8(o, in, c);
+              }
+            }
+          }
+        }
+      }
+    });
+  };
+  add_own_step(std::move(s));
+  u8_tensors_[op.output] = params;
+}
+
+void CpuDelegate::add_requantize_u8_step(const OpDesc& q, const OpDesc& d) {
+  const auto [scale, zero_point] = u8_tensors_.at(q.inputs[0]);
+  const memory src = src_memory(q.inputs[0]);
+  const memory::dims dims = dims_of(d.output);
+  const memory dst = make_output(d, memory::desc(dims, dt::u8, tag::nhwc));
+  const int64_t n = checked_numel(graph_.tensors[d.output].dims);
+  const int threads = threads_;
+  const float shift = zero_point + 128.f, inv = q.floats[0], zp = q.floats[1];
+  OwnStep s{OwnKind::Int8Elementwise,
+            "eltwise,ember:requantize_u8,forward_inference,,",
+            "alg:quantize_per_tensor " + dims_text(dims),
+            {}};
+  // Each byte dequantized as PyTorch does, then quantized to the new grid, a block at a time.
+  s.run = [src, dst, n, threads, shift, scale, inv, zp]() {
+    const simd::Kernels& k = *simd::kernels();
+    const auto* x = data_as<uint8_t>(src);
+    auto* y = data_as<uint8_t>(dst);
+    split(n, threads, [&](int64_t begin, int64_t count) {
+      constexpr int64_t kBlock = 256;
+      alignas(64) float f[kBlock];
+      for (int64_t i = begin; i < begin + count; i += kBlock) {
+        const int64_t len = std::min(kBlock, begin + count - i);
+        k.dequantize_u8(x + i, f, len, shift, scale);
+        k.quantize_u8(f, y + i, len, inv, zp);
+      }
+    });
+  };
+  add_own_step(std::move(s));
+  u8_tensors_[d.output] = {d.floats[0], d.floats[1]};
 }
 
 }  // namespace ember::cpu::delegate

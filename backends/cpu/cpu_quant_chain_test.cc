@@ -1,12 +1,13 @@
 // The cpu backend's int8 chains (cpu_quant.cc): quantized steps handing each other uint8, the
-// input's quantize, residual adds and depthwise convolutions among them, against ATen computing
-// PyTorch's reference decomposition.
+// input's quantize, residual adds, max poolings and depthwise convolutions among them, against
+// ATen computing PyTorch's reference decomposition.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/cpu_quant_test_util.h"
@@ -294,6 +295,61 @@ TEST(CpuQuant, InputQuantizedStraightToUint8) {
     }
   }
 }
+
+// conv -> relu -> requantize -> max pool -> requantize -> conv (ResNet's stem and first block):
+// the pooling runs on the first convolution's uint8 result, and the requantize after it on
+// bytes. Against ATen's reference decomposition, and bit for bit against the same program with
+// Ember's kernels off (the pooling and the requantize in float, between oneDNN's same int8
+// convolutions). The pooling's grid the same as its source's, or another.
+class MaxPoolOnUint8 : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(MaxPoolOnUint8, AgainstTheReferenceAndTheFloatPooling) {
+  const auto [same_grid, resnet_window] = GetParam();
+  at::manual_seed(21);
+  const at::Tensor x = at::randn({2, 8, 11, 11});
+  const double sx = 0.05, s1 = 0.04, s2 = same_grid ? s1 : 0.07, s3 = 0.06;
+  const int64_t zx = 3, z1 = -128, z2 = same_grid ? z1 : -100, z3 = 5;
+  // ResNet's 3x3 window, stride 2, padding 1; or 2x2, stride 2, ceil mode (a clipped last one).
+  const int64_t k = resnet_window ? 3 : 2, pad = resnet_window ? 1 : 0;
+  const bool ceil = !resnet_window;
+  QuantConvChain chain(x, sx, zx);
+  const at::Tensor xd = dequantize(quantize(x, sx, zx), sx, zx);
+  const at::Tensor w0 = at::randint(-63, 64, {16, 8, 3, 3}).to(at::kChar);
+  const at::Tensor sc0 = at::rand({16}) * 0.01 + 0.002, b0 = at::randn({16});
+  const at::Tensor y0 = at::convolution(xd, w0.to(at::kFloat) * sc0.view({16, 1, 1, 1}), b0, {1, 1},
+                                        {1, 1}, {1, 1}, false, {0, 0}, 1);
+  chain.add("0", w0, sc0, b0, y0, 1, 1, false, s1, z1);
+  const at::Tensor r0 = dequantize(quantize(at::relu(y0), s1, z1), s1, z1);
+  const at::Tensor pooled = at::max_pool2d(r0, {k, k}, {2, 2}, {pad, pad}, {1, 1}, ceil);
+  chain.max_pool("0", pooled, k, 2, pad, ceil, s2, z2);
+  const at::Tensor pd = dequantize(quantize(pooled, s2, z2), s2, z2);
+  const at::Tensor w1 = at::randint(-63, 64, {8, 16, 3, 3}).to(at::kChar);
+  const at::Tensor sc1 = at::rand({8}) * 0.01 + 0.002, b1 = at::randn({8});
+  const at::Tensor y1 = at::convolution(pd, w1.to(at::kFloat) * sc1.view({8, 1, 1, 1}), b1, {1, 1},
+                                        {1, 1}, {1, 1}, false, {0, 0}, 1);
+  chain.add("1", w1, sc1, b1, y1, 1, 1, false, s3, z3);
+  const at::Tensor want = dequantize(quantize(at::relu(y1), s3, z3), s3, z3);
+  auto program = chain.program();
+  ASSERT_NE(program, nullptr);
+  DelegateSummary summary, off_summary;
+  const Compiled compiled = compile(*program);
+  const auto out = run(compiled, {x}, {want}, {}, &summary);
+  const auto off = run(compiled, {x}, {want}, {turned_off("ember_kernels")}, &off_summary);
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(off.size(), 1u);
+  const bool u8 = int8_7bit_supported() && own_kernels_supported();
+  // The input's quantize, the uint8 pooling and its requantize; the input, the first
+  // convolution's result, the pooling's and the requantized one handed on as uint8.
+  EXPECT_EQ(summary.int8_elementwise, u8 ? 3 : 0);
+  EXPECT_EQ(summary.int8_chained, u8 ? 4 : 0);
+  EXPECT_EQ(off_summary.int8_chained, 0);
+  EXPECT_TRUE(at::equal(out[0], off[0])) << (out[0] - off[0]).abs().max().item<float>();
+  // A tie rounded the other way in a convolution: a step or two, on few elements.
+  expect_within_steps(out[0], want, s3, 2, 50);
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, MaxPoolOnUint8,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
 // Ember's int8 1x1 kernel (QuantPointwise) on every variant this CPU has: the same bytes from
 // each (weights within [-64, 63], which the variants without VNNI take), and PyTorch's reference

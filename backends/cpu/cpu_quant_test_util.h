@@ -123,6 +123,20 @@ struct QuantConvChain {
                       "], dilation=[1, 1], transposed=false, output_padding=[0, 0], groups=" +
                       std::to_string(groups) + ")");
   }
+  // Max pooling of the chain's value (kernel k, stride s, padding pad, PyTorch's max_pool2d),
+  // `pooled` its result, requantized to (scale, zero_point).
+  void max_pool(const std::string& l, const at::Tensor& pooled, int64_t k, int64_t s, int64_t pad,
+                bool ceil, double scale, int64_t zero_point) {
+    auto pair = [](int64_t v) { return "[" + std::to_string(v) + ", " + std::to_string(v) + "]"; };
+    // The exported op's form after Ember's lowering: with indices (int64, unread).
+    const std::string m = "%mp" + l;
+    p.body.push_back("(" + m + ": " + type_of(pooled) + ", %mpi" + l + ": i64" +
+                     type_of(pooled).substr(3) +
+                     ") = aten::max_pool2d_with_indices.default(self=" + cur +
+                     ", kernel_size=" + pair(k) + ", stride=" + pair(s) + ", padding=" + pair(pad) +
+                     ", dilation=[1, 1], ceil_mode=" + (ceil ? "true" : "false") + ")");
+    cur = requantize("p" + l, m, pooled, scale, zero_point);
+  }
   // quantize -> dequantize of value v (of y's type); the dequantized value's name.
   std::string requantize(const std::string& l, const std::string& v, const at::Tensor& y,
                          double scale, int64_t zero_point) {
