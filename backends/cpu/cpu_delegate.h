@@ -340,6 +340,15 @@ class CpuDelegate {
   // one pass. As add_clamp_step (cpu_quant.cc).
   void add_quantize_step(const memory& src, const memory& dst, const PostOp& p,
                          const PostOp* then = nullptr);
+  // A QuantConv's or QuantMatMul's source parameters, per-output-channel weight scales and int8
+  // weight (dims wd, PyTorch's: output channels first), checked; `what` names the op in refusals.
+  struct QuantOperands {
+    float src_scale = 0, src_zp = 0;
+    memory scales_m, q_m;
+    const float* scales = nullptr;
+    const int8_t* q = nullptr;
+  };
+  QuantOperands quant_operands(const OpDesc& op, const memory::dims& wd, const std::string& what);
   // A QuantConv (graph_format.h), in integers when int8_ (cpu_quant.cc).
   void build_quant_conv(const OpDesc& op);
   // The uint8 result `dst` of QuantConv op (int8_chain_out or add_tail): registered as the

@@ -93,25 +93,11 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     refuse("quantized matmul sizes disagree");
   }
   const int64_t k = ad[1], n = wd[0];
-  const float src_scale = op.floats[0], src_zp = op.floats[1];
-  if (!std::isfinite(1.f / src_scale) || !(src_zp >= -128.f && src_zp <= 127.f) ||
-      src_zp != std::nearbyint(src_zp)) {
-    refuse("quantized matmul: source scale or zero point out of range");
-  }
-  if (checked_numel(graph_.tensors[op.inputs[3]].dims) != n) {
-    refuse("quantized matmul: one weight scale per output feature");
-  }
-  const memory scales_m = as(op.inputs[3], plain_md({n}, dt::f32));
-  const float* scales = data_as<float>(scales_m);
-  for (int64_t c = 0; c < n; ++c) {
-    if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized matmul: scale");
-  }
-  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
-    refuse("quantized matmul: weights not int8");
-  }
-  const memory q_m = src_memory(op.inputs[1]);
-  if (q_m.get_desc() != plain_md(wd, dt::s8)) refuse("quantized matmul: weight layout");
-  const int8_t* q = data_as<int8_t>(q_m);
+  const QuantOperands operands = quant_operands(op, wd, "quantized matmul");
+  const float src_scale = operands.src_scale, src_zp = operands.src_zp;
+  const float* scales = operands.scales;
+  const memory& q_m = operands.q_m;
+  const int8_t* q = operands.q;
 
   if (op.inputs[2] >= 0) {
     const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);

@@ -73,28 +73,41 @@ void CpuDelegate::add_quantize_step(const memory& src, const memory& dst, const 
   }
 }
 
+CpuDelegate::QuantOperands CpuDelegate::quant_operands(const OpDesc& op, const memory::dims& wd,
+                                                       const std::string& what) {
+  QuantOperands o;
+  o.src_scale = op.floats[0];
+  o.src_zp = op.floats[1];
+  if (!std::isfinite(1.f / o.src_scale) || !(o.src_zp >= -128.f && o.src_zp <= 127.f) ||
+      o.src_zp != std::nearbyint(o.src_zp)) {
+    refuse(what + ": source scale or zero point out of range");
+  }
+  const int64_t channels = wd[0];
+  if (checked_numel(graph_.tensors[op.inputs[3]].dims) != channels) {
+    refuse(what + ": one weight scale per output channel");
+  }
+  o.scales_m = as(op.inputs[3], plain_md({channels}, dt::f32));
+  o.scales = data_as<float>(o.scales_m);
+  for (int64_t c = 0; c < channels; ++c) {
+    if (!std::isfinite(o.scales[c]) || !(o.scales[c] > 0)) refuse(what + ": scale");
+  }
+  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
+    refuse(what + ": weights not int8");
+  }
+  o.q_m = src_memory(op.inputs[1]);
+  if (o.q_m.get_desc() != plain_md(wd, dt::s8)) refuse(what + ": weight layout");
+  o.q = data_as<int8_t>(o.q_m);
+  return o;
+}
+
 void CpuDelegate::build_quant_conv(const OpDesc& op) {
   const ConvGeometry g = conv_geometry(op);
   const int64_t oc = g.wd[0];
-  const float src_scale = op.floats[0], src_zp = op.floats[1];
-  if (!std::isfinite(1.f / src_scale) || !(src_zp >= -128.f && src_zp <= 127.f) ||
-      src_zp != std::nearbyint(src_zp)) {
-    refuse("quantized convolution: source scale or zero point out of range");
-  }
-  if (checked_numel(graph_.tensors[op.inputs[3]].dims) != oc) {
-    refuse("quantized convolution: one weight scale per output channel");
-  }
-  const memory scales_m = as(op.inputs[3], plain_md({oc}, dt::f32));
-  const float* scales = data_as<float>(scales_m);
-  for (int64_t c = 0; c < oc; ++c) {
-    if (!std::isfinite(scales[c]) || !(scales[c] > 0)) refuse("quantized convolution: scale");
-  }
-  if (graph_.tensors[op.inputs[1]].storage != WeightStorage::Int8) {
-    refuse("quantized convolution: weights not int8");
-  }
-  const memory q_m = src_memory(op.inputs[1]);
-  if (q_m.get_desc() != plain_md(g.wd, dt::s8)) refuse("quantized convolution: weight layout");
-  const int8_t* q = data_as<int8_t>(q_m);
+  const QuantOperands operands = quant_operands(op, g.wd, "quantized convolution");
+  const float src_scale = operands.src_scale, src_zp = operands.src_zp;
+  const float* scales = operands.scales;
+  const memory& q_m = operands.q_m;
+  const int8_t* q = operands.q;
   const int64_t wsize = checked_numel(g.wd), per_channel = wsize / oc;
   // Ember's depthwise kernel reads uint8 on any instruction set, the others where they run in
   // integers; the producer asked the same (int8_chain_out).
