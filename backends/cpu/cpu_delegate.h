@@ -358,8 +358,12 @@ class CpuDelegate {
   // Ember's int8 1x1 kernel (QuantPointwise): 1x1, stride 1, no padding, one group, input
   // channels a multiple of 4; weights within [-64, 63] where the kernels have no VNNI.
   bool own_quant_pointwise(const ConvGeometry& g, const int8_t* q, int64_t count);
-  // A QuantMatMul (graph_format.h), in integers as build_quant_conv (cpu_quant.cc).
+  // A QuantMatMul (graph_format.h), in integers as build_quant_conv (cpu_group_quant.cc).
   void build_quant_matmul(const OpDesc& op);
+  // Whether QuantMatMul `op` (in integers; weights q [n][k]; its post-ops from `fused` on a
+  // requantize, clamps before) runs on Ember's int8 1x1 kernel: where the kernels have no VNNI,
+  // weights within 7 bits, k a multiple of 4.
+  bool own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n, size_t fused);
   // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).
   void build_group_quant_matmul(const OpDesc& op);
   // Whether QuantConv `op`, whose post-ops before `fused` are clamps and from `fused` on a

@@ -2,12 +2,16 @@
 // weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN as
 // cpu_quant.cc's convolutions; by weights quantized by groups of a row (GroupQuantMatMul):
 // torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels (quant_gemm.h).
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_delegate.h"
 #include "backends/cpu/cpu_quant_util.h"
+#include "backends/cpu/own_steps.h"
+#include "backends/cpu/quant_gemm.h"
+#include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu::delegate {
 
@@ -85,6 +89,27 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
                                        a, zero_points, input_scales, dst));
 }
 
+bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
+                                   size_t fused) {
+  const simd::Kernels* kernels = simd::kernels();
+  // Measured against oneDNN's gemm:jit without VNNI only (with VNNI oneDNN's brgemm takes
+  // MobileNetV2's classifier in 0.05 ms). Without VNNI the kernel's pmaddubsw pairs saturate
+  // unless the weights fit 7 bits (oneDNN may have VNNI where Ember's kernels are capped).
+  if (!own_kernels_ || kernels == nullptr || kernels->vnni || k % 4 != 0 ||
+      fused + 2 != op.post_ops.size() || !seven_bits(q, n * k)) {
+    return false;
+  }
+  const PostOp &quantize = op.post_ops[fused], &dequantize = op.post_ops[fused + 1];
+  Clamp c;
+  for (size_t i = 0; i < fused; ++i) {
+    if (!is_clamp(op.post_ops[i], &c)) return false;
+  }
+  return !quantize.is_sum && !dequantize.is_sum && quantize.alg == EltwiseAlg::Quantize &&
+         dequantize.alg == EltwiseAlg::Dequantize && quantize.beta == dequantize.beta &&
+         int8_params(quantize.alpha, quantize.beta) &&
+         int8_params(dequantize.alpha, dequantize.beta);
+}
+
 void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
                      od = dims_of(op.output);
@@ -130,6 +155,38 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
                                          to_u8);
   add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+  const size_t fused = before_requantize(op);
+  if (own_quant_linear(op, q, k, n, fused)) {
+    // Ember's int8 1x1 kernel (QuantPointwise: a linear layer is a 1x1 convolution of m
+    // pixels) writes the requantized bytes, then a step dequantizes them into the float output
+    // as the reference's dequantize does. Without VNNI oneDNN 2.6 runs this matmul on its
+    // gemm:jit, which took 0.43 ms for MobileNetV2's classifier (1x1280 by 1280x1000, AVX2).
+    const memory b = op.inputs[2] >= 0 ? as(op.inputs[2], plain_md({n}, dt::f32)) : memory();
+    auto kernel = std::make_shared<QuantPointwise>(
+        QuantPointwise::pack(q, scales, op.inputs[2] >= 0 ? data_as<float>(b) : nullptr, k, n,
+                             src_scale, src_zp, clamps_in(op, 0, fused), op.post_ops[fused].alpha,
+                             op.post_ops[fused].beta, weight_storage()));
+    const memory u8 = scratch_activation(memory::desc(od, dt::u8, tag::ab));
+    OwnStep mm = quant_pointwise_step(std::move(kernel), ad[0], 1, 1, threads_, src_u8, u8);
+    mm.what = "matmul,ember:linear_u8,forward_inference,,";
+    mm.problem = dims_text(ad) + ":" + dims_text({k, n}) + ":" + dims_text(od);
+    add_own_step(std::move(mm));
+    ++int8_matmuls_;
+    const PostOp& dq = op.post_ops[fused + 1];
+    const memory dst = make_output(op, plain_md(od, dt::f32));
+    const int64_t count = ad[0] * n;
+    const float scale = dq.alpha, out_shift = dq.beta + 128.f;
+    OwnStep s{OwnKind::Int8Elementwise,
+              "eltwise,ember:dequantize_u8,forward_inference,,",
+              "alg:dequantize_per_tensor " + dims_text(od),
+              {}};
+    s.run = [u8, dst, count, scale, out_shift]() {
+      simd::kernels()->dequantize_u8(data_as<uint8_t>(u8), data_as<float>(dst), count, out_shift,
+                                     scale);
+    };
+    add_own_step(std::move(s));
+    return;
+  }
   // Output feature c's integer sum times src_scale * scales[c]; the bias added before that scale
   // (oneDNN 2.x's order, for matmul as for convolution: measured), so divided by it.
   std::vector<float> out_scales(static_cast<size_t>(n));
@@ -142,7 +199,6 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     bias = buffer(bias_md, Held::Weights);
     for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
   }
-  const size_t fused = before_requantize(op);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, out_scales);
