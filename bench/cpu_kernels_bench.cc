@@ -69,8 +69,9 @@ void BM_QuantDepthwise(benchmark::State& state) {
   const ember::cpu::QuantDepthwise3x3 k(1, s.hw, s.hw, s.c, s.stride, w.data(), scales.data(),
                                         b.data(), Clamp{0.f, 6.f}, {0.05f, -3.f},
                                         {1.f / 0.04f, -128.f}, s.threads);
+  ember::AlignedFloats scratch(k.scratch_bytes() / sizeof(float));
   for (auto _ : state) {
-    k.run(src.data(), dst.data());
+    k.run(src.data(), dst.data(), scratch.data());
     benchmark::DoNotOptimize(dst.data());
   }
   state.counters["GMAC/s"] =

@@ -254,10 +254,11 @@ void CpuDelegate::build(const NamedDataMap* named) {
   std::erase_if(viewed_, [&](const memory& m) {
     return !std::binary_search(used.begin(), used.end(), m.get_data_handle());
   });
-  // One scratchpad for every primitive (they run one after another).
+  // One scratchpad for every step, oneDNN's and Ember's (they run one after another).
   scratch_ = buffer(
       memory::desc({static_cast<int64_t>(std::max<size_t>(scratch_bytes_, 1))}, dt::u8, tag::a),
       Held::Scratchpad);
+  scratch_data_ = scratch_.get_data_handle();
   for (Step& s : steps_) {
     if (s.uses_scratchpad) s.args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
     for (auto& [arg, m] : s.args) s.c_args.push_back({arg, m.get()});
@@ -328,11 +329,11 @@ Error CpuDelegate::execute(std::span<EValue*> args, ExecutionObserver* observer)
 Error CpuDelegate::run_step(Step& s) {
   if (s.kernel) {
     if (!verbose_) {
-      s.kernel();
+      s.kernel(scratch_data_);
       return Error::Ok;
     }
     const auto t0 = std::chrono::steady_clock::now();
-    s.kernel();
+    s.kernel(scratch_data_);
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
     // oneDNN's verbose line shape, on stdout as oneDNN's, so that the two interleave in
     // execution order (bench/layer_report.py reads both).
@@ -359,9 +360,10 @@ Error CpuDelegate::run_step(Step& s) {
 }
 
 bool CpuDelegate::same_layout(const Tensor& t, const memory::desc& md) {
-  const memory::dims dims = md.dims();
+  // The C descriptor's arrays: md.dims() would build a vector at every call.
+  const dnnl_dims_t& dims = md.data.dims;
   const int rank = t.dim() == 0 ? 1 : t.dim();
-  if (static_cast<int>(dims.size()) != rank) return false;
+  if (md.data.ndims != rank) return false;
   if (t.dim() == 0) return dims[0] == 1;
   const auto& blk = md.data.format_desc.blocking;
   for (int i = 0; i < rank; ++i) {

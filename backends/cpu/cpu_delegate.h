@@ -106,9 +106,9 @@ struct DelegateOptions {
 };
 
 struct Step {
-  dnnl::primitive prim;          // a oneDNN primitive, or
-  std::function<void()> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
-  OwnKind own{};                 // EMBER_CPU_VERBOSE its name and problem
+  dnnl::primitive prim;               // a oneDNN primitive, or
+  std::function<void(void*)> kernel;  // one of Ember's own kernels (own_steps.h): its kind, and for
+  OwnKind own{};                      // EMBER_CPU_VERBOSE its name and problem
   std::string what;
   std::string problem;
   std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
@@ -130,7 +130,7 @@ struct Step {
 // What a new buffer of the build holds, for where it comes from and the memory report.
 enum class Held {
   Activations,  // written at every call: intermediates, uint8 copies of sources
-  Scratchpad,   // oneDNN's, one for every primitive
+  Scratchpad,   // oneDNN's and Ember's kernels' working memory, one for every step
   Weights,      // constants in the layout a step reads them in (reordered, rescaled)
   Transient,    // a weight as stored or dequantized, which a reorder or packing may drop at init
 };
@@ -481,7 +481,8 @@ class CpuDelegate {
   size_t held_bytes_[3] = {};  // per Held but Transient (summary())
   size_t allocator_heap_ = 0;  // of the heap's growth during build, what allocator_ took
   size_t heap_bytes_ = 0;      // the rest (summary())
-  memory scratch_;
+  memory scratch_;             // oneDNN's scratchpad and the working memory of Ember's kernels
+  void* scratch_data_ = nullptr;
   size_t scratch_bytes_ = 0;
   int cur_op_ = 0;
   std::vector<int> last_use_;

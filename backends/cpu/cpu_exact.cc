@@ -188,7 +188,7 @@ void CpuDelegate::add_in_place_step(const memory& src, const memory& dst, bool z
   const int threads = threads_;
   if (!padded || zero_stays_zero) {
     // Every element, the zeros of a blocked layout's padding included (they stay zero).
-    s.run = [src, dst, total, kernel = std::move(kernel), threads]() {
+    s.run = [src, dst, total, kernel = std::move(kernel), threads](void*) {
       const float* x = data_of(src);
       float* y = data_of(dst);
       if (x != y) std::copy(x, x + total, y);
@@ -206,7 +206,7 @@ void CpuDelegate::add_in_place_step(const memory& src, const memory& dst, bool z
     if (!ok) refuse(cat({s.what, " of a padded layout it does not know"}));
     const int64_t batch = d.dims[0], channels = d.dims[1], blocks = d.padded_dims[1] / b;
     s.run = [src, dst, total, kernel = std::move(kernel), batch, channels, blocks, b, spatial,
-             threads]() {
+             threads](void*) {
       const float* x = data_of(src);
       float* y = data_of(dst);
       if (x != y) std::copy(x, x + total, y);
@@ -257,7 +257,7 @@ void CpuDelegate::build_max_pool(const OpDesc& op, memory src, memory::desc dst_
             "pooling,ember:max,forward_inference,,",
             cat({"alg:pooling_max ", dims_text(sd), ":", dims_text(od)}),
             {}};
-  s.run = [src, dst, in, out, w, threads]() {
+  s.run = [src, dst, in, out, w, threads](void*) {
     max_pool(data_of(src), in, data_of(dst), out, w, threads);
   };
   add_own_step(std::move(s));
@@ -296,7 +296,7 @@ void CpuDelegate::add_avg_pool_redo_step(const OpDesc& op, const memory& src, co
             cat({include_pad ? "alg:pooling_avg_include_padding " : "alg:pooling_avg ",
                  dims_text(sd), ":", dims_text(od)}),
             {}};
-  s.run = [src, dst, g, r, s_d, o_d, batch, channels, total, include_pad, threads]() {
+  s.run = [src, dst, g, r, s_d, o_d, batch, channels, total, include_pad, threads](void*) {
     float* y = data_of(dst);
     if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;
     const float* x = data_of(src);
@@ -354,7 +354,7 @@ void CpuDelegate::add_softmax_rows_step(const memory& src, const memory& dst, in
             "softmax,ember:nan_rows,forward_inference,,",
             cat({dims_text(d), " axis:", std::to_string(axis)}),
             {}};
-  s.run = [src, dst, outer, len, inner, threads]() {
+  s.run = [src, dst, outer, len, inner, threads](void*) {
     softmax_nan_rows(data_of(src), data_of(dst), outer, len, inner, threads);
   };
   add_own_step(std::move(s));
@@ -371,7 +371,7 @@ void CpuDelegate::add_softmax_last_dim_step(const memory& src, const memory& dst
             "softmax,ember:softmax,forward_inference,,",
             cat({dims_text(d), " axis:", std::to_string(d.size() - 1)}),
             {}};
-  s.run = [src, dst, rows, len, threads]() {
+  s.run = [src, dst, rows, len, threads](void*) {
     softmax_rows(data_of(src), data_of(dst), rows, len, threads);
   };
   add_own_step(std::move(s));
@@ -405,7 +405,7 @@ void CpuDelegate::build_where(const OpDesc& op) {
   memory dst = make_output(op, plain_md(od, dt::f32));
   const int threads = threads_;
   OwnStep s{OwnKind::Exact, "binary,ember:where,forward_inference,,", dims_text(od), {}};
-  s.run = [c = reads[0], a = reads[1], b = reads[2], dst, shape, threads]() {
+  s.run = [c = reads[0], a = reads[1], b = reads[2], dst, shape, threads](void*) {
     where_broadcast(reinterpret_cast<const uint8_t*>(data_of(c)), data_of(a), data_of(b),
                     data_of(dst), shape, threads);
   };
@@ -436,7 +436,7 @@ void CpuDelegate::add_layer_norm_step(const memory& src, const memory& gamma, co
             "layer_normalization,ember:rows_f64,forward_inference,,",
             cat({dims_text(d), " eps:", std::to_string(eps)}),
             {}};
-  s.run = [src, gamma, beta, dst, rows, n, eps, threads]() {
+  s.run = [src, gamma, beta, dst, rows, n, eps, threads](void*) {
     const float* x = data_of(src);
     float* y = data_of(dst);
     const float* w = gamma ? data_of(gamma) : nullptr;
@@ -481,7 +481,7 @@ void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const m
             cat({dims_text(a.get_desc().dims()), ":", dims_text(b.get_desc().dims()), ":",
                  dims_text(od)}),
             {}};
-  s.run = [a, b, bias, dst, ad, bd, cd, rank, batch, m, n, k, total, threads]() {
+  s.run = [a, b, bias, dst, ad, bd, cd, rank, batch, m, n, k, total, threads](void*) {
     float* y = data_of(dst);
     // The common case: every element finite, one scan.
     if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;
@@ -533,7 +533,7 @@ void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t 
             cat({mk, "x", ks, ":", ks, "x", ns, ":", mk, "x", ns}),
             {}};
   const int threads = threads_;
-  s.run = [b = std::move(b), a, dst, m, k, n, threads]() {
+  s.run = [b = std::move(b), a, dst, m, k, n, threads](void*) {
     float* y = data_of(dst);
     if (all_within(y, m * n, std::numeric_limits<float>::max(), threads)) return;
     for (int64_t i = 0; i < m; ++i) {
@@ -604,7 +604,7 @@ void CpuDelegate::add_conv_redo_step(const memory& src, const memory& wei, const
             "convolution,ember:redo_non_finite_f64,forward_inference,,",
             cat({dims_text(sd), ":", dims_text(wd), ":", dims_text(od)}),
             {}};
-  s.run = [src, wei, bias, dst, g, r, s_d, w_d, o_d, b_d, total, threads]() {
+  s.run = [src, wei, bias, dst, g, r, s_d, w_d, o_d, b_d, total, threads](void*) {
     float* y = data_of(dst);
     // The common case: every element finite (a blocked layout's zero padding included), one scan.
     if (all_within(y, total, std::numeric_limits<float>::max(), threads)) return;

@@ -180,7 +180,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
               "eltwise,ember:dequantize_u8,forward_inference,,",
               "alg:dequantize_per_tensor " + dims_text(od),
               {}};
-    s.run = [u8, dst, count, scale, out_shift]() {
+    s.run = [u8, dst, count, scale, out_shift](void*) {
       simd::kernels()->dequantize_u8(data_as<uint8_t>(u8), data_as<float>(dst), count, out_shift,
                                      scale);
     };

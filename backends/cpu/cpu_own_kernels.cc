@@ -165,6 +165,7 @@ memory::desc CpuDelegate::nhwc_md(const std::vector<int64_t>& dims) {
 void CpuDelegate::add_own_step(OwnStep o) {
   Step s;
   s.kernel = std::move(o.run);
+  scratch_bytes_ = std::max(scratch_bytes_, o.scratch_bytes);  // the scratchpad is shared
   s.own = o.kind;
   s.what = std::move(o.what);
   s.problem = std::move(o.problem);
@@ -201,8 +202,8 @@ bool CpuDelegate::try_depthwise(const OpDesc& op) {
   std::vector<memory> keep;  // until the kernel has copied the weights
   const float* w = weight_data(op.inputs[1], &keep);
   const float* b = weight_data(op.inputs[2], &keep);
-  auto kernel =
-      std::make_shared<Depthwise3x3>(sd[0], sd[2], sd[3], sd[1], stride, w, b, act, threads_);
+  auto kernel = std::make_shared<Depthwise3x3>(sd[0], sd[2], sd[3], sd[1], stride, w, b, act,
+                                               threads_, weight_storage());
   memory src = as(op.inputs[0], nhwc_md(sd));
   memory dst = make_output(op, nhwc_md(od));
   add_own_step(depthwise_step(std::move(kernel), sd[0], sd[2], sd[3], sd[1], stride, src, dst));

@@ -171,7 +171,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     const memory b = has_bias ? as(op.inputs[2], plain_md({oc}, dt::f32)) : memory();
     auto kernel = std::make_shared<QuantDepthwise3x3>(
         g.sd[0], g.sd[2], g.sd[3], oc, g.strides[0], q, scales,
-        has_bias ? data_as<float>(b) : nullptr, act, in, out, threads_);
+        has_bias ? data_as<float>(b) : nullptr, act, in, out, threads_, weight_storage());
     memory dst = make_output(op, memory::desc(g.od, dt::u8, tag::nhwc));
     add_own_step(quant_depthwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], oc,
                                       g.strides[0], src_u8, dst));
@@ -456,7 +456,7 @@ void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_
             "binary,ember:add_u8,forward_inference,,",
             "alg:binary_add " + dims_text(to_dims(dims)),
             {}};
-  s.run = [in0 = in[0], in1 = in[1], dst, n, threads, act, inv, zp]() {
+  s.run = [in0 = in[0], in1 = in[1], dst, n, threads, act, inv, zp](void*) {
     const simd::Kernels& k = *simd::kernels();
     auto* out = data_as<uint8_t>(dst);
     split(n, threads, [&](int64_t begin, int64_t count) {
@@ -513,7 +513,7 @@ size_t CpuDelegate::try_quantize_u8(size_t i) {
             "eltwise,ember:quantize_u8,forward_inference,,",
             "alg:quantize_per_tensor " + dims_text(md_dims),
             {}};
-  s.run = [src, dst, nchw, batch, c, h, w, threads, inv, zp]() {
+  s.run = [src, dst, nchw, batch, c, h, w, threads, inv, zp](void*) {
     const simd::Kernels& k = *simd::kernels();
     const float* x = data_as<float>(src);
     auto* out = data_as<uint8_t>(dst);
@@ -628,7 +628,7 @@ void CpuDelegate::build_max_pool_u8(const OpDesc& op, std::pair<float, float> pa
             {}};
   // The largest byte of each window's channels: uint8 is q + 128 of one grid, and dequantizing
   // is increasing, so it is the byte of the float maximum; padding is never a candidate.
-  s.run = [src, dst, w, batch, c, threads]() {
+  s.run = [src, dst, w, batch, c, threads](void*) {
     const auto* x = data_as<uint8_t>(src);
     auto* y = data_as<uint8_t>(dst);
     split(batch * w.out[0], threads, [&](int64_t begin, int64_t count) {
@@ -673,7 +673,7 @@ void CpuDelegate::add_requantize_u8_step(const OpDesc& q, const OpDesc& d) {
             "alg:quantize_per_tensor " + dims_text(dims),
             {}};
   // Each byte dequantized as PyTorch does, then quantized to the new grid, a block at a time.
-  s.run = [src, dst, n, threads, shift, scale, inv, zp]() {
+  s.run = [src, dst, n, threads, shift, scale, inv, zp](void*) {
     const simd::Kernels& k = *simd::kernels();
     const auto* x = data_as<uint8_t>(src);
     auto* y = data_as<uint8_t>(dst);

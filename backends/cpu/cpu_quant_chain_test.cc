@@ -472,7 +472,8 @@ TEST(CpuQuant, DepthwiseKernelAgainstTheReference) {
                                    {static_cast<float>(sx), static_cast<float>(k.zx)},
                                    {static_cast<float>(1.0 / so), static_cast<float>(k.zo)}, 2);
     std::vector<uint8_t> out(static_cast<size_t>(want.numel()) + 1, uint8_t{0xAB});  // + a guard
-    kernel.run(xu.data_ptr<uint8_t>(), out.data());
+    AlignedFloats scratch(kernel.scratch_bytes() / sizeof(float), NAN);  // as another step left it
+    kernel.run(xu.data_ptr<uint8_t>(), out.data(), scratch.data());
     EXPECT_EQ(out.back(), 0xAB) << "wrote past the output";
     out.pop_back();
     const at::Tensor got = at::from_blob(out.data(), want.sizes(), at::kByte).to(at::kFloat);

@@ -387,8 +387,9 @@ TEST(CpuQuant, PerTokenQuantizationIsTorchaosBitForBit) {
     const at::Tensor inverse = at::reciprocal(scale.unsqueeze(-1)) * 1.0;
     const at::Tensor q =
         at::clamp(at::round(x * inverse) + zp.unsqueeze(-1), -128, 127).to(at::kChar);
-    DotRows got;
-    got.quantize(x.size(0), k, 32, x.contiguous().data_ptr<float>(), eps, false);
+    AlignedFloats memory(DotRows::bytes(x.size(0), k, 32, false) / sizeof(float), NAN);
+    DotRows got(memory.data(), x.size(0), k, 32, false);
+    got.quantize(x.contiguous().data_ptr<float>(), eps);
     for (int64_t r = 0; r < x.size(0); ++r) {
       SCOPED_TRACE("row " + std::to_string(r));
       const float want_scale = scale[r].item<float>();
@@ -466,8 +467,9 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   const DotPackedMatrix b =
       DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
                             bias.data_ptr<float>(), k, n, group, 4);
-  DotRows rows;
-  rows.quantize(m, k, group, x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f, true);
+  AlignedFloats memory(DotRows::bytes(m, k, group, true) / sizeof(float), NAN);
+  DotRows rows(memory.data(), m, k, group, true);
+  rows.quantize(x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
   const std::vector<const simd::Kernels*> variants = simd_variants();
   if (variants.empty()) GTEST_SKIP() << "no AVX2";
   std::vector<std::vector<float>> outs;
@@ -480,7 +482,7 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   }
   // ATen on the dequantized rows and weights.
   std::vector<float> xd(static_cast<size_t>(m * k));
-  rows.dequantize(m, k, xd.data());
+  rows.dequantize(xd.data());
   const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
   const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
   const at::Tensor got = at::from_blob(outs[0].data(), {m, n});

@@ -112,6 +112,7 @@ class CpuHandle {
   CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named)
       : graph_(std::move(g)),
         bounds_(bounds_of(graph_)),
+        sizes_(bounds_.size(), 0),
         threads_(threads),
         options_(options),
         named_(named) {}
@@ -126,11 +127,11 @@ class CpuHandle {
 
   Error execute(std::span<EValue*> args, ExecutionObserver* observer) {
     if (graph_.num_symbols == 0) return first_->execute(args, observer);
-    Result<std::vector<int64_t>> sizes = batch_sizes(args);
-    if (!sizes.ok()) return sizes.error();
+    if (Error e = batch_sizes(args); e != Error::Ok) return e;
+    const std::vector<int64_t>& sizes = sizes_;
     // An empty batch: nothing to compute (oneDNN takes no empty tensors); every output is empty.
-    if (std::find(sizes->begin(), sizes->end(), 0) != sizes->end()) {
-      if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+    if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) {
+      if (Error e = resize_outputs(args, sizes); e != Error::Ok) return e;
       for (size_t j = 0; j < graph_.outputs.size(); ++j) {
         if (graph_.tensors[graph_.outputs[j]].batch_symbol < 0) {
           return fail(Error::NotSupported,
@@ -141,24 +142,24 @@ class CpuHandle {
       }
       return Error::Ok;
     }
-    if (*sizes == bounds_) {
-      if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+    if (sizes == bounds_) {
+      if (Error e = resize_outputs(args, sizes); e != Error::Ok) return e;
       return first_->execute(args, observer);
     }
     auto it = std::find_if(builds_.begin(), builds_.end(),
-                           [&](const auto& b) { return b.first == *sizes; });
+                           [&](const auto& b) { return b.first == sizes; });
     if (it == builds_.end()) {
       Result<std::unique_ptr<CpuDelegate>> d =
-          make_delegate(with_batch_sizes(graph_, *sizes), threads_, options_, named_, nullptr);
+          make_delegate(with_batch_sizes(graph_, sizes), threads_, options_, named_, nullptr);
       if (!d.ok()) return d.error();
       if (builds_.size() == kMaxBuilds) builds_.pop_back();
-      builds_.insert(builds_.begin(), {*sizes, std::move(*d)});
+      builds_.insert(builds_.begin(), {sizes, std::move(*d)});
       it = builds_.begin();
     } else if (it != builds_.begin()) {
       std::rotate(builds_.begin(), it, it + 1);  // most recently used first
       it = builds_.begin();
     }
-    if (Error e = resize_outputs(args, *sizes); e != Error::Ok) return e;
+    if (Error e = resize_outputs(args, sizes); e != Error::Ok) return e;
     return it->second->execute(args, observer);
   }
 
@@ -184,17 +185,24 @@ class CpuHandle {
       const TensorDesc& t = graph_.tensors[graph_.outputs[j]];
       EValue* out = args[graph_.num_inputs + j];
       if (t.batch_symbol < 0 || out == nullptr || !out->is_tensor()) continue;
-      std::vector<int32_t> want(t.dims.begin(), t.dims.end());
+      int32_t want[kMaxRank];
+      if (t.dims.empty() || t.dims.size() > static_cast<size_t>(kMaxRank)) {
+        return fail(Error::InvalidProgram, "cpu delegate: output %zu has rank %zu", j,
+                    t.dims.size());
+      }
+      for (size_t d = 1; d < t.dims.size(); ++d) want[d] = static_cast<int32_t>(t.dims[d]);
       want[0] = static_cast<int32_t>(sizes[static_cast<size_t>(t.batch_symbol)]);
-      if (Error e = out->to_tensor().resize(want); e != Error::Ok) return e;
+      const std::span<const int32_t> dims(want, t.dims.size());
+      if (Error e = out->to_tensor().resize(dims); e != Error::Ok) return e;
     }
     return Error::Ok;
   }
 
-  // Each symbol's value: dim 0 of the inputs that carry it, which must agree and lie in
-  // [0, upper bound].
-  Result<std::vector<int64_t>> batch_sizes(std::span<EValue*> args) const {
-    std::vector<int64_t> v(graph_.num_symbols, -1);
+  // Each symbol's value into sizes_: dim 0 of the inputs that carry it, which must agree and lie
+  // in [0, upper bound].
+  Error batch_sizes(std::span<EValue*> args) {
+    std::vector<int64_t>& v = sizes_;
+    std::fill(v.begin(), v.end(), -1);
     for (const TensorDesc& t : graph_.tensors) {
       if (t.kind != TensorKind::Input || t.batch_symbol < 0) continue;
       const EValue* a = t.index < args.size() ? args[t.index] : nullptr;
@@ -213,11 +221,12 @@ class CpuHandle {
       }
       value = n;
     }
-    return v;
+    return Error::Ok;
   }
 
   CpuGraph graph_;
   std::vector<int64_t> bounds_;  // the symbols' upper bounds: the first build's batch sizes
+  std::vector<int64_t> sizes_;   // this call's (batch_sizes): kept, so that a call allocates none
   int threads_;
   DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it

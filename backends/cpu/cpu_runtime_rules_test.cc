@@ -4,13 +4,29 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 
 #include "backends/cpu/cpu_test_util.h"
 #include "backends/cpu/own_kernels.h"
 
 namespace ember::cpu {
 namespace {
+
+// Every test's run() (cpu_test_util.h) checks that execute makes no heap allocation with
+// HeapCount; here, that the count can fail: it sees allocations, on this thread and on others.
+TEST(CpuRuntimeRules, HeapCountSeesAllocations) {
+  ember::testing::HeapCount heap;
+  EXPECT_EQ(heap.count(), 0);
+  auto one = std::make_unique<int>(1);
+  EXPECT_EQ(heap.count(), 1);
+  std::unique_ptr<int> other;
+  std::thread t([&] { other = std::make_unique<int>(2); });  // the thread's state, and the int
+  t.join();
+  EXPECT_GE(heap.count(), 2);
+  EXPECT_EQ(heap.onednn(), 0);
+}
 
 // A delegate runs oneDNN on its own thread count ("num_threads"), and leaves the calling
 // thread's OpenMP thread count as it found it: no process state of the caller's changes.

@@ -17,7 +17,8 @@ void depthwise_row(int64_t stride, const float* const rows[3], int64_t ld, int64
 }
 
 Depthwise3x3::Depthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride,
-                           const float* weight, const float* bias, Clamp act, int threads)
+                           const float* weight, const float* bias, Clamp act, int threads,
+                           const Storage& storage)
     : batch_(batch),
       h_(h),
       w_(w),
@@ -27,8 +28,8 @@ Depthwise3x3::Depthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64
       out_w_((w - 1) / stride + 1),
       act_(act),
       threads_(std::max(threads, 1)),
-      w9_(9 * c),
-      bias_(c, 0.f) {
+      w9_(static_cast<size_t>(9 * c), storage, 0.f),
+      bias_(static_cast<size_t>(c), storage, 0.f) {
   for (int64_t ch = 0; ch < c; ++ch) {
     for (int t = 0; t < 9; ++t) w9_[t * c + ch] = weight[ch * 9 + t];
     if (bias != nullptr) bias_[ch] = bias[ch];
@@ -111,9 +112,9 @@ std::vector<float> dequantized_weight(const int8_t* q, const float* scales, int6
 QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride,
                                      const int8_t* weight, const float* weight_scales,
                                      const float* bias, Clamp act, Quant in, Requant out,
-                                     int threads)
+                                     int threads, const Storage& storage)
     : float_(batch, h, w, c, stride, dequantized_weight(weight, weight_scales, c).data(), bias, act,
-             1),
+             1, storage),
       batch_(batch),
       h_(h),
       w_(w),
@@ -123,14 +124,12 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
       out_(out),
       threads_(std::max(threads, 1)) {
   const simd::Kernels* k = simd::kernels();
-  if (k == nullptr || k->depthwise_u8_row == nullptr) {
-    buffers_.resize(static_cast<size_t>(threads_ * (3 * w + float_.out_w()) * c));
-    return;
-  }
+  integers_ = k != nullptr && k->depthwise_u8_row != nullptr;
+  if (!integers_) return;
   // In integers (VNNI): each row's three taps one vpdpbusd, the sums exact, then requantized as
   // QuantPointwise does (1 / out scale folded into the multiplier and the bias).
   const int32_t in_shift = static_cast<int32_t>(in.zero_point) + 128;
-  w4_.assign(static_cast<size_t>(3 * c), 0);
+  w4_ = Stored<int32_t>(static_cast<size_t>(3 * c), storage, 0);
   std::vector<int32_t> sums(static_cast<size_t>(c), 0);
   for (int64_t ch = 0; ch < c; ++ch) {
     for (int64_t ky = 0; ky < 3; ++ky) {
@@ -144,21 +143,28 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
     }
   }
   rq_ = Requantize::make(sums.data(), weight_scales, bias, c, c, in.scale, in.zero_point, act,
-                         out.inv_scale, out.zero_point);
-  pad_row_.assign(static_cast<size_t>(w * c), 0);
+                         out.inv_scale, out.zero_point, storage);
+  pad_row_ = Stored<int32_t>(static_cast<size_t>(w * c), storage, 0);
   const std::vector<uint8_t> pad_bytes(static_cast<size_t>(w * c), static_cast<uint8_t>(in_shift));
   k->quads_row(pad_bytes.data(), w, c, stride, static_cast<uint8_t>(in_shift), pad_row_.data());
-  quads_.resize(static_cast<size_t>(threads_ * 3 * w * c));
 }
 
-void QuantDepthwise3x3::run(const uint8_t* src, uint8_t* dst) const {
+size_t QuantDepthwise3x3::scratch_bytes() const {
+  // Rows of int32 quads or floats, both 4 bytes a value; [w][c] each, c a multiple of 16.
+  const int64_t per_thread = integers_ ? 3 * w_ * c_ : (3 * w_ + out_w()) * c_;
+  return static_cast<size_t>(threads_ * per_thread) * 4;
+}
+
+void QuantDepthwise3x3::run(const uint8_t* src, uint8_t* dst, void* scratch) const {
   const int64_t vectors = c_ / kGroup, units = batch_ * out_h() * vectors;
   const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
-  const int64_t per_thread = (3 * w_ + out_w()) * c_;
+  const int64_t per_thread = static_cast<int64_t>(scratch_bytes()) / 4 / threads_;
   auto part = [&](int64_t t, int64_t n) {
     const int64_t u0 = units * t / n, u1 = units * (t + 1) / n;
-    if (!quads_.empty()) return run_integers(src, dst, u0, u1, quads_.data() + t * 3 * w_ * c_);
-    float* ring = buffers_.data() + t * per_thread;
+    if (integers_) {
+      return run_integers(src, dst, u0, u1, static_cast<int32_t*>(scratch) + t * per_thread);
+    }
+    float* ring = static_cast<float*>(scratch) + t * per_thread;
     run_units(src, dst, u0, u1, ring, ring + 3 * w_ * c_);
   };
   if (threads <= 1) return part(0, 1);

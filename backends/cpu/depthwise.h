@@ -31,9 +31,9 @@ void depthwise_row(int64_t stride, const float* const rows[3], int64_t ld, int64
 class Depthwise3x3 {
  public:
   // c: a multiple of 16 (supports()); weight [c, 1, 3, 3] (PyTorch's layout); bias [c] or null.
-  // Both are copied.
+  // Both are copied, into `storage` (the heap where empty; it gives the bytes or throws).
   Depthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride, const float* weight,
-               const float* bias, Clamp act, int threads);
+               const float* bias, Clamp act, int threads, const Storage& storage = {});
 
   static bool supports(int64_t c, int64_t stride) {
     return c > 0 && c % 16 == 0 && (stride == 1 || stride == 2);
@@ -53,7 +53,7 @@ class Depthwise3x3 {
   int64_t batch_, h_, w_, c_, stride_, out_h_, out_w_;
   Clamp act_;
   int threads_;
-  AlignedFloats w9_, bias_;  // [9][c], [c]
+  Stored<float> w9_, bias_;  // [9][c], [c]
 };
 
 // The same convolution of quantized values, uint8 in and out (the int8 chain of a quantized
@@ -62,13 +62,13 @@ class Depthwise3x3 {
 // weight dequantized, (q - 0) * scale[c]; the float convolution plus bias, then the clamp; then
 // the result quantized, round_half_even(y * inv_scale) + zero point, saturated. Only the order
 // of the float sums differs from ATen's. Rows are dequantized once each into a ring of three per
-// thread (allocated here, not at run). Faster than oneDNN 2.6's int8 depthwise (jit_int8: 2.5x
-// on MobileNetV2's layers), and on AVX2 as on AVX-512. On a CPU with VNNI it runs in integers
-// instead: each input row as quads (an output pixel's left, centre and right byte of a channel,
-// Kernels::quads_row), so that a row's three taps are one vpdpbusd; the sums exact in int32,
-// requantized as QuantPointwise's are (Requantize, quant_gemm.h: 1 / out scale folded into the
-// multiplier, so a result can differ from the float path's only at a tie). 1.6x the float path's
-// speed on MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
+// thread, in the caller's working memory (scratch_bytes()). Faster than oneDNN 2.6's int8 depthwise
+// (jit_int8: 2.5x on MobileNetV2's layers), and on AVX2 as on AVX-512. On a CPU with VNNI it runs
+// in integers instead: each input row as quads (an output pixel's left, centre and right byte of a
+// channel, Kernels::quads_row), so that a row's three taps are one vpdpbusd; the sums exact in
+// int32, requantized as QuantPointwise's are (Requantize, quant_gemm.h: 1 / out scale folded into
+// the multiplier, so a result can differ from the float path's only at a tie). 1.6x the float
+// path's speed on MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
 class QuantDepthwise3x3 {
  public:
   // The input's dequantize, x = (q - zero_point) * scale, and the output's quantize,
@@ -80,17 +80,20 @@ class QuantDepthwise3x3 {
   struct Requant {
     float inv_scale, zero_point;
   };
-  // weight: int8 [c, 1, 3, 3] with one scale a channel; bias [c] or null. Copied.
+  // weight: int8 [c, 1, 3, 3] with one scale a channel; bias [c] or null. Copied into `storage`
+  // (as Depthwise3x3's).
   QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_t c, int64_t stride,
                     const int8_t* weight, const float* weight_scales, const float* bias, Clamp act,
-                    Quant in, Requant out, int threads);
+                    Quant in, Requant out, int threads, const Storage& storage = {});
 
   int64_t out_h() const { return float_.out_h(); }
   int64_t out_w() const { return float_.out_w(); }
 
-  // src [batch][h][w][c] -> dst [batch][out_h][out_w][c], uint8. Reentrant for one caller at a
-  // time (the ring buffers are the kernel's).
-  void run(const uint8_t* src, uint8_t* dst) const;
+  // The working memory run() takes: per thread, a ring of three rows (and an output row).
+  size_t scratch_bytes() const;
+  // src [batch][h][w][c] -> dst [batch][out_h][out_w][c], uint8; `scratch`: scratch_bytes() on a
+  // cache line. Reentrant, each caller with its own scratch.
+  void run(const uint8_t* src, uint8_t* dst, void* scratch) const;
 
  private:
   void run_units(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1, float* ring,
@@ -104,12 +107,12 @@ class QuantDepthwise3x3 {
   Quant in_;
   Requant out_;
   int threads_;
-  mutable AlignedFloats buffers_;  // per thread: 3 input rows, then an output row
-  // In integers (quads_ not empty): the weights' quads [3][c], the requantization, the
-  // padding's quads [w][c], and per thread a ring of three rows.
-  std::vector<int32_t, CacheLineAllocator<int32_t>> w4_, pad_row_;
+  // In integers (VNNI): the weights' quads [3][c], the requantization, the padding's quads
+  // [w][c]; per thread a ring of three rows of quads. In floats: per thread three input rows,
+  // then an output row.
+  bool integers_ = false;
+  Stored<int32_t> w4_, pad_row_;
   Requantize rq_;
-  mutable std::vector<int32_t, CacheLineAllocator<int32_t>> quads_;
 };
 
 }  // namespace ember::cpu

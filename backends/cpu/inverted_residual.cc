@@ -31,8 +31,8 @@ InvertedResidual::InvertedResidual(const Params& p, int threads, const Storage& 
   out_h_ = (p.h - 1) / p.stride + 1;  // (h + 2 - 3) / stride + 1
   out_w_ = (p.w - 1) / p.stride + 1;
   ce_pad_ = round_up_group(p.ce);
-  dw_w_.assign(9 * ce_pad_, 0.f);
-  dw_b_.assign(ce_pad_, 0.f);
+  dw_w_ = Stored<float>(static_cast<size_t>(9 * ce_pad_), storage, 0.f);
+  dw_b_ = Stored<float>(static_cast<size_t>(ce_pad_), storage, 0.f);
   for (int64_t c = 0; c < p.ce; ++c) {
     for (int t = 0; t < 9; ++t) dw_w_[t * ce_pad_ + c] = p.dw_w[c * 9 + t];
     if (p.dw_b != nullptr) dw_b_[c] = p.dw_b[c];
@@ -51,10 +51,12 @@ InvertedResidual::InvertedResidual(const Params& p, int threads, const Storage& 
     // output column x reads image row c * 3 + ky, padded column x * stride + kx.
     expand_ = PackedMatrix::pack(p.stem_w, p.stem_b, p.cin * 9, p.ce, storage);
     image_row_floats_ = p.image_w + 2;
+    stem_taps_ = Stored<int32_t>(static_cast<size_t>(p.cin * 9), storage, 0);
     for (int64_t c = 0; c < p.cin; ++c) {
       for (int64_t ky = 0; ky < 3; ++ky) {
         for (int64_t kx = 0; kx < 3; ++kx) {
-          stem_taps_.push_back(static_cast<int32_t>((c * 3 + ky) * image_row_floats_ + kx));
+          stem_taps_[static_cast<size_t>((c * 3 + ky) * 3 + kx)] =
+              static_cast<int32_t>((c * 3 + ky) * image_row_floats_ + kx);
         }
       }
     }
@@ -64,30 +66,29 @@ InvertedResidual::InvertedResidual(const Params& p, int threads, const Storage& 
   p_.stem_w = p_.stem_b = nullptr;
   scratch_per_thread_ = ((group_ * p.stride + 2) * p.w + group_ * out_w_) * ce_pad_ +
                         round_up_group(p.cin * 3 * image_row_floats_);
-  // Zeroed once: the padding channels of the band rows are read (and never used) by the
-  // depthwise pass.
-  scratch_.assign(scratch_per_thread_ * threads_, 0.f);
 }
 
 // Threads split the output rows; each computes the expanded rows its windows need, so a thread
 // recomputes at most 2 rows of its neighbour's.
-void InvertedResidual::run(const float* src, const float* residual, float* dst) {
+void InvertedResidual::run(const float* src, const float* residual, float* dst,
+                           void* scratch) const {
   const int64_t rows = p_.batch * out_h_;
   const int threads = static_cast<int>(std::min<int64_t>(threads_, rows));
+  auto* per_thread = static_cast<float*>(scratch);
   if (threads <= 1) {
-    run_rows(src, residual, dst, 0, rows, scratch_.data());
+    run_rows(src, residual, dst, 0, rows, per_thread);
     return;
   }
 #pragma omp parallel num_threads(threads)
   {
     const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
     run_rows(src, residual, dst, rows * t / n, rows * (t + 1) / n,
-             scratch_.data() + t * scratch_per_thread_);
+             per_thread + t * scratch_per_thread_);
   }
 }
 
 void InvertedResidual::run_rows(const float* src, const float* residual, float* dst,
-                                int64_t row_begin, int64_t row_end, float* scratch) {
+                                int64_t row_begin, int64_t row_end, float* scratch) const {
   const int64_t h = p_.h, w = p_.w, cin = p_.cin, s = p_.stride;
   // The band: a ring of expanded input rows (row y in slot y % slots), each [w][ce_pad]; then
   // the group's depthwise rows, [group][out_w][ce_pad]. Without expansion, rows whose channels
@@ -97,6 +98,9 @@ void InvertedResidual::run_rows(const float* src, const float* residual, float* 
   float* band = scratch;
   float* dw_rows = scratch + slots * row_floats;
   float* image_rows = dw_rows + group_ * out_w_ * ce_pad_;  // with a stem: [cin][3][iw + 2]
+  // The band's padding channels, which the depthwise pass reads (and nothing uses), are zero:
+  // the scratch holds what another step left, perhaps subnormal floats, slow to multiply.
+  if (ce_pad_ != p_.ce) std::fill(band, band + slots * row_floats, 0.f);
   const bool in_place = !has_expand_ && !has_stem_ && cin == ce_pad_;
   auto input_row = [&](int64_t img, int64_t y) -> const float* {
     return in_place ? src + (img * h + y) * w * cin : band + (y % slots) * row_floats;
@@ -151,7 +155,7 @@ void InvertedResidual::run_rows(const float* src, const float* residual, float* 
 // Row y of the stem's output, [w][ce_pad]: the 3 x cin image rows its windows cover, zero-padded
 // left and right (zero rows past the top and bottom), then one GEMM over the patches in place.
 void InvertedResidual::stem_row(const float* src, int64_t img, int64_t y, float* image_rows,
-                                float* out) {
+                                float* out) const {
   const int64_t ih = p_.image_h, iw = p_.image_w, s = p_.stem_stride;
   for (int64_t c = 0; c < p_.cin; ++c) {
     for (int64_t ky = 0; ky < 3; ++ky) {

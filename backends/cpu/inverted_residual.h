@@ -60,24 +60,27 @@ class InvertedResidual {
     Clamp expand_act, dw_act, project_act;  // project_act applies after the residual
   };
 
-  // Runs on `threads` OpenMP threads (at most one per output row). The 1x1 weights are packed
-  // into `storage` (PackedMatrix::pack; empty: the heap).
+  // Runs on `threads` OpenMP threads (at most one per output row). The weights are packed into
+  // `storage` (PackedMatrix::pack; empty: the heap; it gives the bytes or throws).
   InvertedResidual(const Params& p, int threads, const Storage& storage = {});
 
   int64_t out_h() const { return out_h_; }
   int64_t out_w() const { return out_w_; }
 
+  // The working memory run() takes: per thread, a band of input rows, depthwise rows [, image
+  // rows].
+  size_t scratch_bytes() const { return static_cast<size_t>(scratch_per_thread_ * threads_) * 4; }
   // dst[b, y, x, c] for the whole batch; `src` is NHWC, or the NCHW image with a stem;
-  // `residual` (null: none) has dst's shape, NHWC. `src` and `residual` must not overlap `dst`. Not
-  // reentrant: one call at a time per object (the scratch rows are the object's).
-  void run(const float* src, const float* residual, float* dst);
+  // `residual` (null: none) has dst's shape, NHWC. `src` and `residual` must not overlap `dst`.
+  // `scratch`: scratch_bytes() on a cache line. Reentrant, each caller with its own scratch.
+  void run(const float* src, const float* residual, float* dst, void* scratch) const;
 
  private:
   // Output rows [row_begin, row_end) of the batch (image * out_h + y).
   void run_rows(const float* src, const float* residual, float* dst, int64_t row_begin,
-                int64_t row_end, float* scratch);
+                int64_t row_end, float* scratch) const;
   // Row y of the stem's output for image img into `out` ([w][ce_pad]).
-  void stem_row(const float* src, int64_t img, int64_t y, float* image_rows, float* out);
+  void stem_row(const float* src, int64_t img, int64_t y, float* image_rows, float* out) const;
 
   Params p_;
   int threads_ = 1;
@@ -86,13 +89,12 @@ class InvertedResidual {
   bool has_expand_ = false;
   PackedMatrix expand_;  // the expansion's or the stem's weights
   bool has_stem_ = false;
-  std::vector<int32_t> stem_taps_;  // offset of each of the stem's cin * 9 taps in image_rows
-  int64_t image_row_floats_ = 0;    // one zero-padded image row: image_w + 2
-  AlignedFloats dw_w_, dw_b_;       // [9][ce_pad], [ce_pad]
+  Stored<int32_t> stem_taps_;     // offset of each of the stem's cin * 9 taps in image_rows
+  int64_t image_row_floats_ = 0;  // one zero-padded image row: image_w + 2
+  Stored<float> dw_w_, dw_b_;     // [9][ce_pad], [ce_pad]
   PackedMatrix project_;
-  AlignedFloats scratch_;  // per thread: a band of input rows, depthwise rows [, image rows]
-  int64_t scratch_per_thread_ = 0;
-  int64_t group_ = 1;  // output rows computed together
+  int64_t scratch_per_thread_ = 0;  // floats, a multiple of 16
+  int64_t group_ = 1;               // output rows computed together
 };
 
 }  // namespace ember::cpu

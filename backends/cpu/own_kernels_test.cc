@@ -147,8 +147,10 @@ struct Block {
 at::Tensor run_block(InvertedResidual& kernel, const BlockCase& c, const at::Tensor& x) {
   at::Tensor src = c.stem_stride > 0 ? x.contiguous() : x.permute({0, 2, 3, 1}).contiguous();
   at::Tensor got = at::full({c.batch, kernel.out_h(), kernel.out_w(), c.cout}, NAN);
+  // Working memory as another step may leave it: NaN everywhere.
+  AlignedFloats scratch(kernel.scratch_bytes() / sizeof(float), NAN);
   kernel.run(src.data_ptr<float>(), c.residual ? src.data_ptr<float>() : nullptr,
-             got.data_ptr<float>());
+             got.data_ptr<float>(), scratch.data());
   return got.permute({0, 3, 1, 2});
 }
 

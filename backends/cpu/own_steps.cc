@@ -63,8 +63,9 @@ OwnStep inverted_residual_step(std::shared_ptr<InvertedResidual> kernel,
                    p.expand_w != nullptr ? "_expand" : "",
                    p.stem_w != nullptr ? cat({"_stem3x3s", n(p.stem_stride)}) : "",
                    residual ? "_residual" : ""});
-  s.run = [kernel = std::move(kernel), src, residual, dst]() {
-    kernel->run(in_of(src), in_of(residual), out_of(dst));
+  s.scratch_bytes = kernel->scratch_bytes();
+  s.run = [kernel = std::move(kernel), src, residual, dst](void* scratch) {
+    kernel->run(in_of(src), in_of(residual), out_of(dst), scratch);
   };
   return s;
 }
@@ -87,7 +88,7 @@ OwnStep depthwise_step(std::shared_ptr<Depthwise3x3> kernel, int64_t batch, int6
             "convolution,ember:depthwise,forward_inference,,",
             depthwise_problem(batch, h, w, c, stride, kernel->out_h(), kernel->out_w()),
             {}};
-  s.run = [kernel = std::move(kernel), src, dst]() { kernel->run(in_of(src), out_of(dst)); };
+  s.run = [kernel = std::move(kernel), src, dst](void*) { kernel->run(in_of(src), out_of(dst)); };
   return s;
 }
 
@@ -98,8 +99,10 @@ OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t 
             "convolution,ember:depthwise_u8,forward_inference,,",
             depthwise_problem(batch, h, w, c, stride, kernel->out_h(), kernel->out_w()),
             {}};
-  s.run = [kernel = std::move(kernel), src, dst]() {
-    kernel->run(static_cast<const uint8_t*>(handle_of(src)), static_cast<uint8_t*>(handle_of(dst)));
+  s.scratch_bytes = kernel->scratch_bytes();
+  s.run = [kernel = std::move(kernel), src, dst](void* scratch) {
+    kernel->run(static_cast<const uint8_t*>(handle_of(src)), static_cast<uint8_t*>(handle_of(dst)),
+                scratch);
   };
   return s;
 }
@@ -110,7 +113,7 @@ OwnStep quant_pointwise_step(std::shared_ptr<QuantPointwise> b, int64_t batch, i
   s.problem = cat({"mb", n(batch), "_ic", n(b->w.k), "oc", n(b->w.n), "_ih", n(h), "oh", n(h),
                    "kh1sh1dh0ph0_iw", n(w), "ow", n(w), "kw1sw1dw0pw0"});
   const int64_t m = batch * h * w;
-  s.run = [b = std::move(b), m, threads, src, dst]() {
+  s.run = [b = std::move(b), m, threads, src, dst](void*) {
     quant_pointwise_threads(threads, m, *b, static_cast<const uint8_t*>(handle_of(src)),
                             static_cast<uint8_t*>(handle_of(dst)));
   };
@@ -128,7 +131,7 @@ OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h
   s.problem = cat({"mb", n(batch), "_ic", n(b->k), "oc", n(b->n), "_ih", n(h), "oh", n(h),
                    "kh1sh1dh0ph0_iw", n(w), "ow", n(w), "kw1sw1dw0pw0"});
   const int64_t m = batch * h * w;
-  s.run = [b = std::move(b), m, act, threads, src, residual, dst]() {
+  s.run = [b = std::move(b), m, act, threads, src, residual, dst](void*) {
     gemm_threads(threads, m, *b, in_of(src), b->k, in_of(residual), b->n, out_of(dst), b->n, act);
   };
   return s;
@@ -141,7 +144,7 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
                  sum ? "attr-post-ops:sum" : ""}),
             cat({n(m), "x", n(b->k), ":", n(b->k), "x", n(b->n), ":", n(m), "x", n(b->n)}),
             {}};
-  s.run = [b = std::move(b), m, act, sum, threads, a, dst]() {
+  s.run = [b = std::move(b), m, act, sum, threads, a, dst](void*) {
     float* y = out_of(dst);
     gemm_threads(threads, m, *b, in_of(a), b->k, sum ? y : nullptr, b->n, y, b->n, act);
   };
@@ -163,24 +166,29 @@ OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
                  "wei_s", n(bits), ",attr-group:", n(group)}),
             cat({n(m), "x", n(k), ":", n(k), "x", n(cols), ":", n(m), "x", n(cols)}),
             {}};
-  auto rows = std::make_shared<DotRows>();
-  auto x = std::make_shared<AlignedFloats>(integers && !dot ? static_cast<size_t>(m * k) : 0);
-  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, cols, threads, eps, integers, a,
-           zero_points, scales, dst, rows, x]() {
+  // The working memory: the rows' integers, then (a quantized input by `b`) their dequantized
+  // floats.
+  const bool unsigned_operands = dot && dot->bits == 8;
+  const size_t rows_bytes = integers ? DotRows::bytes(m, k, group, unsigned_operands) : 0;
+  s.scratch_bytes =
+      rows_bytes + (integers && !dot ? static_cast<size_t>(m * k) * sizeof(float) : 0);
+  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, cols, threads, eps, integers,
+           unsigned_operands, rows_bytes, a, zero_points, scales, dst](void* scratch) {
     const float* in = in_of(a);
     if (integers) {
-      const bool unsigned_operands = dot && dot->bits == 8;
+      DotRows rows(scratch, m, k, group, unsigned_operands);
       if (eps) {
-        rows->quantize(m, k, group, in, *eps, unsigned_operands);
+        rows.quantize(in, *eps);
       } else {
-        rows->set(m, k, group, in, in_of(zero_points), in_of(scales), unsigned_operands);
+        rows.set(in, in_of(zero_points), in_of(scales));
       }
       if (dot) {
-        dot_gemm_threads(threads, m, *dot, *rows, out_of(dst), cols);
+        dot_gemm_threads(threads, m, *dot, rows, out_of(dst), cols);
         return;
       }
-      rows->dequantize(m, k, x->data());
-      in = x->data();
+      auto* x = reinterpret_cast<float*>(static_cast<std::byte*>(scratch) + rows_bytes);
+      rows.dequantize(x);
+      in = x;
     }
     quant_gemm_threads(threads, m, *b, in, k, out_of(dst), cols);
   };

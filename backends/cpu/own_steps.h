@@ -5,6 +5,7 @@
 // bench/layer_report.py) and its kind (summarize()).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,7 +37,10 @@ struct OwnStep {
   OwnKind kind;
   std::string what;     // "KIND,IMPL,PROP,MDS,ATTRS" as oneDNN prints them
   std::string problem;  // in the style of oneDNN's verbose lines
-  std::function<void()> run;
+  // Runs the step with `scratch`, scratch_bytes of working memory on a cache line that the
+  // delegate's steps share (they run one after another), contents unknown.
+  std::function<void(void* scratch)> run;
+  size_t scratch_bytes = 0;
 };
 
 // `p`: the parameters the kernel was built from (with their weight pointers: they say whether

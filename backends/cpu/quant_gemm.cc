@@ -217,19 +217,38 @@ EMBER_ROW_CLONES int32_t sum_of(const int8_t* q, int64_t n) {
   return sum;
 }
 
-}  // namespace
-
-void DotRows::resize(int64_t m, int64_t k, int64_t group, bool unsigned_operands) {
-  xq.resize(static_cast<size_t>(m * k));
-  for (auto* v : {&xu, &xu_high, &xu_low}) {
-    v->resize(unsigned_operands ? static_cast<size_t>(m * k) : 0);
-  }
-  xsum.resize(static_cast<size_t>(m * (k / group)));
-  zero.resize(static_cast<size_t>(m));
-  scale.resize(static_cast<size_t>(m));
+// The next array of n T at address `at`, on a cache line; `at` moves past it.
+template <typename T>
+std::span<T> take(uintptr_t& at, int64_t n) {
+  std::span<T> out(reinterpret_cast<T*>(at), static_cast<size_t>(n));
+  at += (static_cast<size_t>(n) * sizeof(T) + 63) / 64 * 64;
+  return out;
 }
 
-void DotRows::finish_row(int64_t r, int64_t k, int64_t group) {
+}  // namespace
+
+size_t DotRows::bytes(int64_t m, int64_t k, int64_t group, bool unsigned_operands) {
+  // The layout at address 0 (never read): where the last array ends is the size.
+  const DotRows at_zero(nullptr, m, k, group, unsigned_operands);
+  return reinterpret_cast<uintptr_t>(at_zero.scale.data()) +
+         (static_cast<size_t>(m) * sizeof(float) + 63) / 64 * 64;
+}
+
+DotRows::DotRows(void* memory, int64_t m, int64_t k, int64_t group, bool unsigned_operands)
+    : m_(m), k_(k), group_(group) {
+  auto at = reinterpret_cast<uintptr_t>(memory);
+  xq = take<int8_t>(at, m * k);
+  const int64_t u = unsigned_operands ? m * k : 0;
+  xu = take<uint8_t>(at, u);
+  xu_high = take<uint8_t>(at, u);
+  xu_low = take<uint8_t>(at, u);
+  xsum = take<int32_t>(at, m * (k / group));
+  zero = take<int32_t>(at, m);
+  scale = take<float>(at, m);
+}
+
+void DotRows::finish_row(int64_t r) {
+  const int64_t k = k_, group = group_;
   const int8_t* q = xq.data() + r * k;
   for (int64_t g = 0; g < k / group; ++g) {
     xsum[static_cast<size_t>(r * (k / group) + g)] = sum_of(q + g * group, group);
@@ -239,21 +258,19 @@ void DotRows::finish_row(int64_t r, int64_t k, int64_t group) {
   }
 }
 
-void DotRows::set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
-                  const float* scales, bool unsigned_operands) {
-  resize(m, k, group, unsigned_operands);
-  scale.assign(scales, scales + m);
+void DotRows::set(const float* a, const float* zero_points, const float* scales) {
+  const int64_t m = m_, k = k_;
+  std::copy_n(scales, m, scale.data());
   for (int64_t r = 0; r < m; ++r) {
     zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
     // Integers in [-128, 127] by construction (an int8 tensor's copy).
     integers_row(a + r * k, k, xq.data() + r * k);
-    finish_row(r, k, group);
+    finish_row(r);
   }
 }
 
-void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps,
-                       bool unsigned_operands) {
-  resize(m, k, group, unsigned_operands);
+void DotRows::quantize(const float* x, float eps) {
+  const int64_t m = m_, k = k_;
   for (int64_t r = 0; r < m; ++r) {
     const float* row = x + r * k;
     // amin / amax propagate NaN; minimum / maximum with 0 too.
@@ -275,11 +292,12 @@ void DotRows::quantize(int64_t m, int64_t k, int64_t group, const float* x, floa
     zero[static_cast<size_t>(r)] = z;
     scale[static_cast<size_t>(r)] = s;
     quantize_row(row, k, (1.f / s) * 1.f, static_cast<float>(z), xq.data() + r * k);
-    finish_row(r, k, group);
+    finish_row(r);
   }
 }
 
-void DotRows::dequantize(int64_t m, int64_t k, float* out) const {
+void DotRows::dequantize(float* out) const {
+  const int64_t m = m_, k = k_;
   for (int64_t r = 0; r < m; ++r) {
     const auto z = static_cast<float>(zero[static_cast<size_t>(r)]);
     for (int64_t i = 0; i < k; ++i) {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "backends/cpu/own_kernels.h"
@@ -41,32 +42,6 @@ inline float quantize_int8(float x, float inv, float zp) {
   q = q < -128.f ? -128.f : q > 127.f ? 127.f : q;
   return t == t ? q : 0.f;
 }
-
-// An array in a packer's storage (ember::Storage; the heap where none is given), read as a
-// vector is.
-template <typename T>
-class Stored {
- public:
-  Stored() = default;
-  // n values `fill`; null data (size 0) where the storage gave none.
-  Stored(size_t n, const Storage& storage, T fill) : owner_(take_storage(n * sizeof(T), storage)) {
-    if (owner_ == nullptr) return;
-    p_ = static_cast<T*>(owner_.get());
-    n_ = n;
-    std::fill(p_, p_ + n, fill);
-  }
-  T* data() { return p_; }
-  const T* data() const { return p_; }
-  size_t size() const { return n_; }
-  bool empty() const { return n_ == 0; }
-  T& operator[](size_t i) { return p_[i]; }
-  const T& operator[](size_t i) const { return p_[i]; }
-
- private:
-  std::shared_ptr<void> owner_;
-  T* p_ = nullptr;
-  size_t n_ = 0;
-};
 
 struct QuantPackedMatrix {
   int64_t k = 0, n = 0, group = 0, bits = 8;
@@ -129,32 +104,39 @@ struct DotPackedMatrix {
                               int64_t n, int64_t group, int bits, const Storage& storage = {});
 };
 
-// The integers of m rows, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of each
-// group's xq), zero [m].
+// The integers of m rows of k, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of
+// each group's xq), zero [m]. Its arrays lie in memory the caller gives: a step's working memory
+// (the delegate's scratch, runtime rule 3), so that neither init nor a call allocates for them.
 struct DotRows {
-  std::vector<int8_t> xq;
-  std::vector<uint8_t> xu;               // xq + 128: the unsigned operand for 8-bit weights
-  std::vector<uint8_t> xu_high, xu_low;  // its nibbles, for 8-bit weights without VNNI
-  std::vector<int32_t> xsum, zero;
-  std::vector<float> scale;
-  // Rows of a (float32 integers in [-128, 127], row stride k), zero points and scales (m each).
-  // unsigned_operands: also xu and its nibbles (for 8-bit weights).
-  void set(int64_t m, int64_t k, int64_t group, const float* a, const float* zero_points,
-           const float* scales, bool unsigned_operands);
-  // Rows of x quantized as torchao's per-token int8 quantization (choose_qparams_affine
+  std::span<int8_t> xq;
+  std::span<uint8_t> xu;               // xq + 128: the unsigned operand for 8-bit weights
+  std::span<uint8_t> xu_high, xu_low;  // its nibbles, for 8-bit weights without VNNI
+  std::span<int32_t> xsum, zero;
+  std::span<float> scale;
+
+  // The bytes the arrays take (each on a cache line). unsigned_operands: also xu and its nibbles
+  // (for 8-bit weights).
+  static size_t bytes(int64_t m, int64_t k, int64_t group, bool unsigned_operands);
+  // The arrays in `memory` (bytes(...) of it, on a cache line); their values are set below.
+  DotRows(void* memory, int64_t m, int64_t k, int64_t group, bool unsigned_operands);
+
+  // The rows of a (float32 integers in [-128, 127], row stride k), their zero points and scales
+  // (m each).
+  void set(const float* a, const float* zero_points, const float* scales);
+  // The rows of x quantized as torchao's per-token int8 quantization (choose_qparams_affine
   // ASYMMETRIC, quantize_affine) computes them, op by op in float32: mn = min(min(x), 0),
   // mx = max(max(x), 0), scale = max((mx - mn) / 255, eps), zero = clamp(-128 - round(mn / scale),
   // -128, 127), q = clamp(round(x * (1 / scale)) + zero, -128, 127), rounding half to even. A
   // NaN becomes 0 where PyTorch casts it to int8 (x86: 0).
-  void quantize(int64_t m, int64_t k, int64_t group, const float* x, float eps,
-                bool unsigned_operands);
+  void quantize(const float* x, float eps);
   // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
-  void dequantize(int64_t m, int64_t k, float* out) const;
+  void dequantize(float* out) const;
 
  private:
-  void resize(int64_t m, int64_t k, int64_t group, bool unsigned_operands);
   // Row r's group sums, and its unsigned operands where kept.
-  void finish_row(int64_t r, int64_t k, int64_t group);
+  void finish_row(int64_t r);
+
+  int64_t m_, k_, group_;
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check

@@ -3,6 +3,7 @@
 #include <cinttypes>
 
 #include "runtime/executor/method_internal.h"
+#include "runtime/platform/thread_pool.h"
 
 namespace ember {
 
@@ -188,6 +189,9 @@ Error Method::init(const NamedDataMap* external_data) {
   EMBER_TRY(init_delegates(external_data));
   EMBER_TRY(init_instructions());
   EMBER_TRY(check_storage());
+  // The kernels' thread pool starts on first use, which makes its threads: here, at load, rather
+  // than inside the first execute (runtime rule 3: execute allocates nothing).
+  ThreadPool::global();
   initialized_ = true;
   return Error::Ok;
 }

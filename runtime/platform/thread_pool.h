@@ -10,16 +10,33 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace ember {
 
 class ThreadPool {
  public:
-  using RangeFn = std::function<void(int64_t begin, int64_t end)>;
+  // fn(begin, end), a reference to the caller's callable rather than a copy of it (parallel_for
+  // returns before the callable goes): a call allocates nothing, however much a lambda captures
+  // (std::function would, past its small buffer). Only as parallel_for's parameter.
+  class RangeFn {
+   public:
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
+    RangeFn(F&& fn)  // NOLINT(google-explicit-constructor): a lambda converts implicitly
+        : object_(const_cast<void*>(static_cast<const void*>(std::addressof(fn)))),
+          call_([](void* object, int64_t begin, int64_t end) {
+            (*static_cast<std::remove_reference_t<F>*>(object))(begin, end);
+          }) {}
+    void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+   private:
+    void* object_;
+    void (*call_)(void* object, int64_t begin, int64_t end);
+  };
 
   explicit ThreadPool(int num_threads);
   ~ThreadPool();

@@ -172,6 +172,8 @@ def compile_model(args, ep, pte, ptd=None, backend_args=()):
 
 
 def execute(args, pte, calls, out_dir, ptd=None):
+    """Runs the calls in order on one loaded method; a run that succeeds must also have kept
+    runtime rule 3 (check_heap)."""
     os.makedirs(out_dir, exist_ok=True)
     cmd = [args.runner, pte, "--out", out_dir] + (["--ptd", ptd] if ptd else [])
     for c, inputs in enumerate(calls):
@@ -181,7 +183,34 @@ def execute(args, pte, calls, out_dir, ptd=None):
             np.save(p, t.numpy())
             paths.append(p)
         cmd += ["--call", ",".join(paths)]
-    return run(cmd)
+    r = run(cmd)
+    if r.returncode == 0:
+        check_heap(pte, calls, out_dir)
+    return r
+
+
+def check_heap(pte, calls, out_dir):
+    """Runtime rule 3: Method::execute makes no heap allocation. The runner counts each call's
+    (heap.txt, "call C: N M B": N allocations, M more made inside oneDNN's own execute, which Ember
+    cannot avoid; B 1 where every input has the sizes the method declares). The one exception is
+    the cpu delegate's by design (docs/backends/cpu.md): a call at a dynamic batch size below the
+    bound that no earlier call had builds its primitives for that size, on the heap. The cpu
+    flow's runs are those into an out_cpu folder."""
+    cpu = os.path.basename(out_dir).endswith("cpu")
+    seen = set()
+    with open(os.path.join(out_dir, "heap.txt")) as f:
+        lines = f.read().split("\n")[:-1]
+    if len(lines) != len(calls):
+        raise AssertionError(f"{pte}: heap.txt has {len(lines)} lines for {len(calls)} calls")
+    for c, line in enumerate(lines):
+        allocations, _, at_bound = (int(v) for v in line.split(":")[1].split())
+        shapes = tuple(tuple(t.shape) for t in calls[c])
+        builds = cpu and not at_bound and shapes not in seen
+        seen.add(shapes)
+        if allocations and not builds:
+            raise AssertionError(f"{pte} call {c}: {allocations} heap allocations inside "
+                                 f"Method::execute (runtime rule 3: none); rerun the runner with "
+                                 f"EMBER_HEAP_TRACE=1 for their stacks")
 
 
 def compare(name, expected_calls, out_dir, first=0):

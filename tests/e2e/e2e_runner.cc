@@ -2,7 +2,9 @@
 // test can check state that persists across executions (buffers written in place, a KV cache).
 //
 //   ember_e2e_runner model.pte [--ptd model.ptd] --out DIR --call a.npy,b.npy --call c.npy,d.npy
-//   // writes DIR/call<K>_out<I>.npy; exit status 1 with "error: ..." on stderr on failure
+//   // writes DIR/call<K>_out<I>.npy, and DIR/heap.txt: each call's heap allocations inside
+//   // Method::execute; exit status 1 with "error: ..." on stderr on failure
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "backends/builtin_runtime.h"
 #include "runtime/executor/module.h"
+#include "tests/support/heap_count.h"
 #include "tools/npy.h"
 
 namespace {
@@ -56,9 +59,20 @@ int main(int argc, char** argv) {
   if (module.load_method("forward") != ember::Error::Ok) return fail("load method forward");
   ember::Result<ember::MethodMeta> meta = module.method_meta("forward");
   if (!meta.ok()) return fail("method meta");
+  ember::Result<ember::Method*> found = module.method("forward");
+  if (!found.ok()) return fail("method forward");
+  ember::Method* method = *found;
+  // Each call's heap allocations inside Method::execute (runtime rule 3: none), those oneDNN's
+  // own execute made, and whether every input had the sizes the method declares (else a dynamic
+  // size below the bound): "call C: N M B" lines.
+  const std::string heap_path = out_dir + "/heap.txt";
+  const std::unique_ptr<FILE, int (*)(FILE*)> heap_log(std::fopen(heap_path.c_str(), "w"),
+                                                       &std::fclose);
+  if (heap_log == nullptr) return fail("open " + heap_path);
   for (size_t c = 0; c < calls.size(); ++c) {
     std::vector<ember::OwnedTensor> tensors;
     std::vector<ember::EValue> inputs;
+    bool at_bound = true;  // every input at the sizes the method declares (a dynamic one's bound)
     for (size_t i = 0; i < calls[c].size(); ++i) {
       const std::string& path = calls[c][i];
       ember::Result<ember::tools::NpyArray> a = ember::tools::read_npy(path);
@@ -67,18 +81,35 @@ int main(int argc, char** argv) {
       ember::Result<ember::TensorInfo> info = meta->input_tensor_info(i);
       std::span<const uint8_t> order;
       if (info.ok()) order = info->dim_order;
+      if (info.ok() &&
+          !std::equal(a->shape.begin(), a->shape.end(), info->sizes.begin(), info->sizes.end())) {
+        at_bound = false;
+      }
       ember::Result<ember::OwnedTensor> t = ember::tools::npy_in_layout(*a, order);
       if (!t.ok()) return fail("tensor " + path);
       tensors.push_back(std::move(*t));
     }
     for (ember::OwnedTensor& t : tensors) inputs.push_back(t.evalue());
-    ember::Result<std::vector<ember::EValue>> outs = module.forward(inputs);
-    if (!outs.ok()) return fail("execute call " + std::to_string(c));
-    for (size_t i = 0; i < outs->size(); ++i) {
-      if (!(*outs)[i].is_tensor()) continue;
+    if (inputs.size() != method->num_inputs()) return fail("call " + std::to_string(c) + " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (method->set_input(inputs[i], i) != ember::Error::Ok) return fail("set input");
+    }
+    int64_t allocations = 0, in_onednn = 0;
+    {
+      const ember::testing::HeapCount heap;
+      if (method->execute() != ember::Error::Ok) return fail("execute call " + std::to_string(c));
+      allocations = heap.count();
+      in_onednn = heap.onednn();
+    }
+    std::fprintf(heap_log.get(), "call %zu: %lld %lld %d\n", c, static_cast<long long>(allocations),
+                 static_cast<long long>(in_onednn), at_bound ? 1 : 0);
+    for (size_t i = 0; i < method->num_outputs(); ++i) {
+      ember::Result<ember::EValue> out = method->get_output(i);
+      if (!out.ok()) return fail("output " + std::to_string(i));
+      if (!out->is_tensor()) continue;
       const std::string path =
           out_dir + "/call" + std::to_string(c) + "_out" + std::to_string(i) + ".npy";
-      if (ember::tools::write_npy(path, (*outs)[i].to_tensor()) != ember::Error::Ok) {
+      if (ember::tools::write_npy(path, out->to_tensor()) != ember::Error::Ok) {
         return fail("write " + path);
       }
     }

@@ -18,6 +18,7 @@
 // rows or unit ranges.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,6 +59,32 @@ using Storage = std::function<std::shared_ptr<void>(size_t bytes)>;
 // `bytes` from `storage`, or from the heap (on a cache line) where it is empty; null where the
 // storage gave none.
 std::shared_ptr<void> take_storage(size_t bytes, const Storage& storage);
+
+// An array in a packer's storage (ember::Storage; the heap where none is given), read as a
+// vector is.
+template <typename T>
+class Stored {
+ public:
+  Stored() = default;
+  // n values `fill`; null data (size 0) where the storage gave none.
+  Stored(size_t n, const Storage& storage, T fill) : owner_(take_storage(n * sizeof(T), storage)) {
+    if (owner_ == nullptr) return;
+    p_ = static_cast<T*>(owner_.get());
+    n_ = n;
+    std::fill(p_, p_ + n, fill);
+  }
+  T* data() { return p_; }
+  const T* data() const { return p_; }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  T& operator[](size_t i) { return p_[i]; }
+  const T& operator[](size_t i) const { return p_[i]; }
+
+ private:
+  std::shared_ptr<void> owner_;
+  T* p_ = nullptr;
+  size_t n_ = 0;
+};
 
 struct PackedMatrix {
   // The column group of the panels: a 512-bit vector, two 256-bit ones, four 128-bit ones.
