@@ -61,8 +61,8 @@ Result<std::string> inspect_memory(Module& module, bool json) {
       if (dm.known) {
         out << ": weights " << dm.weights << ", activations " << dm.activations << ", scratchpad "
             << dm.scratchpad << "; the heap grew by " << dm.heap
-            << " bytes during its init (weights as stored, Ember's depthwise weights and "
-               "working rows, oneDNN's primitives)";
+            << " bytes during its init (weights read as stored, oneDNN's primitives and JIT "
+               "code)";
       }
       out << "\n";
     }

@@ -66,14 +66,15 @@ struct DelegateSummary {
   // Memory, in bytes. The buffers the build keeps, by use, taken from the method allocator of
   // BackendInitContext (from the heap where the context has none): weights reordered into the
   // layouts oneDNN's primitives read (and the int8 steps' rescaled biases), activations (the
-  // intermediates, a buffer reused once its tensor is dead), and oneDNN's one scratchpad.
+  // intermediates, a buffer reused once its tensor is dead), and the one scratchpad of oneDNN's
+  // primitives and Ember's kernels.
   size_t weight_bytes = 0;
   size_t activation_bytes = 0;
   size_t scratchpad_bytes = 0;
   bool from_method_allocator = false;
   // What the build left on the heap besides: weights read as stored (biases, norms' parameters),
-  // Ember's depthwise weights and working rows, oneDNN's primitives and JIT code. (Ember's packed
-  // GEMM weights, float and grouped-integer, count as weights.)
+  // oneDNN's primitives and JIT code. (Ember's kernels' weights count as weights, their working
+  // memory as scratchpad.)
   // Measured as the growth of the heap in use across the build, less what the method allocator
   // took from it (glibc's mallinfo2; 0 elsewhere, and under a sanitizer, whose allocator glibc
   // does not see), so it includes anything another thread allocated meanwhile.
