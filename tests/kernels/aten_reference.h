@@ -27,6 +27,7 @@
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/thread_pool.h"
+#include "tests/support/heap_count.h"
 
 namespace ember::testing {
 
@@ -248,7 +249,12 @@ class KernelCall {
     const Kernel* k = find_kernel(name_);
     if (k == nullptr) return Error::OperatorMissing;
     KernelContext ctx{nullptr, &ThreadPool::global()};
-    return k->fn(ctx, {args_.data(), args_.size()});
+    // Runtime rule 3: a kernel makes no heap allocation (scratch comes from the temp allocator).
+    const ember::testing::HeapCount heap;
+    const Error e = k->fn(ctx, {args_.data(), args_.size()});
+    EXPECT_EQ(heap.count(), 0) << name_ << ": heap allocations inside the kernel (runtime rule 3; "
+                               << "EMBER_HEAP_TRACE=1 prints their stacks)";
+    return e;
   }
 
   // The kernel's name ("aten::add.out").
