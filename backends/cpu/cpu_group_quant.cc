@@ -131,8 +131,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
     // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
     memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
-    float* wf = data_as<float>(w);
-    for (int64_t i = 0; i < n * k; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / k];
+    dequantize_per_channel(q, scales, n * k, k, data_as<float>(w));
     graph_.tensors[op.inputs[1]].dims = {k, n};
     graph_.tensors[op.inputs[1]].dim_order = {1, 0};
     graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;

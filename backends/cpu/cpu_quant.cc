@@ -17,6 +17,7 @@
 
 #include "backends/cpu/cpu_delegate.h"
 #include "backends/cpu/cpu_quant_util.h"
+#include "backends/cpu/quant_gemm.h"
 #include "backends/cpu/simd_kernels.h"
 
 namespace ember::cpu::delegate {
@@ -115,8 +116,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   if (!own_depthwise && !quant_conv_in_integers(op)) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
     memory w = buffer(plain_md(g.wd, dt::f32), Held::Transient);
-    float* wf = data_as<float>(w);
-    for (int64_t i = 0; i < wsize; ++i) wf[i] = static_cast<float>(q[i]) * scales[i / per_channel];
+    dequantize_per_channel(q, scales, wsize, per_channel, data_as<float>(w));
     md_[op.inputs[1]] = w.get_desc();
     mem_[op.inputs[1]] = w;
     OpDesc conv = op;

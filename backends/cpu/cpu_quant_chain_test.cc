@@ -314,20 +314,23 @@ TEST_P(MaxPoolOnUint8, AgainstTheReferenceAndTheFloatPooling) {
   const bool ceil = !resnet_window;
   QuantConvChain chain(x, sx, zx);
   const at::Tensor xd = dequantize(quantize(x, sx, zx), sx, zx);
-  const at::Tensor w0 = at::randint(-63, 64, {16, 8, 3, 3}).to(at::kChar);
-  const at::Tensor sc0 = at::rand({16}) * 0.01 + 0.002, b0 = at::randn({16});
-  const at::Tensor y0 = at::convolution(xd, w0.to(at::kFloat) * sc0.view({16, 1, 1, 1}), b0, {1, 1},
-                                        {1, 1}, {1, 1}, false, {0, 0}, 1);
-  chain.add("0", w0, sc0, b0, y0, 1, 1, false, s1, z1);
+  // A 3x3 convolution (padding 1) of `in` to `out` channels by a random int8 weight, added to
+  // the chain as layer `name`, requantized to (scale, zero point); its float result.
+  auto conv = [&chain](const char* name, const at::Tensor& in, int64_t out, double scale,
+                       int64_t zero_point) {
+    const at::Tensor w = at::randint(-63, 64, {out, in.size(1), 3, 3}).to(at::kChar);
+    const at::Tensor sc = at::rand({out}) * 0.01 + 0.002, b = at::randn({out});
+    const at::Tensor y = at::convolution(in, w.to(at::kFloat) * sc.view({out, 1, 1, 1}), b, {1, 1},
+                                         {1, 1}, {1, 1}, false, {0, 0}, 1);
+    chain.add(name, w, sc, b, y, 1, 1, false, scale, zero_point);
+    return y;
+  };
+  const at::Tensor y0 = conv("0", xd, 16, s1, z1);
   const at::Tensor r0 = dequantize(quantize(at::relu(y0), s1, z1), s1, z1);
   const at::Tensor pooled = at::max_pool2d(r0, {k, k}, {2, 2}, {pad, pad}, {1, 1}, ceil);
   chain.max_pool("0", pooled, k, 2, pad, ceil, s2, z2);
   const at::Tensor pd = dequantize(quantize(pooled, s2, z2), s2, z2);
-  const at::Tensor w1 = at::randint(-63, 64, {8, 16, 3, 3}).to(at::kChar);
-  const at::Tensor sc1 = at::rand({8}) * 0.01 + 0.002, b1 = at::randn({8});
-  const at::Tensor y1 = at::convolution(pd, w1.to(at::kFloat) * sc1.view({8, 1, 1, 1}), b1, {1, 1},
-                                        {1, 1}, {1, 1}, false, {0, 0}, 1);
-  chain.add("1", w1, sc1, b1, y1, 1, 1, false, s3, z3);
+  const at::Tensor y1 = conv("1", pd, 8, s3, z3);
   const at::Tensor want = dequantize(quantize(at::relu(y1), s3, z3), s3, z3);
   auto program = chain.program();
   ASSERT_NE(program, nullptr);

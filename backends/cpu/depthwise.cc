@@ -103,7 +103,7 @@ void ring_window(T* ring, int64_t row_size, int64_t held[3], int64_t img, int64_
 
 std::vector<float> dequantized_weight(const int8_t* q, const float* scales, int64_t c) {
   std::vector<float> w(static_cast<size_t>(c * 9));
-  for (int64_t i = 0; i < c * 9; ++i) w[i] = static_cast<float>(q[i]) * scales[i / 9];
+  dequantize_per_channel(q, scales, c * 9, 9, w.data());
   return w;
 }
 
@@ -149,22 +149,25 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
   k->quads_row(pad_bytes.data(), w, c, stride, static_cast<uint8_t>(in_shift), pad_row_.data());
 }
 
-size_t QuantDepthwise3x3::scratch_bytes() const {
+int64_t QuantDepthwise3x3::per_thread() const {
   // Rows of int32 quads or floats, both 4 bytes a value; [w][c] each, c a multiple of 16.
-  const int64_t per_thread = integers_ ? 3 * w_ * c_ : (3 * w_ + out_w()) * c_;
-  return static_cast<size_t>(threads_ * per_thread) * 4;
+  return integers_ ? 3 * w_ * c_ : (3 * w_ + out_w()) * c_;
+}
+
+size_t QuantDepthwise3x3::scratch_bytes() const {
+  return static_cast<size_t>(threads_ * per_thread()) * 4;
 }
 
 void QuantDepthwise3x3::run(const uint8_t* src, uint8_t* dst, void* scratch) const {
   const int64_t vectors = c_ / kGroup, units = batch_ * out_h() * vectors;
   const int threads = static_cast<int>(std::min<int64_t>(threads_, units));
-  const int64_t per_thread = static_cast<int64_t>(scratch_bytes()) / 4 / threads_;
+  const int64_t per = per_thread();
   auto part = [&](int64_t t, int64_t n) {
     const int64_t u0 = units * t / n, u1 = units * (t + 1) / n;
     if (integers_) {
-      return run_integers(src, dst, u0, u1, static_cast<int32_t*>(scratch) + t * per_thread);
+      return run_integers(src, dst, u0, u1, static_cast<int32_t*>(scratch) + t * per);
     }
-    float* ring = static_cast<float*>(scratch) + t * per_thread;
+    float* ring = static_cast<float*>(scratch) + t * per;
     run_units(src, dst, u0, u1, ring, ring + 3 * w_ * c_);
   };
   if (threads <= 1) return part(0, 1);

@@ -96,6 +96,8 @@ class QuantDepthwise3x3 {
   void run(const uint8_t* src, uint8_t* dst, void* scratch) const;
 
  private:
+  // A thread's share of the working memory, in 4-byte values.
+  int64_t per_thread() const;
   void run_units(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1, float* ring,
                  float* out_row) const;
   // The same units in integers (stride 1 with VNNI): a ring of three rows of quads

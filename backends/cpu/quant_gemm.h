@@ -32,6 +32,13 @@ namespace ember::cpu {
 // an int8 MobileNetV2, and most of a Llama 8da4w prefill.
 inline float round_half_even(float t) { return (t + 0x1.8p23f) - 0x1.8p23f; }
 
+// PyTorch's dequantize of a weight quantized per output channel (zero points 0), as the
+// reference's float weight: out[i] = q[i] * scales[i / per], `per` values a channel.
+inline void dequantize_per_channel(const int8_t* q, const float* scales, int64_t count, int64_t per,
+                                   float* out) {
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<float>(q[i]) * scales[i / per];
+}
+
 // PyTorch's quantize to int8's grid, as a float: clamp(round(x * inv) + zp, -128, 127); NaN gives
 // 0, as PyTorch's conversion of NaN to int8 does (the clamp to +-512 first changes nothing the
 // final clamp keeps). Branch-free, so loops of it vectorize.
