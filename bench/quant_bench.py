@@ -5,7 +5,7 @@
                                           [--reduce-range] [--isa avx2]
                                           [--weights random|trained]
 
-For each model (bench/models.py, batch 1):
+For each model (bench/models.py, batch 1: resnet18, mobilenet_v2, bert_encoder):
 - Ember int8: PT2E with ember.quantizer.EmberQuantizer (int8 activations per tensor, int8
   weights per channel), calibrated on --calibration random inputs, converted, exported and
   compiled with the cpu backend. Its reference is the converted module run in eager PyTorch (the
@@ -16,7 +16,9 @@ For each model (bench/models.py, batch 1):
 - ExecuTorch+XNNPACK int8: PT2E with ExecuTorch's XNNPACKQuantizer (per channel), lowered with the
   XnnpackPartitioner.
 - Ember fp32 (cpu backend) and PyTorch's quantized reference in eager, for scale.
-Each system's top-1 agreement with the fp32 model is given too. Latency: medians of --rounds
+Each system's top-1 agreement with the fp32 model is given too. The BERT encoder's output is
+hidden states, not logits: its accuracy is the largest difference and the relative L2 difference
+to the reference (--weights random only). Latency: medians of --rounds
 interleaved rounds of 10 runs. Every system runs in this process, one after another.
 
 --weights: random (default; the inputs Gaussian noise) or trained. Random weights leave many
@@ -194,6 +196,13 @@ def main():
     args = p.parse_args()
     if args.isa == "avx2":  # read when Ember's runtime, oneDNN and the peers first start, below
         enter_avx2_path(p)
+    for name in args.models.split(","):
+        if name not in models.ALL or name.startswith("llama"):
+            p.error(f"--models: {name} is not one of resnet18, mobilenet_v2, bert_encoder "
+                    "(the Llama decoder's quantization is bench/llm_quant_bench.py's)")
+        if args.weights == "trained" and name not in synthetic_task.MODELS:
+            p.error(f"--weights trained: {name} is not trained on the synthetic image task; "
+                    f"use --weights random")
     threads_list = [int(t) for t in args.threads.split(",")]
     work = tempfile.mkdtemp(prefix="ember_quant_bench_")
     accuracy_rows, latency_rows = [], []
@@ -204,8 +213,11 @@ def main():
                   if args.weights == "trained" else case.module)
         systems, converted = systems_for(args, name, module, example, work)
         inputs = draw_inputs(args, example, args.eval, 99)
+        # A classifier's logits: top-1 agreement; other outputs (the BERT encoder's hidden
+        # states) by their differences alone.
         with torch.no_grad():
-            fp32_top1 = [int(module(x).argmax()) for x in inputs]
+            classifier = module(example).dim() == 2
+            fp32_top1 = [int(module(x).argmax()) for x in inputs] if classifier else []
         runners = {}
         for system, (kind, what) in systems.items():
             runners[system] = make_runner(kind, what, threads_list[0])
@@ -216,18 +228,22 @@ def main():
         # output's quantization are counted apart.
         step = output_step(converted)
         clear = [bool((r.topk(2).values[0, 0] - r.topk(2).values[0, 1]) > 2 * step)
-                 for r in reference]
+                 for r in reference] if classifier else []
         for system, run in runners.items():
             with torch.no_grad():
                 got = [run(x) for x in inputs]
+            diff = max(float((g.float() - r).abs().max()) for g, r in zip(got, reference))
+            relative = max(float((g.float() - r).norm() / r.norm()) for g, r in zip(got, reference))
+            if not classifier:
+                accuracy_rows.append((name, system, None, None, 0, None, diff / step, relative))
+                continue
             top1 = [int(g.argmax()) for g in got]
             same = [a == int(r.argmax()) for a, r in zip(top1, reference)]
             vs_ref = np.mean(same)
             vs_ref_clear = np.mean([s for s, c in zip(same, clear) if c]) if any(clear) else 1.0
             vs_fp32 = np.mean([a == b for a, b in zip(top1, fp32_top1)])
-            diff = max(float((g.float() - r).abs().max()) for g, r in zip(got, reference))
             accuracy_rows.append((name, system, vs_ref, vs_ref_clear, sum(clear), vs_fp32,
-                                  diff / step))
+                                  diff / step, relative))
         for threads in threads_list:
             runners = {s: make_runner(k, w, threads) for s, (k, w) in systems.items()
                        if s != "Ember portable int8"}
@@ -248,11 +264,13 @@ def main():
                 latency_rows.append((name, threads, s, statistics.median(ts),
                                      statistics.median(ts) / base))
     print("\n| model | system | top-1 = quantized reference | where its lead > 2 steps (inputs) | "
-          "top-1 = fp32 model | largest logit difference to the reference, in output steps |")
-    print("|---|---|---|---|---|---|")
-    for name, system, vs_ref, vs_clear, n_clear, vs_fp32, diff in accuracy_rows:
-        print(f"| {name} | {system} | {vs_ref:.1%} | {vs_clear:.1%} ({n_clear}) | {vs_fp32:.1%} | "
-              f"{diff:.3g} |")
+          "top-1 = fp32 model | largest output difference to the reference, in output steps | "
+          "relative L2 difference to the reference |")
+    print("|---|---|---|---|---|---|---|")
+    for name, system, vs_ref, vs_clear, n_clear, vs_fp32, diff, relative in accuracy_rows:
+        top1 = (f"{vs_ref:.1%} | {vs_clear:.1%} ({n_clear}) | {vs_fp32:.1%}" if vs_ref is not None
+                else "– | – | –")
+        print(f"| {name} | {system} | {top1} | {diff:.3g} | {relative:.2g} |")
     print("\n| model | threads | system | median ms | / Ember cpu fp32 |")
     print("|---|---|---|---|---|")
     for name, threads, system, ms, ratio in latency_rows:

@@ -19,6 +19,7 @@ import torch
 
 CLASSES = 10
 SIZE = 224
+MODELS = ("resnet18", "mobilenet_v2")  # bench/models.py's image classifiers
 
 
 def sample(n, gen):

@@ -226,6 +226,12 @@ class Builder {
   std::map<const Value*, NamedQuantizedWeight> quant_weights_;           // dequantized int8 weights
   std::map<const Value*, const NamedQuantizedWeight*> quant_weights_t_;  // their transposes
   std::map<const Value*, TensorQuant> fake_quant_of_;  // floats on int8's grid: their parameters
+  // A view (reshape, permute) moves values: those of `in` on an int8 grid stay on it in `out`.
+  void keep_fake_quant(const Value* in, const Value* out) {
+    if (auto fq = fake_quant_of_.find(in); fq != fake_quant_of_.end()) {
+      fake_quant_of_[out] = fq->second;
+    }
+  }
   // A dynamically quantized activation's dequantize (activation_dequantize_linear), computed by
   // the grouped linear that reads it: its integers (as floats), zero points and scales (null
   // until the multiplication).

@@ -35,12 +35,23 @@ ir::Status Builder::dequantize(const Node& n) {
     tensor_of_[n.output()] = done->second;
     return {};
   }
+  Value* x = value_arg(*in->producer(), "input");
+  // Values already on this grid (a view of a dequantized tensor, requantized alike: PT2E's
+  // shared parameters) quantize back to their own integers: the pair is the identity.
+  if (auto fq = fake_quant_of_.find(x); fq != fake_quant_of_.end() &&
+                                        fq->second.scale == params->scale &&
+                                        fq->second.zero_point == params->zero_point) {
+    auto t = tensor(x);
+    if (!t.ok()) return t.status();
+    tensor_of_[n.output()] = *t;
+    fake_quant_tensor_[in] = *t;
+    return {};
+  }
   const float scale = static_cast<float>(params->scale);
   const auto zero_point = static_cast<float>(params->zero_point);
   const PostOp quantize{false, -1, EltwiseAlg::Quantize, static_cast<float>(1.0 / params->scale),
                         zero_point};
   const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, scale, zero_point};
-  Value* x = value_arg(*in->producer(), "input");
   size_t op_index = 0;
   if (fusable(
           x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
@@ -387,6 +398,7 @@ ir::Status Builder::permute(const Node& n) {
   d.ints = perm;
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
+  keep_fake_quant(in, n.output());
   return {};
 }
 
@@ -413,6 +425,7 @@ ir::Status Builder::reshape(const Node& n) {
   d.inputs = {*src};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
+  keep_fake_quant(value_arg(n, "self"), n.output());
   return {};
 }
 

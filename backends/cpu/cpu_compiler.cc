@@ -531,13 +531,21 @@ ir::Status Builder::matmul(const Node& n) {
       return {};
     }
   }
-  auto a = tensor(value_arg(n, addmm ? "mat1" : "self"));
-  auto b = tensor(value_arg(n, addmm ? "mat2" : (n.op() == "aten::mm" ? "mat2" : "mat2")));
+  Value* mat2 = value_arg(n, "mat2");
+  auto a = tensor(mat1);
+  auto b = tensor(mat2);
   auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
   if (!a.ok()) return a.status();
   if (!b.ok()) return b.status();
   if (!bias.ok()) return bias.status();
   d.inputs = {*a, *b, *bias};
+  // Two operands on int8 grids (attention's, as PT2E quantizes a matmul): their parameters, for
+  // the integer matmul.
+  if (auto fb = fake_quant_of_.find(mat2);
+      fq != fake_quant_of_.end() && fb != fake_quant_of_.end()) {
+    d.floats = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point),
+                static_cast<float>(fb->second.scale), static_cast<float>(fb->second.zero_point)};
+  }
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

@@ -230,6 +230,7 @@ void CpuDelegate::build_matmul(const OpDesc& op, dt wdt) {
   if (ad[n - 1] != bd[n - 2] || od[n - 2] != ad[n - 2] || od[n - 1] != bd[n - 1]) {
     refuse("matmul sizes disagree");
   }
+  if (try_int8_matmul(op, ad, bd, od)) return;
   const bool const_b = graph_.tensors[op.inputs[1]].kind == TensorKind::Weight;
   if (own_kernels_ && const_b && try_matvec(op, ad, bd, od)) return;
   memory b_src = src_memory(op.inputs[1]);

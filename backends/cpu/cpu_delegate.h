@@ -429,6 +429,11 @@ class CpuDelegate {
   // post-ops follow as steps on its output. False (nothing built) when it does not apply.
   bool try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
                   const memory::dims& od);
+  // A MatMul of two operands on int8 grids (op.floats: their parameters) in integers, u8 x s8 on
+  // oneDNN, where the CPU has VNNI and int8 is on; post-ops as build_matmul's. False (nothing
+  // built) otherwise: the float matmul of the dequantized values is the reference's.
+  bool try_int8_matmul(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                       const memory::dims& od);
   void build_pool(const OpDesc& op);
   // A [C] f32 parameter of a normalization, or an empty memory.
   memory channel_param(int32_t id, int64_t channels);

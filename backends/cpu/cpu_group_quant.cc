@@ -1,7 +1,8 @@
-// The cpu delegate's quantized linear layers (docs/backends/cpu.md "Quantized programs"): by
-// weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN as
-// cpu_quant.cc's convolutions; by weights quantized by groups of a row (GroupQuantMatMul):
-// torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels (quant_gemm.h).
+// The cpu delegate's quantized linear layers and matmuls (docs/backends/cpu.md "Quantized
+// programs"): by weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN
+// as cpu_quant.cc's convolutions; by weights quantized by groups of a row (GroupQuantMatMul):
+// torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels (quant_gemm.h); of two
+// quantized activations (a MatMul with their parameters: attention's), on oneDNN.
 #include <memory>
 #include <optional>
 #include <string>
@@ -222,6 +223,57 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
   add_step<dnnl::matmul>(pd, std::move(args));
   ++int8_matmuls_;
   add_post_op_steps(op, fused, dst);
+}
+
+bool CpuDelegate::try_int8_matmul(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                                  const memory::dims& od) {
+  // Without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits, which activations (any of
+  // int8's values) can saturate: such matmuls stay float.
+  if (op.floats.size() != 4 || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
+  const float sa = op.floats[0], za = op.floats[1], sb = op.floats[2], zb = op.floats[3];
+  if (!int8_params(sa, za) || !int8_params(sb, zb)) return false;
+  // The largest sum, k products of 255 steps by 255, must stay a finite float32 when scaled
+  // (float32's own sum would overflow there; the float matmul and its redo handle that).
+  const double k = static_cast<double>(ad.back());
+  if (!(65025.0 * k * static_cast<double>(sa) * static_cast<double>(sb) < 1e37)) return false;
+  // The operands' integers, read through any strides (a permuted view): a's + 128 as uint8, b's
+  // as int8, each exact (x / scale lands within rounding of an integer, PyTorch's q - zero point).
+  auto integers = [&](int32_t id, const memory::dims& d, dt type, float scale, float shift) {
+    const memory from = src_memory(id);
+    if (from.get_desc().dims() != d) refuse("matmul operand view");
+    memory to = scratch_activation(plain_md(d, type));
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_output_scales(0, {1.f / scale});
+    attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
+    dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
+    add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    return to;
+  };
+  const memory a = integers(op.inputs[0], ad, dt::u8, sa, za + 128.f);
+  const memory b = integers(op.inputs[1], bd, dt::s8, sb, zb);
+  // sum((qa - za) * (qb - zb)) * sa * sb: the reference's value up to its float rounding.
+  dnnl::primitive_attr attr = attr_for(op);
+  attr.set_output_scales(0, {sa * sb});
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
+  dnnl::matmul::desc d(a.get_desc(), b.get_desc(), memory::desc(), plain_md(od, dt::f32));
+  dnnl::matmul::primitive_desc pd(d, attr, engine_);
+  auto zero_point = [&](float z) {
+    const memory m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+    *data_as<int32_t>(m) = static_cast<int32_t>(z);
+    return m;
+  };
+  const memory za_m = zero_point(za + 128.f), zb_m = zero_point(zb);
+  memory dst = make_output(op, pd.dst_desc());
+  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, a},
+                              {DNNL_ARG_WEIGHTS, b},
+                              {DNNL_ARG_DST, dst},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, za_m},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, zb_m}});
+  ++int8_matmuls_;
+  add_post_op_steps(op, fused_post_ops(op).size(), dst);
+  return true;
 }
 
 }  // namespace ember::cpu::delegate

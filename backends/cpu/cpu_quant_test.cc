@@ -199,6 +199,73 @@ TEST(CpuQuant, LinearOfQuantizedValuesAgainstTheReference) {
   }
 }
 
+// Attention's matmuls as PT2E quantizes them: two quantized activations, one read through a
+// permuted view requantized alike (PT2E's shared parameters: the identity, dropped), and a linear
+// layer of a 3-D activation through a reshape; in integers where the CPU has VNNI.
+TEST(CpuQuant, MatMulOfTwoQuantizedActivationsAgainstTheReference) {
+  at::manual_seed(11);
+  const at::Tensor a = at::randn({3, 12, 40}), bt = at::randn({3, 24, 40}) * 2;
+  const at::Tensor wq = at::randint(-127, 128, {8, 24}).to(at::kChar);
+  const at::Tensor scales = at::rand({8}) * 0.01 + 0.002;
+  const double sa = 0.031, sb = 0.057, sy = 0.4, sz = 0.05;
+  const int64_t za = -3, zb = 7, zy = 2, zz = -1;
+  const at::Tensor ad = dequantize(quantize(a, sa, za), sa, za);
+  const at::Tensor bd = dequantize(quantize(bt, sb, zb), sb, zb).permute({0, 2, 1});
+  const at::Tensor y = at::bmm(ad, bd);
+  const at::Tensor yd = dequantize(quantize(y, sy, zy), sy, zy);
+  const at::Tensor w = wq.to(at::kFloat) * scales.view({8, 1});
+  const at::Tensor z = at::mm(yd.view({36, 24}), w.t());
+  const at::Tensor want = dequantize(quantize(z, sz, zz), sz, zz);
+  Prog p;
+  const std::string ai = p.input("a", a), bi = p.input("bt", bt), si = p.weight("s", scales);
+  p.body.push_back("%aq: " + i8_type(a) + " = " + qdq_call("quantize_per_tensor", ai, sa, za));
+  const std::string av = p.node("ad", a, qdq_call("dequantize_per_tensor", "%aq", sa, za));
+  p.body.push_back("%bq: " + i8_type(bt) + " = " + qdq_call("quantize_per_tensor", bi, sb, zb));
+  const std::string bv = p.node("bd", bt, qdq_call("dequantize_per_tensor", "%bq", sb, zb));
+  const std::string bp = p.node("bp", bd, "aten::permute.default(self=" + bv + ", dims=[0, 2, 1])");
+  p.body.push_back("%bq2: " + i8_type(bd) + " = " + qdq_call("quantize_per_tensor", bp, sb, zb));
+  const std::string bd2 = p.node("bd2", bd, qdq_call("dequantize_per_tensor", "%bq2", sb, zb));
+  const std::string yv = p.node("y", y, "aten::bmm.default(self=" + av + ", mat2=" + bd2 + ")");
+  p.body.push_back("%yq: " + i8_type(y) + " = " + qdq_call("quantize_per_tensor", yv, sy, zy));
+  const std::string ydv = p.node("yd", y, qdq_call("dequantize_per_tensor", "%yq", sy, zy));
+  const std::string flat =
+      p.node("flat", yd.view({36, 24}), "aten::view.default(self=" + ydv + ", size=[36, 24])");
+  const std::string wd =
+      p.node("wd", w,
+             "quantized_decomposed::dequantize_per_channel.default(input=%wq, scales=" + si +
+                 ", zero_points=none, axis=0, quant_min=-127, quant_max=127, dtype=dtype(i8), "
+                 "out_dtype=none)");
+  const std::string wt = p.node("wt", w.t(), "aten::permute.default(self=" + wd + ", dims=[1, 0])");
+  const std::string zv = p.node("z", z, "aten::mm.default(self=" + flat + ", mat2=" + wt + ")");
+  p.body.push_back("%zq: " + i8_type(z) + " = " + qdq_call("quantize_per_tensor", zv, sz, zz));
+  p.outputs = {p.node("zd", z, qdq_call("dequantize_per_tensor", "%zq", sz, zz))};
+  std::string text = "weight \"wq\": " + i8_type(wq) + " = hex\"" + hex(wq) + "\"\n" + p.text();
+  text.insert(text.find("\n) {\n"), ",\n    %wq: " + i8_type(wq) + " parameter \"wq\"");
+  auto program = parse_text(text);
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  int int8_operands = 0, quant_matmuls = 0, quantizes = 0;
+  for (const OpDesc& op : compiled.graph.ops) {
+    int8_operands += op.kind == OpKind::MatMul && op.floats.size() == 4;
+    quant_matmuls += op.kind == OpKind::QuantMatMul;
+    quantizes +=
+        op.kind == OpKind::Eltwise && op.ints[0] == static_cast<int64_t>(EltwiseAlg::Quantize);
+    for (const PostOp& post : op.post_ops) quantizes += post.alg == EltwiseAlg::Quantize;
+  }
+  EXPECT_EQ(int8_operands, 1);
+  EXPECT_EQ(quant_matmuls, 1);  // the linear reads the bmm's result through the reshape
+  EXPECT_EQ(quantizes, 4);      // a, b, y and z: b's view requantized alike is no step
+  for (bool int8 : {true, false}) {
+    SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
+    DelegateSummary summary;
+    auto out = run(compiled, {a, bt}, {want}, {switched("int8", int8)}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(summary.int8_matmuls, int8 && int8_supported() ? 2 : 0);
+    // A tie of y rounded the other way moves z by up to 24 * 127 * 0.012 * 0.4: a few steps.
+    expect_within_steps(out[0], want, sz, 8, 20);
+  }
+}
+
 // A linear layer by a weight quantized by groups along its rows (torchao's 8da4w, 8da8w and
 // weight-only int4/int8: dequantize_per_channel_group -> permute -> addmm/mm), on Ember's own
 // kernel (GroupQuantMatMul), against ATen's matmul by PyTorch's dequantized weight.

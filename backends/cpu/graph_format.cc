@@ -1,6 +1,7 @@
 #include "backends/cpu/graph_format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -25,6 +26,9 @@ constexpr size_t kMaxKeyBytes = 4096;
 constexpr size_t kMaxOpInputs = 1024, kMaxOpInts = 64, kMaxOpFloats = 16, kMaxPostOps = 16;
 // The smallest size-prefixed flatbuffer: size prefix, root offset, identifier.
 constexpr size_t kMinBlob = 12;
+
+// A zero point of int8's grid: an integer in [-128, 127].
+bool int8_zero_point(float z) { return z >= -128.f && z <= 127.f && z == std::floor(z); }
 
 // Whether `v`'s elements lie at their alignment. The verifier of flatbuffers 2.0.8 checks that of
 // a vector's length only, so a [long] at 4 mod 8 passes it, and reading it would be a misaligned
@@ -137,6 +141,11 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
     case OpKind::MatMul:
       if (!need_inputs(3, 3) || !required(0) || !required(1) || !op.ints.empty()) {
         return fail(error, where + "matmul needs a, b and bias");
+      }
+      if (!op.floats.empty() &&
+          (op.floats.size() != 4 || !(op.floats[0] > 0) || !(op.floats[2] > 0) ||
+           !int8_zero_point(op.floats[1]) || !int8_zero_point(op.floats[3]))) {
+        return fail(error, where + "matmul of int8 values needs two scales and zero points");
       }
       break;
     case OpKind::QuantMatMul:

@@ -61,8 +61,11 @@ struct WeightRef {
 };
 
 enum class OpKind : uint8_t {
-  Conv = 0,       // in: src, weight, bias|-1; ints: conv_ints layout below
-  MatMul = 1,     // in: a, b, bias|-1 (bias broadcast over the leading dims)
+  Conv = 0,  // in: src, weight, bias|-1; ints: conv_ints layout below
+  // in: a, b, bias|-1 (bias broadcast over the leading dims). With floats [scale_a, zero_point_a,
+  // scale_b, zero_point_b], a and b hold int8 values dequantized with those parameters (two
+  // quantized activations: attention's); the result is still their float matmul.
+  MatMul = 1,
   Pool = 2,       // in: src; ints: pool_ints layout below
   Eltwise = 3,    // in: src; ints: [EltwiseAlg]; floats: [alpha, beta]
   Binary = 4,     // in: a, b (b broadcast to a); ints: [BinaryAlg]

@@ -8,8 +8,9 @@
     ember.export(convert_pt2e(m), args, "model.ep")      # then `ember compile` as usual
 
 It annotates the graph that torch.export captured, in PyTorch's PT2E flow: convolutions and linears
-(with a following ReLU, ReLU6 or hardtanh fused), additions, concatenations and pools. Activations are int8
-per-tensor affine, weights int8 symmetric (per output channel by default), biases stay float.
+(with a following ReLU, ReLU6 or hardtanh fused), matmuls of two activations (attention's),
+additions, concatenations, pools and views. Activations are int8 per-tensor affine, weights int8
+symmetric (per output channel by default), biases stay float.
 
 Two rules that ExecuTorch's XNNPACKQuantizer breaks (contracts C31 and C32):
 - Only float32 tensors are quantized. An op that reads or writes a bfloat16, float16 or float64
@@ -69,6 +70,8 @@ def int8_config(per_channel: bool = True, observer: str = "histogram",
 
 _aten = torch.ops.aten
 _CONV_LINEAR = {_aten.conv1d.default, _aten.conv2d.default, _aten.linear.default}
+# Matmuls of two activations (attention's scores and their weighting of the values).
+_MATMUL = {_aten.matmul.default, _aten.bmm.default, _aten.mm.default}
 # Activations fused into the convolution, linear or add before them (quantized after them only).
 # (torch.nn.functional.relu6 exports as relu6; torch.nn.ReLU6 as hardtanh.)
 _RELU = {_aten.relu.default, _aten.relu_.default, _aten.hardtanh.default, _aten.hardtanh_.default,
@@ -77,7 +80,7 @@ _ADD = {_aten.add.Tensor, _aten.add_.Tensor}
 _CAT = {_aten.cat.default, _aten.concat.default}
 # Ops whose output keeps its input's quantization parameters (they move or select values).
 _SHARED = {_aten.max_pool2d.default, _aten.flatten.using_ints, _aten.reshape.default,
-           _aten.view.default}
+           _aten.view.default, _aten.transpose.int, _aten.permute.default}
 # Ops with quantized input and output of their own parameters.
 _OWN = {_aten.adaptive_avg_pool2d.default, _aten.avg_pool2d.default, _aten.mean.dim}
 
@@ -208,6 +211,18 @@ def _annotate_conv_linear(node: Node, config, config_for) -> bool:
     return True
 
 
+def _annotate_matmul(node: Node, config, config_for) -> bool:
+    if node.target not in _MATMUL:
+        return False
+    a, b = node.args[0], node.args[1]
+    if not isinstance(a, Node) or not isinstance(b, Node):
+        return False
+    # Both operands per-tensor activations: weights come as linear layers (_annotate_conv_linear).
+    _mark(node, {a: config.input_activation, b: config.input_activation},
+          config.output_activation)
+    return True
+
+
 def _annotate_add(node: Node, config, config_for) -> bool:
     if node.target not in _ADD:
         return False
@@ -265,5 +280,6 @@ def _annotate_relu(node: Node, config, config_for) -> bool:
     return True
 
 
-_ANNOTATORS: List[Callable[..., bool]] = [_annotate_conv_linear, _annotate_add, _annotate_cat,
-                                          _annotate_shared, _annotate_own, _annotate_relu]
+_ANNOTATORS: List[Callable[..., bool]] = [_annotate_conv_linear, _annotate_matmul, _annotate_add,
+                                          _annotate_cat, _annotate_shared, _annotate_own,
+                                          _annotate_relu]
