@@ -229,13 +229,16 @@ def main():
         step = output_step(converted)
         clear = [bool((r.topk(2).values[0, 0] - r.topk(2).values[0, 1]) > 2 * step)
                  for r in reference] if classifier else []
-        for system, run in runners.items():
+        # The float model too: how far quantization itself moves the outputs, for scale.
+        for system, run in {**runners, "PyTorch fp32 model": module}.items():
             with torch.no_grad():
                 got = [run(x) for x in inputs]
             diff = max(float((g.float() - r).abs().max()) for g, r in zip(got, reference))
+            # A float output (the encoder's, after a layer norm) has no quantization step.
+            steps = diff / step if step else None
             relative = max(float((g.float() - r).norm() / r.norm()) for g, r in zip(got, reference))
             if not classifier:
-                accuracy_rows.append((name, system, None, None, 0, None, diff / step, relative))
+                accuracy_rows.append((name, system, None, None, 0, None, steps, relative))
                 continue
             top1 = [int(g.argmax()) for g in got]
             same = [a == int(r.argmax()) for a, r in zip(top1, reference)]
@@ -243,7 +246,7 @@ def main():
             vs_ref_clear = np.mean([s for s, c in zip(same, clear) if c]) if any(clear) else 1.0
             vs_fp32 = np.mean([a == b for a, b in zip(top1, fp32_top1)])
             accuracy_rows.append((name, system, vs_ref, vs_ref_clear, sum(clear), vs_fp32,
-                                  diff / step, relative))
+                                  steps, relative))
         for threads in threads_list:
             runners = {s: make_runner(k, w, threads) for s, (k, w) in systems.items()
                        if s != "Ember portable int8"}
@@ -267,10 +270,11 @@ def main():
           "top-1 = fp32 model | largest output difference to the reference, in output steps | "
           "relative L2 difference to the reference |")
     print("|---|---|---|---|---|---|---|")
-    for name, system, vs_ref, vs_clear, n_clear, vs_fp32, diff, relative in accuracy_rows:
+    for name, system, vs_ref, vs_clear, n_clear, vs_fp32, steps, relative in accuracy_rows:
         top1 = (f"{vs_ref:.1%} | {vs_clear:.1%} ({n_clear}) | {vs_fp32:.1%}" if vs_ref is not None
                 else "– | – | –")
-        print(f"| {name} | {system} | {top1} | {diff:.3g} | {relative:.2g} |")
+        steps = "–" if steps is None else f"{steps:.3g}"
+        print(f"| {name} | {system} | {top1} | {steps} | {relative:.2g} |")
     print("\n| model | threads | system | median ms | / Ember cpu fp32 |")
     print("|---|---|---|---|---|")
     for name, threads, system, ms, ratio in latency_rows:

@@ -52,13 +52,25 @@ ir::Status Builder::dequantize(const Node& n) {
   const PostOp quantize{false, -1, EltwiseAlg::Quantize, static_cast<float>(1.0 / params->scale),
                         zero_point};
   const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, scale, zero_point};
+  auto fuse_into = [&](Value* v, size_t* op_index) {
+    return fusable(
+        v, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
+        op_index);
+  };
   size_t op_index = 0;
-  if (fusable(
-          x, {OpKind::Conv, OpKind::QuantConv, OpKind::MatMul, OpKind::QuantMatMul, OpKind::Binary},
-          &op_index)) {
+  bool fused = fuse_into(x, &op_index);
+  // Or through a reshape read only here (the linear of a 3-D input: view, addmm, view): the
+  // element-wise pair commutes with it.
+  const bool through_reshape = !fused && producer_op_.count(x) != 0 &&
+                               graph_.ops[producer_op_[x]].kind == OpKind::Reshape &&
+                               x->users().size() == 1 && !x->is_graph_output() &&
+                               fuse_into(value_arg(*x->producer(), "self"), &op_index);
+  if (fused || through_reshape) {
     graph_.ops[op_index].post_ops.push_back(quantize);
     graph_.ops[op_index].post_ops.push_back(dequantize);
-    if (in->users().size() == 1) {
+    if (through_reshape) {
+      tensor_of_[n.output()] = tensor_of_[x];
+    } else if (in->users().size() == 1) {
       alias(n.output(), op_index);
     } else {
       tensor_of_[n.output()] = graph_.ops[op_index].output;  // shared: fuses nothing more

@@ -230,6 +230,7 @@ void CpuDelegate::build(const NamedDataMap* named) {
     try {
       size_t fused = own_kernels_ && own_conv_kernels_chosen() ? try_inverted_residual(i) : 0;
       if (fused == 0) fused = try_quantize_u8(i);
+      if (fused == 0) fused = try_fake_quant_pair(i);
       if (fused == 0) build_op(graph_.ops[i]);
       const size_t next = i + std::max<size_t>(fused, 1);
       release_weights(i, next);

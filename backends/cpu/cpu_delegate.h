@@ -394,6 +394,10 @@ class CpuDelegate {
   // floats, NCHW or NHWC; or, of a uint8 max pooling's result, one step requantizing its bytes
   // (add_requantize_u8_step). 2 when it applies, else 0 (nothing built).
   size_t try_quantize_u8(size_t i);
+  // Ops i, i + 1: a quantize and the dequantize alone reading it (of a tensor no op before them
+  // takes as post-ops: a layer norm's, a softmax's result) as one pass, the quantize post-op
+  // pair's (add_quantize_step), with no int8 tensor between. 2 when built, else 0.
+  size_t try_fake_quant_pair(size_t i);
   // Whether try_quantize_u8 takes ops i, i + 1 (with the kernels, of an int8 grid, the quantized
   // values read by nothing else, 4-D, the dequantized ones read as uint8).
   bool quantize_pair_u8(size_t i);

@@ -232,10 +232,11 @@ bool CpuDelegate::try_int8_matmul(const OpDesc& op, const memory::dims& ad, cons
   if (op.floats.size() != 4 || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
   const float sa = op.floats[0], za = op.floats[1], sb = op.floats[2], zb = op.floats[3];
   if (!int8_params(sa, za) || !int8_params(sb, zb)) return false;
-  // The largest sum, k products of 255 steps by 255, must stay a finite float32 when scaled
-  // (float32's own sum would overflow there; the float matmul and its redo handle that).
-  const double k = static_cast<double>(ad.back());
-  if (!(65025.0 * k * static_cast<double>(sa) * static_cast<double>(sb) < 1e37)) return false;
+  // The largest sum, k products of 255 steps by 255, must fit oneDNN's int32 accumulator and
+  // stay a finite float32 when scaled (float32's own sum would overflow there; the float matmul
+  // and its redo handle that).
+  const double k = static_cast<double>(ad.back()), largest = 65025.0 * k;
+  if (largest > 2147483647.0 || !(largest * sa * sb < 1e37)) return false;
   // The operands' integers, read through any strides (a permuted view): a's + 128 as uint8, b's
   // as int8, each exact (x / scale lands within rounding of an integer, PyTorch's q - zero point).
   auto integers = [&](int32_t id, const memory::dims& d, dt type, float scale, float shift) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -491,6 +492,28 @@ bool CpuDelegate::quantize_pair_u8(size_t i) {
   const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
   return dims.size() == 4 && graph_.tensors[q.inputs[0]].dims == dims &&
          readers_take_u8(d.output, d.floats[0], d.floats[1]);
+}
+
+size_t CpuDelegate::try_fake_quant_pair(size_t i) {
+  if (i + 1 >= graph_.ops.size()) return 0;
+  const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
+  auto pair_op = [](const OpDesc& op, EltwiseAlg alg) -> std::optional<PostOp> {
+    if (op.kind != OpKind::Eltwise || static_cast<EltwiseAlg>(op.ints[0]) != alg ||
+        !op.post_ops.empty()) {
+      return std::nullopt;
+    }
+    return PostOp{false, -1, alg, op.floats[0], op.floats[1]};
+  };
+  const std::optional<PostOp> quantize = pair_op(q, EltwiseAlg::Quantize),
+                              dequantize = pair_op(d, EltwiseAlg::Dequantize);
+  if (!quantize || !dequantize || d.inputs[0] != q.output || readers_[q.output] != 1 ||
+      is_graph_output(q.output)) {
+    return 0;
+  }
+  check_same_dims(q.inputs[0], d.output);
+  const memory src = src_memory(q.inputs[0]);
+  add_quantize_step(src, make_output(d, src.get_desc()), *quantize, &*dequantize);
+  return 2;
 }
 
 size_t CpuDelegate::try_quantize_u8(size_t i) {
