@@ -250,6 +250,16 @@ TEST(CpuGraphFormat, EveryKindAndFieldRoundTrips) {
   expect_same(g, *back);
 }
 
+TEST(CpuGraphFormat, MatMulOfInt8ValuesRoundTrips) {
+  CpuGraph g = small_cnn();
+  ASSERT_EQ(g.ops[3].kind, OpKind::MatMul);
+  g.ops[3].floats = {0.031f, -3.f, 0.057f, 127.f};
+  std::string why;
+  const std::optional<CpuGraph> back = parse(serialize(g), &why);
+  ASSERT_TRUE(back) << why;
+  expect_same(g, *back);
+}
+
 TEST(CpuGraphFormat, EmptyGraphRoundTrips) {
   std::string why;
   std::optional<CpuGraph> back = parse(serialize(CpuGraph{}), &why);
@@ -512,6 +522,22 @@ TEST(CpuGraphFormat, SemanticChecksRefuse) {
       {"op 1: post-ops on an op that takes none",
        [](CpuGraph& g) { g.ops[1].post_ops.push_back(eltwise(EltwiseAlg::Relu)); }},
       {"op 3: matmul needs a, b and bias", [](CpuGraph& g) { g.ops[3].inputs.pop_back(); }},
+      {"op 3: matmul of int8 values needs two scales and zero points",
+       [](CpuGraph& g) {
+         g.ops[3].floats = {0.1f, 0.f, 0.2f};
+       }},
+      {"op 3: matmul of int8 values needs two scales and zero points",
+       [](CpuGraph& g) {
+         g.ops[3].floats = {0.1f, 0.f, 0.2f, 128.f};
+       }},
+      {"op 3: matmul of int8 values needs two scales and zero points",
+       [](CpuGraph& g) {
+         g.ops[3].floats = {0.1f, 0.5f, 0.2f, 0.f};
+       }},
+      {"op 3: matmul of int8 values needs two scales and zero points",
+       [](CpuGraph& g) {
+         g.ops[3].floats = {-0.1f, 0.f, 0.2f, 0.f};
+       }},
       {"output 0: a bad dim order",
        [](CpuGraph& g) {
          g.output_dim_orders[0] = {0, 0};
