@@ -398,6 +398,9 @@ class CpuDelegate {
   // takes as post-ops: a layer norm's, a softmax's result) as one pass, the quantize post-op
   // pair's (add_quantize_step), with no int8 tensor between. 2 when built, else 0.
   size_t try_fake_quant_pair(size_t i);
+  // Whether ops i, i + 1 are a quantize and the dequantize alone reading it (Eltwise ops without
+  // post-ops; the int8 values no delegate output).
+  bool quantize_pair(size_t i) const;
   // Whether try_quantize_u8 takes ops i, i + 1 (with the kernels, of an int8 grid, the quantized
   // values read by nothing else, 4-D, the dequantized ones read as uint8).
   bool quantize_pair_u8(size_t i);

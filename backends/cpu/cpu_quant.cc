@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -476,17 +475,22 @@ void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_
   u8_tensors_[op.output] = {d.alpha, d.beta};
 }
 
-bool CpuDelegate::quantize_pair_u8(size_t i) {
-  if (i + 1 >= graph_.ops.size() || !own_kernels_ || !own_kernels_supported()) return false;
+bool CpuDelegate::quantize_pair(size_t i) const {
+  if (i + 1 >= graph_.ops.size()) return false;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
   auto is = [](const OpDesc& op, EltwiseAlg alg) {
     return op.kind == OpKind::Eltwise && static_cast<EltwiseAlg>(op.ints[0]) == alg &&
            op.post_ops.empty();
   };
-  if (!is(q, EltwiseAlg::Quantize) || !is(d, EltwiseAlg::Dequantize) || d.inputs[0] != q.output ||
-      readers_[q.output] != 1 || q.floats[1] != d.floats[1] ||
-      !int8_params(q.floats[0], q.floats[1]) || !int8_params(d.floats[0], d.floats[1]) ||
-      is_graph_output(q.output)) {
+  return is(q, EltwiseAlg::Quantize) && is(d, EltwiseAlg::Dequantize) && d.inputs[0] == q.output &&
+         readers_[q.output] == 1 && !is_graph_output(q.output);
+}
+
+bool CpuDelegate::quantize_pair_u8(size_t i) {
+  if (!own_kernels_ || !own_kernels_supported() || !quantize_pair(i)) return false;
+  const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
+  if (q.floats[1] != d.floats[1] || !int8_params(q.floats[0], q.floats[1]) ||
+      !int8_params(d.floats[0], d.floats[1])) {
     return false;
   }
   const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
@@ -495,24 +499,13 @@ bool CpuDelegate::quantize_pair_u8(size_t i) {
 }
 
 size_t CpuDelegate::try_fake_quant_pair(size_t i) {
-  if (i + 1 >= graph_.ops.size()) return 0;
+  if (!quantize_pair(i)) return 0;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
-  auto pair_op = [](const OpDesc& op, EltwiseAlg alg) -> std::optional<PostOp> {
-    if (op.kind != OpKind::Eltwise || static_cast<EltwiseAlg>(op.ints[0]) != alg ||
-        !op.post_ops.empty()) {
-      return std::nullopt;
-    }
-    return PostOp{false, -1, alg, op.floats[0], op.floats[1]};
-  };
-  const std::optional<PostOp> quantize = pair_op(q, EltwiseAlg::Quantize),
-                              dequantize = pair_op(d, EltwiseAlg::Dequantize);
-  if (!quantize || !dequantize || d.inputs[0] != q.output || readers_[q.output] != 1 ||
-      is_graph_output(q.output)) {
-    return 0;
-  }
   check_same_dims(q.inputs[0], d.output);
+  const PostOp quantize{false, -1, EltwiseAlg::Quantize, q.floats[0], q.floats[1]};
+  const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, d.floats[0], d.floats[1]};
   const memory src = src_memory(q.inputs[0]);
-  add_quantize_step(src, make_output(d, src.get_desc()), *quantize, &*dequantize);
+  add_quantize_step(src, make_output(d, src.get_desc()), quantize, &dequantize);
   return 2;
 }
 
