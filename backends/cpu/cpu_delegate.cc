@@ -273,7 +273,18 @@ void CpuDelegate::build(const NamedDataMap* named) {
 
 std::string CpuDelegate::step_name(const Step& s) {
   if (!s.kernel) {
-    return dnnl_prim_kind2str(static_cast<dnnl_primitive_kind_t>(s.prim.get_kind()));
+    const auto kind = static_cast<dnnl_primitive_kind_t>(s.prim.get_kind());
+    std::string name = dnnl_prim_kind2str(kind);
+    // A convolution or matmul in integers says so (`ember run --profile`): its source is int8.
+    const_dnnl_primitive_desc_t pd = nullptr;
+    if ((kind == dnnl_convolution || kind == dnnl_matmul) &&
+        dnnl_primitive_get_primitive_desc(s.prim.get(), &pd) == dnnl_success) {
+      const dnnl_memory_desc_t* src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+      if (src != nullptr && (src->data_type == dnnl_u8 || src->data_type == dnnl_s8)) {
+        name += " int8";
+      }
+    }
+    return name;
   }
   // Own steps describe themselves as oneDNN's verbose lines do: "kind,ember:impl,...".
   const size_t kind_end = s.what.find(',');

@@ -12,11 +12,13 @@ within one quantization step of the output.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import unittest
 
+import numpy
 import torch
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
@@ -278,6 +280,19 @@ class QuantizationTest(unittest.TestCase):
         # theirs.
         step = self.output_scale(converted)
         self.assertLessEqual((cpu - expected).abs().max().item(), 2 * step * 1.0001)
+        # The profile names the integer matmuls: the four linears and both attention matmuls
+        # where the CPU has VNNI (AVX-512 VNNI, uncapped), none elsewhere.
+        x_path = os.path.join(self.dir, "attention_x.npy")
+        numpy.save(x_path, x.numpy())
+        r = subprocess.run([EMBER_BIN, "run", os.path.join(self.dir, "attention_cpu.pte"),
+                            "--input", x_path, "--profile"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        vnni = ({"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags and
+                not os.environ.get("EMBER_CPU_ISA") and not os.environ.get("ONEDNN_MAX_CPU_ISA"))
+        int8 = re.search(r"\ncpu: matmul int8 +(\d+) ", r.stdout)
+        self.assertEqual(int(int8.group(1)) if int8 else 0, 6 if vnni else 0, r.stdout)
 
     def test_xnnpack_quantizer_programs_run(self):
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
