@@ -1,5 +1,6 @@
-"""Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code, and of
-the Python workers' protocol and command lines (no timing, no models):
+"""Smoke test of bench/run_bench.py's and bench/layer_report.py's parsing and report code, of
+the Python workers' protocol and command lines, and of quant_bench.py's argument checks (no
+timing, no models):
 
     .venv/bin/python bench/run_bench_test.py
 """
@@ -290,6 +291,25 @@ class SyntheticTaskTest(unittest.TestCase):
         with torch.no_grad():
             accuracy = float((net(x).argmax(1) == y).float().mean())
         self.assertGreater(accuracy, 0.9)  # chance is 0.1; 1.0 when written
+
+
+class QuantBenchArgumentsTest(unittest.TestCase):
+    """bench/quant_bench.py refuses a model it does not measure, and trained weights for a model
+    the synthetic image task cannot train, before building anything."""
+
+    def quant_bench(self, *args):
+        import subprocess
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "quant_bench.py")
+        return subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+
+    def test_refusals_name_the_way_out(self):
+        r = self.quant_bench("--models", "bert_encoder", "--weights", "trained")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("bert_encoder is not trained on the synthetic image task", r.stderr)
+        self.assertIn("--weights random", r.stderr)
+        r = self.quant_bench("--models", "resnet18,llama_decode")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("llm_quant_bench.py", r.stderr)
 
 
 if __name__ == "__main__":
