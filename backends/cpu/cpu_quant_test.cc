@@ -577,6 +577,48 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   EXPECT_TRUE(at::allclose(got8, want8, 1e-5, 1e-4)) << (got8 - want8).abs().max().item<float>();
 }
 
+// Rows holding inf or NaN: their scale is not finite and every dequantized value inf or NaN, so
+// ATen's products give NaN where the integer sum times the scale would give inf. Such rows are
+// computed as the reference does; the finite rows beside them are unchanged.
+TEST(CpuQuant, NonFiniteRowsAreTheReferences) {
+  if (!own_kernels_supported()) GTEST_SKIP() << "no AVX2";
+  at::manual_seed(16);
+  const int64_t n = 40, k = 64, group = 32, m = 6;
+  at::Tensor x = at::randn({m, k});
+  x.index_put_({1, 3}, INFINITY);   // one inf: most values (zero point - zero point) * inf
+  x.index_put_({2}, INFINITY);      // all inf: every value +inf, the weights' signs mixed
+  x.index_put_({3, 5}, -INFINITY);  // -inf: the zero point's division is NaN
+  x.index_put_({4, 0}, NAN);
+  const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+  const at::Tensor bias = at::randn({n});
+  AlignedFloats memory(DotRows::bytes(m, k, group, true) / sizeof(float), NAN);
+  DotRows rows(memory.data(), m, k, group, true);
+  rows.quantize(x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
+  std::vector<float> xd(static_cast<size_t>(m * k));
+  rows.dequantize(xd.data());
+  for (const int bits : {4, 8}) {
+    const at::Tensor wq =
+        at::randint(bits == 4 ? -8 : -128, bits == 4 ? 8 : 128, {n, k}).to(at::kChar);
+    const DotPackedMatrix b =
+        DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
+                              bias.data_ptr<float>(), k, n, group, bits);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t i = 0; i < k; ++i) ASSERT_EQ(b.weight(j, i), wq[j][i].item<int8_t>());
+    }
+    std::vector<float> out(static_cast<size_t>(m * n));
+    dot_gemm_threads(2, m, b, rows, out.data(), n);
+    const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
+    const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
+    const at::Tensor got = at::from_blob(out.data(), {m, n});
+    for (int64_t r = 1; r < 5; ++r) {
+      ASSERT_FALSE(at::isfinite(want[r]).any().item<bool>()) << r;
+      EXPECT_TRUE(at::equal(at::isnan(got[r]), at::isnan(want[r]))) << bits << " bits, row " << r;
+      EXPECT_TRUE(at::allclose(got[r], want[r], 0, 0, /*equal_nan=*/true)) << got[r] << want[r];
+    }
+    for (int64_t r : {0, 5}) EXPECT_TRUE(at::allclose(got[r], want[r], 1e-5, 1e-4)) << r;
+  }
+}
+
 // torchao's per-token quantization of a linear's input as its decomposition writes it (the ops
 // of python/tests' 8da4w export), claimed whole with the linear: one op, against ATen running
 // the same ops; and not claimed where the chain is not torchao's (another constant, a value read

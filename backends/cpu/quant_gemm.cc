@@ -167,6 +167,16 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   return out;
 }
 
+int8_t DotPackedMatrix::weight(int64_t j, int64_t i) const {
+  const uint8_t* panel = data.data() + (j / kGroup) * panel_bytes();
+  const int64_t col = j % kGroup;
+  if (bits == 4) {
+    const uint8_t byte = panel[((i / 8) * kGroup + col) * 4 + i % 4];
+    return static_cast<int8_t>((i % 8 < 4 ? byte & 0xF : byte >> 4) - 8);
+  }
+  return static_cast<int8_t>(panel[((i / 4) * kGroup + col) * 4 + i % 4]);
+}
+
 namespace {
 
 // The row loops, compiled for AVX-512 and AVX2 beside the baseline and chosen at load by the CPU
@@ -363,18 +373,45 @@ void quant_pointwise_threads(int threads, int64_t m, const QuantPointwise& b, co
   }
 }
 
+namespace {
+
+// Row r of c as the reference computes it: bias + sum of (xq - zero) * scale times
+// q * the group's scale, in float (for a row whose scale is not finite, where every term is inf or
+// NaN and the order of the sum cannot matter).
+void dot_row_in_float(const DotPackedMatrix& b, const DotRows& rows, int64_t r, float* out) {
+  const auto at = static_cast<size_t>(r);
+  const auto zero = static_cast<float>(rows.zero[at]);
+  const int8_t* xq = rows.xq.data() + r * b.k;
+  const int64_t groups = b.groups();
+  for (int64_t j = 0; j < b.n; ++j) {
+    const float* scales = b.scales.data() + (j / kGroup) * groups * kGroup + j % kGroup;
+    float sum = 0;
+    for (int64_t i = 0; i < b.k; ++i) {
+      const float x = (static_cast<float>(xq[i]) - zero) * rows.scale[at];
+      sum += x * (static_cast<float>(b.weight(j, i)) * scales[(i / b.group) * kGroup]);
+    }
+    out[j] = b.bias[static_cast<size_t>(j)] + sum;
+  }
+}
+
+}  // namespace
+
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc) {
   const simd::Kernels& kernels = *simd::kernels();
   threads = static_cast<int>(std::min<int64_t>(threads, b.panels));
   if (threads <= 1) {
     kernels.dot_gemm(m, b, rows, c, ldc, 0, b.panels);
-    return;
-  }
+  } else {
 #pragma omp parallel num_threads(threads)
-  {
-    const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
-    kernels.dot_gemm(m, b, rows, c, ldc, b.panels * t / count, b.panels * (t + 1) / count);
+    {
+      const int64_t t = omp_get_thread_num(), count = omp_get_num_threads();
+      kernels.dot_gemm(m, b, rows, c, ldc, b.panels * t / count, b.panels * (t + 1) / count);
+    }
+  }
+  for (int64_t r = 0; r < m; ++r) {
+    if (!std::isfinite(rows.scale[static_cast<size_t>(r)]))
+      dot_row_in_float(b, rows, r, c + r * ldc);
   }
 }
 

@@ -109,6 +109,8 @@ struct DotPackedMatrix {
   // from `storage` (where it gives none, the result is empty: data.empty()).
   static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
                               int64_t n, int64_t group, int bits, const Storage& storage = {});
+  // Weight (j, i)'s integer, read back from the panels.
+  int8_t weight(int64_t j, int64_t i) const;
 };
 
 // The integers of m rows of k, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of
@@ -147,7 +149,10 @@ struct DotRows {
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check
-// own_kernels_supported()).
+// own_kernels_supported()). A row whose scale is not finite (an input row holding inf or NaN) is
+// all inf and NaN once dequantized: its integer sum times the scale would give inf where the
+// reference's products give NaN, so such a row is computed as the reference computes it, from
+// its dequantized values and the dequantized weight in float.
 void dot_gemm_threads(int threads, int64_t m, const DotPackedMatrix& b, const DotRows& rows,
                       float* c, int64_t ldc);
 
