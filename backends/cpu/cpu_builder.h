@@ -241,12 +241,17 @@ class Builder {
     Value* scale = nullptr;
   };
   std::map<const Value*, ActivationQuant> activation_quant_;
-  // torchao's whole per-token quantization of a linear's input (activation_chain): its nodes,
-  // computed by the linear, and for its dequantized result (and reshapes of it) the float input
-  // and eps.
+  // A linear's input quantized whole in the program, torchao's per token (activation_chain) or
+  // PT2E's dynamic per tensor (dynamic_chain): its nodes, computed by the linear, and for its
+  // dequantized result (and reshapes of it) the float input, eps and which quantization.
+  struct ActivationInput {
+    Value* x;
+    double eps;
+    bool per_tensor;
+  };
   std::set<const Node*> activation_chain_nodes_;
   std::set<const Value*> silu_sigmoids_;
-  std::map<const Value*, std::pair<Value*, double>> activation_input_;
+  std::map<const Value*, ActivationInput> activation_input_;
   ir::Status find_activation_chains();
   std::map<const Value*, int32_t> fake_quant_tensor_;  // per quantize: its dequantized tensor
   std::map<std::string, uint32_t> weight_index_;

@@ -90,6 +90,11 @@ ir::Status Builder::run() {
 
 ir::Status Builder::find_activation_chains() {
   for (const Node* n : program_.graph().nodes()) {
+    if (std::optional<DynamicChain> chain = dynamic_chain(*n)) {
+      activation_chain_nodes_.insert(chain->nodes.begin(), chain->nodes.end());
+      activation_input_[chain->result] = {chain->x, chain->eps, true};
+      continue;
+    }
     if (n->op() != "aten::sub") continue;
     std::optional<ActivationChain> chain = activation_chain(*n);
     if (!chain) continue;
@@ -123,7 +128,7 @@ ir::Status Builder::find_activation_chains() {
     }
     activation_chain_nodes_.insert(n);
     activation_chain_nodes_.insert(chain->result->producer());
-    activation_input_[chain->result] = {chain->x, chain->eps};
+    activation_input_[chain->result] = {chain->x, chain->eps, false};
   }
   return {};
 }
@@ -438,6 +443,8 @@ std::pair<int32_t, int32_t> Builder::add_int8_weight(const NamedQuantizedWeight&
 
 ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight& qw) {
   const QuantizedWeight& w = qw.weight;
+  // A weight quantized per output channel is one group a row.
+  const int64_t group = w.group > 0 ? w.group : w.dims[1];
   const bool addmm = n.op() == "aten::addmm";
   Value* x = value_arg(n, addmm ? "mat1" : "self");
   // A dequantized activation: its integers, zero points and scales, for the kernel to compute;
@@ -446,12 +453,12 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
   const bool dynamic = act != activation_quant_.end() && act->second.scale != nullptr;
   const auto whole = activation_input_.find(x);
   const bool quantize = whole != activation_input_.end();
-  auto a = tensor(quantize ? whole->second.first : dynamic ? act->second.q : x);
+  auto a = tensor(quantize ? whole->second.x : dynamic ? act->second.q : x);
   auto bias = addmm ? tensor(value_arg(n, "self")) : ir::StatusOr<int32_t>(-1);
   if (!a.ok()) return a.status();
   if (!bias.ok()) return bias.status();
   // Two integers a byte where they all fit 4 bits (torchao's int4 weights), else one.
-  bool int4 = w.dims[1] % 2 == 0 && w.group % 2 == 0;
+  bool int4 = w.dims[1] % 2 == 0 && group % 2 == 0;
   for (float q : w.q) int4 = int4 && q >= -8.f && q <= 7.f;
   std::vector<uint8_t> bytes(int4 ? w.q.size() / 2 : w.q.size(), 0);
   for (size_t i = 0; i < w.q.size(); ++i) {
@@ -467,7 +474,7 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
                 w.dims,
                 {}};
   wt.storage = int4 ? WeightStorage::Int4 : WeightStorage::Int8;
-  const std::vector<int64_t> param_dims = {w.dims[0], w.dims[1] / w.group};
+  const std::vector<int64_t> param_dims = {w.dims[0], w.dims[1] / group};
   OpDesc d;
   d.kind = OpKind::GroupQuantMatMul;
   d.inputs = {*a, add_tensor(std::move(wt)), *bias,
@@ -491,10 +498,11 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
     d.inputs.push_back(*zero_point);
     d.inputs.push_back(*scale);
   }
-  d.ints = {w.group};
+  d.ints = {group};
   if (quantize) {
-    d.ints.push_back(1);
-    d.floats = {static_cast<float>(whole->second.second)};
+    d.ints.push_back(static_cast<int64_t>(whole->second.per_tensor ? InputQuant::PerTensor
+                                                                   : InputQuant::PerToken));
+    d.floats = {static_cast<float>(whole->second.eps)};
   }
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
@@ -509,7 +517,9 @@ ir::Status Builder::matmul(const Node& n) {
   Value* mat1 = value_arg(n, addmm ? "mat1" : "self");
   auto fq = fake_quant_of_.find(mat1);
   auto qwt = quant_weights_t_.find(value_arg(n, "mat2"));
-  if (n.op() != "aten::bmm" && qwt != quant_weights_t_.end() && qwt->second->weight.group > 0 &&
+  // By a grouped weight, or of an input the linear quantizes (PT2E's dynamic quantization).
+  if (n.op() != "aten::bmm" && qwt != quant_weights_t_.end() &&
+      (qwt->second->weight.group > 0 || activation_input_.count(mat1) != 0) &&
       mat1->tensor_type().rank() == 2) {
     return group_quant_matmul(n, *qwt->second);
   }

@@ -87,6 +87,10 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const ir::Node& n, const ir::Weig
 // A view or reshape of one input (the same data, other dims).
 bool is_reshape(const ir::Node& n);
 
+// wt's producer when wt is the transpose (t, permute [1, 0]) of a dequantized constant int8 weight
+// (check_dequantize): that dequantize; else null.
+const ir::Node* transposed_weight_dequantize(const ir::Value* wt);
+
 // The dequantize of a dynamically quantized activation (torchao's 8da, decomposed to ATen):
 // mul(sub(float(q), float(zero point)), scale), q int8 [..., K], zero point and scale one a row
 // ([..., 1]), whose result reaches, through reshapes that keep the rows, only the input of a
@@ -110,5 +114,23 @@ struct ActivationChain {
 std::optional<ActivationChain> activation_chain(const ir::Node& sub);
 // A node of such a chain (or a dequantize's subtraction, check_activation_dequantize).
 Why check_activation_quantize(const ir::Node& n);
+
+// PT2E's dynamic quantization of a linear's input (a quantizer's is_dynamic config), from its
+// dequantize:
+//   (scale, zero_point) = choose_qparams.tensor(x, -128, 127, eps, int8)
+//   q = quantize_per_tensor.tensor(x, scale, zero_point, -128, 127, int8)
+//   result = dequantize_per_tensor.tensor(q, scale, zero_point, -128, 127, int8)
+// x float32 and static, the intermediates read only inside, the result read (through reshapes)
+// only by linears (addmm, mm) by transposed dequantized int8 weights, which compute it all
+// (GroupQuantMatMul's per-tensor mode).
+struct DynamicChain {
+  std::vector<const ir::Node*> nodes;
+  ir::Value* x = nullptr;
+  const ir::Value* result = nullptr;
+  double eps = 0;
+};
+std::optional<DynamicChain> dynamic_chain(const ir::Node& dequantize);
+// A node of such a chain.
+Why check_dynamic_quantize(const ir::Node& n);
 
 }  // namespace ember::cpu::internal

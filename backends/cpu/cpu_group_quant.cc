@@ -17,8 +17,8 @@
 namespace ember::cpu::delegate {
 
 void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
-  // A dynamically quantized input (7 inputs), or a float one the op quantizes (ints [group, 1]),
-  // may have any shape of m * k elements.
+  // A dynamically quantized input (7 inputs), or a float one the op quantizes (ints [group,
+  // InputQuant]), may have any shape of m * k elements.
   const bool quantize = op.ints.size() == 2;
   const bool dynamic = op.inputs.size() == 7 || quantize;
   const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
@@ -85,9 +85,12 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
     packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
         q.data(), scales, zeros, bias, k, n, group, bits, weight_storage()));
   }
-  add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_,
-                                       quantize ? std::optional<float>(op.floats[0]) : std::nullopt,
-                                       a, zero_points, input_scales, dst));
+  std::optional<InputQuantizer> quantizer;
+  if (quantize) {
+    quantizer = {op.floats[0], op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor)};
+  }
+  add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_, quantizer, a,
+                                       zero_points, input_scales, dst));
 }
 
 bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,

@@ -213,6 +213,23 @@ bool is_reshape(const Node& n) {
          n.op() == "aten::reshape";
 }
 
+const Node* transposed_weight_dequantize(const Value* wt) {
+  const Node* permute = wt == nullptr ? nullptr : wt->producer();
+  if (permute == nullptr) return nullptr;
+  const auto dims = int_list(*permute, "dims", 0, {});
+  if (permute->op() != "aten::t" &&
+      (permute->op() != "aten::permute" || dims != std::vector<int64_t>{1, 0})) {
+    return nullptr;
+  }
+  const Value* w = value_arg(*permute, "self");
+  const Node* dq = w == nullptr ? nullptr : w->producer();
+  if (dq == nullptr || value_arg(*dq, "input") == nullptr ||
+      value_arg(*dq, "input")->producer() != nullptr || check_dequantize(*dq)) {
+    return nullptr;
+  }
+  return dq;
+}
+
 const Node* activation_dequantize_linear(const Node& sub) {
   Value* q = value_arg(sub, "self");
   Value* zp = value_arg(sub, "other");
@@ -243,15 +260,8 @@ const Node* activation_dequantize_linear(const Node& sub) {
   }
   if (at == nullptr || (at->op() != "aten::addmm" && at->op() != "aten::mm")) return nullptr;
   if (value_arg(*at, at->op() == "aten::addmm" ? "mat1" : "self") != x) return nullptr;
-  const Value* wt = value_arg(*at, "mat2");
-  const Node* permute = wt == nullptr ? nullptr : wt->producer();
-  const Node* dq = nullptr;
-  if (permute != nullptr && (permute->op() == "aten::permute" || permute->op() == "aten::t")) {
-    const Value* w = value_arg(*permute, "self");
-    dq = w == nullptr ? nullptr : w->producer();
-  }
-  if (dq == nullptr || dq->op() != "quantized_decomposed::dequantize_per_channel_group" ||
-      check_dequantize(*dq)) {
+  const Node* dq = transposed_weight_dequantize(value_arg(*at, "mat2"));
+  if (dq == nullptr || dq->op() != "quantized_decomposed::dequantize_per_channel_group") {
     return nullptr;
   }
   return at;
@@ -263,6 +273,97 @@ Why check_activation_dequantize(const Node& sub) {
            "weight";
   }
   return std::nullopt;
+}
+
+namespace {
+
+// v (through reshapes) is read only as the input of linears (addmm, mm) by the transpose of a
+// dequantized constant int8 weight, at least one.
+bool read_only_by_int8_linears(const Value* v) {
+  if (v->is_graph_output() || v->users().empty()) return false;
+  for (const Node* user : v->users()) {
+    if (is_reshape(*user)) {
+      if (!read_only_by_int8_linears(user->output())) return false;
+      continue;
+    }
+    const bool addmm = user->op() == "aten::addmm";
+    // (A per-channel weight is one group a row: rows of at least 2, GroupQuantMatMul's.)
+    if ((!addmm && user->op() != "aten::mm") || value_arg(*user, addmm ? "mat1" : "self") != v ||
+        (addmm && value_arg(*user, "self") == v) || static_dims(*v).size() != 2 ||
+        static_dims(*v)[1] < 2) {
+      return false;
+    }
+    const Node* dq = transposed_weight_dequantize(value_arg(*user, "mat2"));
+    if (dq == nullptr || (dq->op() != "quantized_decomposed::dequantize_per_channel" &&
+                          dq->op() != "quantized_decomposed::dequantize_per_tensor")) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_tensor_overload(const Node* n, const char* op) {
+  return n != nullptr && n->op() == op && n->overload() == "tensor" && !int8_range(*n);
+}
+
+}  // namespace
+
+std::optional<DynamicChain> dynamic_chain(const Node& dequantize) {
+  if (!is_tensor_overload(&dequantize, "quantized_decomposed::dequantize_per_tensor")) {
+    return std::nullopt;
+  }
+  const Arg* out_dtype = dequantize.arg("out_dtype");
+  if (out_dtype != nullptr && !out_dtype->is_none() &&
+      (out_dtype->kind() != ArgKind::DType || out_dtype->as_dtype() != DType::Float32)) {
+    return std::nullopt;
+  }
+  Value* q = value_arg(dequantize, "input");
+  Value* scale = value_arg(dequantize, "scale");
+  Value* zero_point = value_arg(dequantize, "zero_point");
+  const Node* quantize = q == nullptr ? nullptr : q->producer();
+  const Node* choose = scale == nullptr ? nullptr : scale->producer();
+  if (!is_tensor_overload(quantize, "quantized_decomposed::quantize_per_tensor") ||
+      !is_tensor_overload(choose, "quantized_decomposed::choose_qparams") ||
+      value_arg(*quantize, "scale") != scale || value_arg(*quantize, "zero_point") != zero_point ||
+      choose->num_outputs() != 2 || choose->output(0) != scale || choose->output(1) != zero_point ||
+      only_user(q) != &dequantize) {
+    return std::nullopt;
+  }
+  // The float input, whole and static: its range is the whole tensor's. eps > 0: a zero scale
+  // has no reciprocal (PyTorch's quantize raises on it).
+  Value* x = value_arg(*quantize, "input");
+  const std::optional<double> eps = number(*choose, "eps", -1);
+  if (x == nullptr || value_arg(*choose, "input") != x ||
+      x->tensor_type().dtype != DType::Float32 || !x->tensor_type().is_static() || !eps ||
+      !(*eps > 0)) {
+    return std::nullopt;
+  }
+  // The parameters are read only by the pair.
+  for (const Value* v : {scale, zero_point}) {
+    if (v->is_graph_output()) return std::nullopt;
+    for (const Node* user : v->users()) {
+      if (user != quantize && user != &dequantize) return std::nullopt;
+    }
+  }
+  if (!read_only_by_int8_linears(dequantize.output())) return std::nullopt;
+  return DynamicChain{{choose, quantize, &dequantize}, x, dequantize.output(), *eps};
+}
+
+Why check_dynamic_quantize(const Node& n) {
+  const Node* dequantize = &n;
+  if (n.op() == "quantized_decomposed::choose_qparams") {
+    dequantize = nullptr;
+    for (size_t i = 0; i < n.num_outputs() && i < 1; ++i) {
+      for (const Node* user : n.output(i)->users()) {
+        if (user->op() == "quantized_decomposed::dequantize_per_tensor") dequantize = user;
+      }
+    }
+  } else if (n.op() == "quantized_decomposed::quantize_per_tensor") {
+    dequantize = only_user(n.output());
+  }
+  if (dequantize != nullptr && dynamic_chain(*dequantize)) return std::nullopt;
+  return "not PT2E's dynamic int8 quantization of an input (choose_qparams, quantize and "
+         "dequantize per tensor) read only by linears by int8 weights";
 }
 
 }  // namespace ember::cpu::internal

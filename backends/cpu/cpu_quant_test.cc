@@ -731,5 +731,172 @@ TEST(CpuQuant, PerTokenQuantizedLinearClaimedWhole) {
       << r.status().message();
 }
 
+// PT2E's dynamic quantization (a quantizer's is_dynamic config) as torch.ao's references compute
+// it in ATen: determine_qparams over the whole tensor, then quantize_per_tensor.tensor.
+struct PerTensorReference {
+  float scale;
+  int32_t zero_point;
+  at::Tensor q;  // int8
+};
+PerTensorReference per_tensor_reference(const at::Tensor& x, double eps) {
+  const at::Tensor zero = at::zeros({}, x.options());
+  const at::Tensor mn = at::minimum(x.min(), zero), mx = at::maximum(x.max(), zero);
+  const at::Tensor scale = at::max((mx - mn) / 255.0, at::tensor({static_cast<float>(eps)}));
+  const at::Tensor zp =
+      at::clamp(-128 - at::round(mn / scale).to(at::kInt), -128, 127).to(at::kInt);
+  PerTensorReference r{scale.item<float>(), zp.item<int32_t>(), {}};
+  const double inv = 1.0 / static_cast<double>(r.scale);  // Python's 1.0 / scale.item()
+  r.q = at::clamp(at::round(x * inv) + r.zero_point, -128, 127).to(at::kChar);
+  return r;
+}
+
+TEST(CpuQuant, PerTensorDynamicQuantizationIsPyTorchsBitForBit) {
+  at::manual_seed(17);
+  const int64_t k = 64;
+  const double eps = 0.000244140625;  // XNNPACKQuantizer's dynamic config: 2^-12
+  const std::vector<at::Tensor> inputs = {
+      at::randn({4, k}),
+      at::randn({3, k}) * 1e4,
+      at::rand({2, k}) + 1,
+      -at::rand({2, k}),
+      at::zeros({1, k}),
+      at::randn({2, k}) * 1e-9,                                // below eps * 255: the scale is eps
+      at::round(at::randn({2, k}) * 8) / 2,                    // ties, rounded to even
+      at::full({2, k}, 3e38f) * at::sign(at::randn({2, k}))};  // the range overflows to inf
+  for (const at::Tensor& x : inputs) {
+    const PerTensorReference want = per_tensor_reference(x, eps);
+    const int64_t m = x.size(0);
+    AlignedFloats memory(DotRows::bytes(m, k, k, false) / sizeof(float), NAN);
+    DotRows got(memory.data(), m, k, k, false);
+    got.quantize_tensor(x.contiguous().data_ptr<float>(), static_cast<float>(eps));
+    for (int64_t r = 0; r < m; ++r) {
+      SCOPED_TRACE("row " + std::to_string(r) + " of " +
+                   std::to_string(x.abs().max().item<float>()));
+      EXPECT_EQ(std::memcmp(&got.scale[r], &want.scale, sizeof(float)), 0)
+          << got.scale[r] << " " << want.scale;
+      EXPECT_EQ(got.zero[r], want.zero_point);
+      for (int64_t i = 0; i < k; ++i) {
+        ASSERT_EQ(got.xq[r * k + i], want.q[r][i].item<int8_t>()) << "element " << i;
+      }
+    }
+  }
+}
+
+// The IR of PT2E's dynamically quantized linears: x [2, 5, K] quantized per tensor, read through
+// a view by two linears (one with a bias), as a quantizer's is_dynamic config writes them.
+struct DynamicLinears {
+  std::string text;
+  at::Tensor x, y1, y2;
+};
+DynamicLinears dynamic_linears(double eps, bool scale_is_output, bool read_by_relu) {
+  const int64_t k = 64, n1 = 24, n2 = 16;
+  DynamicLinears d;
+  d.x = at::randn({2, 5, k});
+  const at::Tensor w1q = at::randint(-127, 128, {n1, k}).to(at::kChar);
+  const at::Tensor w2q = at::randint(-127, 128, {n2, k}).to(at::kChar);
+  const at::Tensor s1 = at::rand({n1}) * 0.01 + 0.002, s2 = at::rand({n2}) * 0.01 + 0.002;
+  const at::Tensor b1 = at::randn({n1});
+  const PerTensorReference ref = per_tensor_reference(d.x, eps);
+  const at::Tensor xd = ((ref.q.to(at::kFloat) - ref.zero_point) * ref.scale).view({10, k});
+  const at::Tensor w1 = w1q.to(at::kFloat) * s1.view({n1, 1});
+  const at::Tensor w2 = w2q.to(at::kFloat) * s2.view({n2, 1});
+  d.y1 = at::addmm(b1, xd, w1.t());
+  d.y2 = at::mm(xd, w2.t());
+  Prog p;
+  const std::string x = p.input("x", d.x);
+  const std::string s1v = p.weight("s1", s1), s2v = p.weight("s2", s2), b1v = p.weight("b1", b1);
+  char e[64];
+  std::snprintf(e, sizeof e, "%.17g", eps);
+  p.body.push_back(
+      "(%scale: f64[1], %zp: i64[1]) = quantized_decomposed::choose_qparams.tensor("
+      "input=" +
+      x + ", quant_min=-128, quant_max=127, eps=" + e + ", dtype=dtype(i8))");
+  p.body.push_back("%q: " + i8_type(d.x) +
+                   " = quantized_decomposed::quantize_per_tensor.tensor(input=" + x +
+                   ", scale=%scale, zero_point=%zp, quant_min=-128, quant_max=127, "
+                   "dtype=dtype(i8))");
+  const std::string dq =
+      p.node("dq", d.x,
+             "quantized_decomposed::dequantize_per_tensor.tensor(input=%q, scale=%scale, "
+             "zero_point=%zp, quant_min=-128, quant_max=127, dtype=dtype(i8), out_dtype=none)");
+  const std::string v = p.node("v", xd, "aten::view.default(self=" + dq + ", size=[10, 64])");
+  auto weight = [&](const std::string& name, const std::string& scales, const at::Tensor& w) {
+    const std::string wd =
+        p.node(name + "d", w,
+               "quantized_decomposed::dequantize_per_channel.default(input=%" + name +
+                   "q, scales=" + scales +
+                   ", zero_points=none, axis=0, quant_min=-127, quant_max=127, dtype=dtype(i8), "
+                   "out_dtype=none)");
+    return p.node(name + "t", w.t(), "aten::permute.default(self=" + wd + ", dims=[1, 0])");
+  };
+  const std::string w1t = weight("w1", s1v, w1), w2t = weight("w2", s2v, w2);
+  p.outputs = {p.node("y1", d.y1,
+                      "aten::addmm.default(self=" + b1v + ", mat1=" + v + ", mat2=" + w1t +
+                          ", beta=1, alpha=1)"),
+               p.node("y2", d.y2, "aten::mm.default(self=" + v + ", mat2=" + w2t + ")")};
+  if (read_by_relu) p.outputs.push_back(p.node("r", d.x, "aten::relu.default(self=" + dq + ")"));
+  if (scale_is_output) p.outputs.push_back("%scale");
+  d.text = "weight \"w1q\": " + i8_type(w1q) + " = hex\"" + hex(w1q) + "\"\n" +
+           "weight \"w2q\": " + i8_type(w2q) + " = hex\"" + hex(w2q) + "\"\n" + p.text();
+  d.text.insert(d.text.find("\n) {\n"), ",\n    %w1q: " + i8_type(w1q) +
+                                            " parameter \"w1q\",\n    %w2q: " + i8_type(w2q) +
+                                            " parameter \"w2q\"");
+  return d;
+}
+
+TEST(CpuQuant, DynamicPerTensorQuantizedLinearsClaimedWhole) {
+  at::manual_seed(18);
+  const double eps = 0.000244140625;
+  const DynamicLinears d = dynamic_linears(eps, false, false);
+  auto program = parse_text(d.text);
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  // Each linear quantizes the input itself: the chain's three nodes and the view emit nothing.
+  ASSERT_EQ(compiled.graph.ops.size(), 2u);
+  for (const OpDesc& op : compiled.graph.ops) {
+    EXPECT_EQ(op.kind, OpKind::GroupQuantMatMul);
+    EXPECT_EQ(op.ints, (std::vector<int64_t>{64, static_cast<int64_t>(InputQuant::PerTensor)}));
+    EXPECT_EQ(op.floats, std::vector<float>{static_cast<float>(eps)});
+  }
+  DelegateSummary summary;
+  auto out = run(compiled, {d.x}, {d.y1, d.y2}, {}, &summary);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(summary.dot_matmuls, own_kernels_supported() ? 2 : 0);
+  // The same integers, times the same scales, summed in another order: float32 rounding.
+  EXPECT_TRUE(at::allclose(out[0], d.y1, 1e-5, 1e-5)) << (out[0] - d.y1).abs().max();
+  EXPECT_TRUE(at::allclose(out[1], d.y2, 1e-5, 1e-5)) << (out[1] - d.y2).abs().max();
+  // Inputs holding inf or NaN: the reference's NaN.
+  at::Tensor bad = d.x.clone();
+  bad.index_put_({0, 1, 2}, INFINITY);
+  auto nan_out = run(compiled, {bad}, {d.y1, d.y2}, {}, nullptr);
+  ASSERT_EQ(nan_out.size(), 2u);
+  EXPECT_TRUE(at::isnan(nan_out[0]).all().item<bool>()) << nan_out[0];
+  EXPECT_TRUE(at::isnan(nan_out[1]).all().item<bool>()) << nan_out[1];
+}
+
+TEST(CpuQuant, DynamicPerTensorQuantizationClaimedOnlyWhole) {
+  // The parameters read outside the chain, the dequantized values read by something else than
+  // a linear, or eps 0 (a zero scale, which PyTorch's quantize cannot invert): the chain stays
+  // portable (its result a float input of the linears).
+  for (const auto& [eps, scale_out, relu] : {std::tuple{0.000244140625, true, false},
+                                             {0.000244140625, false, true},
+                                             {0.0, false, false}}) {
+    SCOPED_TRACE(std::to_string(eps) + (scale_out ? " scale out" : "") + (relu ? " relu" : ""));
+    auto program = parse_text(dynamic_linears(eps, scale_out, relu).text);
+    ASSERT_NE(program, nullptr);
+    int chain = 0;
+    for (const ir::Node* node : program->graph().nodes()) {
+      if (node->op().find("quantize_per_tensor") == std::string::npos &&
+          node->op() != "quantized_decomposed::choose_qparams") {
+        continue;
+      }
+      ++chain;
+      const auto support = compiler_backend()->support().check(*node);
+      EXPECT_FALSE(support.supported) << node->describe();
+    }
+    EXPECT_EQ(chain, 3);
+  }
+}
+
 }  // namespace
 }  // namespace ember::cpu

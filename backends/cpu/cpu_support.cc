@@ -520,6 +520,24 @@ const OpSupportTable& support_table() {
     t->add({.op = "aten::_to_copy",
             .dtypes = {DType::Float32, DType::Int8},
             .extra = check_activation_quantize});
+    // PT2E's dynamically quantized activation (is_dynamic=True): its parameters, quantize and
+    // dequantize, only as the input of linears by int8 weights (GroupQuantMatMul, per tensor),
+    // which compute them (cpu_quant_compiler.cc, dynamic_chain).
+    t->add({.op = "quantized_decomposed::choose_qparams",
+            .overload = "tensor",
+            .output_dtypes = {DType::Float64, DType::Int64},
+            .extra = check_dynamic_quantize});
+    t->add({.op = "quantized_decomposed::quantize_per_tensor",
+            .overload = "tensor",
+            .arg_dtypes = {{"scale", {DType::Float64}}, {"zero_point", {DType::Int64}}},
+            .output_dtypes = {DType::Int8},
+            .extra = check_dynamic_quantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_tensor",
+            .overload = "tensor",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scale", {DType::Float64}},
+                           {"zero_point", {DType::Int64}}},
+            .extra = check_dynamic_quantize});
     // int32 or int64 zero points only: PyTorch subtracts an int8 one in int8, wrapping around.
     t->add({.op = "quantized_decomposed::dequantize_per_channel_group",
             .overload = "default",

@@ -158,8 +158,10 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
       if ((!need_inputs(5, 5) && !need_inputs(7, 7)) || !required(0) || !required(1) ||
           !required(3) || (op.inputs.size() == 7 && (!required(5) || !required(6))) ||
           op.ints.empty() || op.ints.size() > 2 || op.ints[0] < 2 ||
-          (op.ints.size() == 2 && (op.ints[1] != 1 || op.inputs.size() != 5 ||
-                                   op.floats.size() != 1 || !(op.floats[0] >= 0))) ||
+          (op.ints.size() == 2 &&
+           ((op.ints[1] != static_cast<int64_t>(InputQuant::PerToken) &&
+             op.ints[1] != static_cast<int64_t>(InputQuant::PerTensor)) ||
+            op.inputs.size() != 5 || op.floats.size() != 1 || !(op.floats[0] >= 0))) ||
           (op.ints.size() == 1 && !op.floats.empty())) {
         return fail(error, where +
                                "grouped quantized matmul needs a, weight, bias, scales, zero "

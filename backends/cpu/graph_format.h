@@ -92,9 +92,9 @@ enum class OpKind : uint8_t {
   // dequantize_per_channel_group). With two more inputs, a's zero points and scales (one a row:
   // M elements each), a holds integers (int8's, as float32) and the layer's input is
   // (a - zero point) * scale: a dynamically quantized activation (torchao's 8da); a may then
-  // have any shape of M * K elements. With ints [group, 1] and floats [eps] (5 inputs), a is
-  // float and the op quantizes each row first as torchao's per-token int8 quantization does
-  // (DotRows::quantize, quant_gemm.h), then computes with the dequantized row.
+  // have any shape of M * K elements. With ints [group, InputQuant] and floats [eps] (5
+  // inputs), a is float and the op quantizes it first (InputQuant, below), then computes with
+  // the dequantized values.
   GroupQuantMatMul = 13,
   // A reduction over some dims: in: src; ints: [ReduceAlg, dims...] (distinct, ascending, each
   // below src's rank). The output holds src's dims without the reduced ones, or with them 1
@@ -130,6 +130,12 @@ enum class EltwiseAlg : uint8_t {
   Neg = 14,
 };
 inline constexpr uint8_t kNumEltwiseAlgs = 15;
+
+// How a GroupQuantMatMul quantizes its float input to int8 (quant_gemm.h, DotRows):
+enum class InputQuant : int64_t {
+  PerToken = 1,   // each row as torchao's per-token quantization (DotRows::quantize)
+  PerTensor = 2,  // the whole input as PT2E's choose_qparams.tensor (DotRows::quantize_tensor)
+};
 
 enum class ReduceAlg : uint8_t { Mean = 0, Sum = 1 };
 inline constexpr uint8_t kNumReduceAlgs = 2;

@@ -153,10 +153,13 @@ CpuGraph every_kind() {
   const int32_t gmm = op(g, OpKind::GroupQuantMatMul, {ty, w_g4, -1, s_g, z_g}, value({4, 6}), {4});
   const int32_t gmm8 =
       op(g, OpKind::GroupQuantMatMul, {ty, w_q8, -1, s_g, -1}, value({4, 6}), {4, 1}, {1e-6f});
+  const int32_t gmm_t = op(g, OpKind::GroupQuantMatMul, {ty, w_q8, -1, s_g, -1}, value({4, 6}),
+                           {4, static_cast<int64_t>(InputQuant::PerTensor)}, {0.000244140625f});
   const int32_t ln = op(g, OpKind::LayerNorm, {ty, gamma, -1}, value({4, 16}), {}, {1e-5f});
-  const int32_t cat = op(g, OpKind::Concat, {mm, qmm, gmm, gmm8, w_mm_t}, value({26, 6}), {0});
+  const int32_t cat =
+      op(g, OpKind::Concat, {mm, qmm, gmm, gmm8, gmm_t, w_mm_t}, value({30, 6}), {0});
   const int32_t red =
-      op(g, OpKind::Reduce, {cat}, value({26}), {static_cast<int64_t>(ReduceAlg::Mean), 1});
+      op(g, OpKind::Reduce, {cat}, value({30}), {static_cast<int64_t>(ReduceAlg::Mean), 1});
   const int32_t slice = op(g, OpKind::Slice, {cat}, value({3, 6}), {0, 2});
   const int32_t sel = op(g, OpKind::Where, {tmask, mm, fill}, value({4, 6}));
   g.outputs = {reshape, soft, ln, red, slice, qconv, sel};
@@ -395,6 +398,11 @@ TEST(CpuGraphFormat, OutOfRangeEnumRefused) {
   g = small_cnn();
   g.tensors[1].storage = static_cast<WeightStorage>(200);
   EXPECT_NE(refused(g).find("tensor 1: weight storage out of range"), std::string::npos);
+  g = every_kind();
+  for (OpDesc& o : g.ops) {
+    if (o.kind == OpKind::GroupQuantMatMul && o.ints.size() == 2) o.ints[1] = 3;  // no InputQuant
+  }
+  EXPECT_NE(refused(g).find("grouped quantized matmul needs"), std::string::npos) << refused(g);
   g = small_cnn();
   g.precision = static_cast<Precision>(200);
   EXPECT_NE(refused(g).find("precision out of range"), std::string::npos) << refused(g);

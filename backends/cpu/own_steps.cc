@@ -153,16 +153,16 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
 
 OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
                                 std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                std::optional<float> eps, dnnl::memory a, dnnl::memory zero_points,
-                                dnnl::memory scales, dnnl::memory dst) {
+                                std::optional<InputQuantizer> quantizer, dnnl::memory a,
+                                dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst) {
   const int64_t k = dot ? dot->k : b->k, cols = dot ? dot->n : b->n;
   const int64_t group = dot ? dot->group : b->group, bits = dot ? dot->bits : b->bits;
-  const bool integers = eps || static_cast<bool>(scales);  // a quantized input
+  const bool integers = quantizer || static_cast<bool>(scales);  // a quantized input
   OwnStep s{dot ? OwnKind::DotMatMul : OwnKind::GroupQuantMatMul,
             cat({"matmul,ember:", dot ? "dot_gemm" : "quant_gemm", ",forward_inference,",
-                 eps        ? "src_f32_per_token_s8,"
-                 : integers ? "src_dyn_s8,"
-                            : "",
+                 !quantizer              ? (integers ? "src_dyn_s8," : "")
+                 : quantizer->per_tensor ? "src_f32_per_tensor_s8,"
+                                         : "src_f32_per_token_s8,",
                  "wei_s", n(bits), ",attr-group:", n(group)}),
             cat({n(m), "x", n(k), ":", n(k), "x", n(cols), ":", n(m), "x", n(cols)}),
             {}};
@@ -172,13 +172,15 @@ OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
   const size_t rows_bytes = integers ? DotRows::bytes(m, k, group, unsigned_operands) : 0;
   s.scratch_bytes =
       rows_bytes + (integers && !dot ? static_cast<size_t>(m * k) * sizeof(float) : 0);
-  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, cols, threads, eps, integers,
+  s.run = [dot = std::move(dot), b = std::move(b), m, k, group, cols, threads, quantizer, integers,
            unsigned_operands, rows_bytes, a, zero_points, scales, dst](void* scratch) {
     const float* in = in_of(a);
     if (integers) {
       DotRows rows(scratch, m, k, group, unsigned_operands);
-      if (eps) {
-        rows.quantize(in, *eps);
+      if (quantizer && quantizer->per_tensor) {
+        rows.quantize_tensor(in, quantizer->eps);
+      } else if (quantizer) {
+        rows.quantize(in, quantizer->eps);
       } else {
         rows.set(in, in_of(zero_points), in_of(scales));
       }

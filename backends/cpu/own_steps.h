@@ -75,12 +75,13 @@ OwnStep matvec_step(std::shared_ptr<PackedMatrix> b, int64_t m, Clamp act, bool 
 
 // m rows by a grouped-integer weight -> dst [m][cols] (quant_gemm.h). The input is a itself
 // (floats); or, with zero_points and scales (m each), (a - zero) * scale, a holding integers; or,
-// with eps, a quantized a row at a time as torchao's per-token quantization (DotRows::quantize).
+// with a quantizer, a quantized as torchao's per-token quantization or PT2E's dynamic per-tensor
+// one (DotRows::quantize, DotRows::quantize_tensor).
 // A quantized input runs in integers with `dot` (a weight of zero points 0); else `b` takes the
 // floats (dequantized where quantized).
 OwnStep group_quant_matmul_step(std::shared_ptr<DotPackedMatrix> dot,
                                 std::shared_ptr<QuantPackedMatrix> b, int64_t m, int threads,
-                                std::optional<float> eps, dnnl::memory a, dnnl::memory zero_points,
-                                dnnl::memory scales, dnnl::memory dst);
+                                std::optional<InputQuantizer> quantizer, dnnl::memory a,
+                                dnnl::memory zero_points, dnnl::memory scales, dnnl::memory dst);
 
 }  // namespace ember::cpu

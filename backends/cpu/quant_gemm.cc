@@ -306,6 +306,30 @@ void DotRows::quantize(const float* x, float eps) {
   }
 }
 
+void DotRows::quantize_tensor(const float* x, float eps) {
+  const int64_t m = m_, k = k_;
+  float mn = 0, mx = 0;
+  bool nan = false;
+  if (m * k > 0) min_max(x, m * k, &mn, &mx, &nan);
+  if (nan) mn = mx = std::numeric_limits<float>::quiet_NaN();
+  mn = std::isnan(mn) ? mn : std::min(mn, 0.f);
+  mx = std::isnan(mx) ? mx : std::max(mx, 0.f);
+  float s = (mx - mn) / 255.f;
+  s = std::isnan(s) ? s : std::max(s, eps);
+  // zero = -128 - int32(round(mn / s)), clamped: mn / s lies in [-256, 0] when finite (s is at
+  // least the range over 255); NaN (and inf, out of int32) casts to INT32_MIN on x86, whose
+  // wrapped difference clamps to 127.
+  const float t = std::nearbyint(mn / s);
+  const int32_t zp = std::isfinite(t) ? std::clamp(-128 - static_cast<int32_t>(t), -128, 127) : 127;
+  const auto inverse = static_cast<float>(1.0 / static_cast<double>(s));
+  for (int64_t r = 0; r < m; ++r) {
+    zero[static_cast<size_t>(r)] = zp;
+    scale[static_cast<size_t>(r)] = s;
+    quantize_row(x + r * k, k, inverse, static_cast<float>(zp), xq.data() + r * k);
+    finish_row(r);
+  }
+}
+
 void DotRows::dequantize(float* out) const {
   const int64_t m = m_, k = k_;
   for (int64_t r = 0; r < m; ++r) {

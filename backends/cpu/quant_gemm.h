@@ -138,6 +138,14 @@ struct DotRows {
   // -128, 127), q = clamp(round(x * (1 / scale)) + zero, -128, 127), rounding half to even. A
   // NaN becomes 0 where PyTorch casts it to int8 (x86: 0).
   void quantize(const float* x, float eps);
+  // All m * k values of x quantized with one scale and zero point, as PT2E's dynamic
+  // quantization computes them (choose_qparams.tensor: torch.ao's determine_qparams, per-tensor
+  // affine over int8's [-128, 127]; then quantize_per_tensor.tensor), op by op in float32:
+  // mn = min(min(x), 0), mx = max(max(x), 0), scale = max((mx - mn) / 255, eps),
+  // zero = clamp(-128 - int32(round(mn / scale)), -128, 127), q = clamp(round(x * inv) + zero,
+  // -128, 127) with inv = (float)(1.0 / (double)scale), rounding half to even. NaN in x makes the
+  // scale NaN (and every q 0, as x86 casts NaN).
+  void quantize_tensor(const float* x, float eps);
   // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
   void dequantize(float* out) const;
 
@@ -146,6 +154,13 @@ struct DotRows {
   void finish_row(int64_t r);
 
   int64_t m_, k_, group_;
+};
+
+// How a float input is quantized before the integer linear: eps, and per tensor (PT2E's
+// dynamic quantization) or per row (torchao's per token).
+struct InputQuantizer {
+  float eps = 0;
+  bool per_tensor = false;
 };
 
 // c [m][n] = the rows' linear by b; Ember's SIMD kernels (callers check

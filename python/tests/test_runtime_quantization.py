@@ -304,6 +304,45 @@ class QuantizationTest(unittest.TestCase):
         (y,) = self.run_in_ember(converted, (x,), "xnnpack_portable")
         torch.testing.assert_close(y, converted(x), rtol=0, atol=0)
 
+    def test_xnnpack_dynamic_quantization_runs_linears_in_integers(self):
+        # XNNPACKQuantizer's is_dynamic config: each linear's input quantized per tensor when the
+        # program runs (choose_qparams.tensor, quantize_per_tensor.tensor and
+        # dequantize_per_tensor.tensor), the weights per channel. q, k and v share one
+        # quantization of their input. The portable program is the converted module bit for
+        # bit; the cpu backend claims each quantization with the linears that read it and
+        # computes both in integers.
+        from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
+            XNNPACKQuantizer, get_symmetric_quantization_config)
+        torch.manual_seed(5)
+        x = torch.randn(2, 6, 32)
+        q = XNNPACKQuantizer().set_global(
+            get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
+        converted = quantize(AttentionNet(), (x,), q)
+        chooses = [n for n in converted.graph.nodes if "choose_qparams" in str(n.target)]
+        self.assertEqual(len(chooses), 2)  # q/k/v's input, the output projection's
+        expected = converted(x)
+        # The outputs are float (no requantize after the last linear): the float ops' sums in
+        # another order than eager's give float32 rounding. Neither program moves an input of
+        # the output projection across a rounding boundary with this seed (one that did would
+        # change it a quantization step).
+        (y,) = self.run_in_ember(converted, (x,), "dynamic_portable")
+        torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+        pte, report = self.compile_cpu(converted, (x,), "dynamic_cpu")
+        self.assertNotIn("portable %", report)
+        self.assertEqual(report.count("(quantized_decomposed::choose_qparams.tensor)"), 2, report)
+        (y,) = Program.load(pte).forward(x)
+        torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+        inp = os.path.join(self.dir, "dynamic_in.npy")
+        numpy.save(inp, x.numpy())
+        r = subprocess.run([EMBER_BIN, "run", pte, "--input", inp, "--profile"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open("/proc/cpuinfo") as f:
+            flags = set(next((l for l in f if l.startswith("flags")), "").split())
+        own_kernels = {"avx2", "fma"} <= flags and os.environ.get("EMBER_CPU_ISA") != "generic"
+        dot = re.search(r"\ncpu: ember:dot_gemm matmul +(\d+) ", r.stdout)
+        self.assertEqual(int(dot.group(1)) if dot else 0, 4 if own_kernels else 0, r.stdout)
+
     TORCHAO_CONFIGS = ("8da4w", "8da8w", "int8_weight_only", "int4_weight_only")
 
     @staticmethod
