@@ -3,7 +3,7 @@
     .venv/bin/python bench/quant_bench.py [--models resnet18,mobilenet_v2] [--threads 1,2]
                                           [--eval 200] [--calibration 32] [--rounds 5]
                                           [--reduce-range] [--isa avx2]
-                                          [--weights random|trained]
+                                          [--weights random|trained] [--dynamic]
 
 For each model (bench/models.py, batch 1: resnet18, mobilenet_v2, bert_encoder):
 - Ember int8: PT2E with ember.quantizer.EmberQuantizer (int8 activations per tensor, int8
@@ -26,6 +26,13 @@ logits near ties, so top-1 agreement mostly counts near ties (Ember's portable p
 bit PyTorch's per op, agrees on about 91% of MobileNetV2's); `trained` takes the models trained on
 bench/synthetic_task.py's 10-class image task (a few minutes the first time, then cached in
 out/quant_bench/), with calibration and evaluation images from that task.
+
+--dynamic measures dynamic quantization instead (transformers' usual flow: only linear layers
+quantized, each input's scale computed from its values when the model runs, no calibration):
+Ember and ExecuTorch+XNNPACK both run the program of ExecuTorch's XNNPACKQuantizer with
+get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True), which is also the
+reference; ONNX Runtime runs onnxruntime.quantization.quantize_dynamic (per-channel int8
+weights). Its outputs are float: accuracy is the largest and relative L2 differences.
 
 --reduce-range quantizes Ember's weights to 7 bits (int8_config(reduce_range=True)), which the
 cpu backend computes in integers without VNNI too; --isa avx2 runs every system on its AVX2 path
@@ -101,13 +108,30 @@ def ort_int8(module, example, calibration, path, name):
     return out
 
 
-def executorch_int8(module, example, calibration, path):
-    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+def ort_dynamic(module, example, path, name):
+    import onnxruntime
+    onnxruntime.set_default_logger_severity(3)
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    fp32 = path + "_fp32.onnx"
+    export_onnx(copy.deepcopy(module), (example,), [name], fp32)
+    out = path + "_int8_dynamic.onnx"
+    quantize_dynamic(fp32, out, per_channel=True, weight_type=QuantType.QInt8)
+    return out
+
+
+def xnnpack_quantizer(dynamic):
     from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
         XNNPACKQuantizer, get_symmetric_quantization_config)
+    return XNNPACKQuantizer().set_global(
+        get_symmetric_quantization_config(is_per_channel=True, is_dynamic=dynamic))
+
+
+def executorch_int8(module, example, calibration, path, converted=None):
+    """ExecuTorch+XNNPACK's program: `converted` lowered, or PT2E with its static quantizer."""
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
-    q = XNNPACKQuantizer().set_global(get_symmetric_quantization_config(is_per_channel=True))
-    converted = pt2e(module, example, calibration, q)
+    if converted is None:
+        converted = pt2e(module, example, calibration, xnnpack_quantizer(dynamic=False))
     ep = torch.export.export(converted, (example,))
     program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
     with open(path + "_xnnpack_int8.pte", "wb") as f:
@@ -129,8 +153,11 @@ def systems_for(args, name, module, example, work):
     calibration = draw_inputs(args, example, args.calibration, 1234)
     path = os.path.join(work, name)
     out = {}
-    config = int8_config(reduce_range=args.reduce_range)
-    converted = pt2e(module, example, calibration, EmberQuantizer().set_global(config))
+    if args.dynamic:  # one program for Ember and ExecuTorch; no calibration needed
+        converted = pt2e(module, example, calibration[:1], xnnpack_quantizer(dynamic=True))
+    else:
+        config = int8_config(reduce_range=args.reduce_range)
+        converted = pt2e(module, example, calibration, EmberQuantizer().set_global(config))
     out["PyTorch quantized reference"] = (lambda x, m=converted: m(x), None)
     pte, ptd = compile_ember(args.ember, converted, example, path + "_int8")
     out["Ember cpu int8"] = ("ember", (pte, ptd))
@@ -139,12 +166,13 @@ def systems_for(args, name, module, example, work):
     pte, ptd = compile_ember(args.ember, module, example, path + "_fp32")
     out["Ember cpu fp32"] = ("ember", (pte, ptd))
     try:
-        out["ONNX Runtime int8"] = ("ort", ort_int8(module, example, calibration, path, "x"))
+        out["ONNX Runtime int8"] = ("ort", ort_dynamic(module, example, path, "x") if args.dynamic
+                                    else ort_int8(module, example, calibration, path, "x"))
     except Exception as e:  # reported, the rest goes on
         print(f"{name}: ONNX Runtime int8: {type(e).__name__}: {e}"[:300], file=sys.stderr)
     try:
-        out["ExecuTorch XNNPACK int8"] = ("et", executorch_int8(module, example, calibration,
-                                                                path))
+        out["ExecuTorch XNNPACK int8"] = ("et", executorch_int8(
+            module, example, calibration, path, converted if args.dynamic else None))
     except Exception as e:
         print(f"{name}: ExecuTorch int8: {type(e).__name__}: {e}"[:300], file=sys.stderr)
     return out, converted
@@ -193,7 +221,13 @@ def main():
     p.add_argument("--weights", choices=["random", "trained"], default="random",
                    help="trained: the models trained on bench/synthetic_task.py's task (cached "
                         "in out/quant_bench), calibrated and evaluated on its images")
+    p.add_argument("--dynamic", action="store_true",
+                   help="dynamic quantization (XNNPACKQuantizer's is_dynamic config; ONNX "
+                        "Runtime's quantize_dynamic) instead of static")
     args = p.parse_args()
+    if args.dynamic and args.reduce_range:
+        p.error("--reduce-range quantizes Ember's static program; --dynamic measures "
+                "XNNPACKQuantizer's dynamic one")
     if args.isa == "avx2":  # read when Ember's runtime, oneDNN and the peers first start, below
         enter_avx2_path(p)
     for name in args.models.split(","):
@@ -266,6 +300,7 @@ def main():
             for s, ts in times.items():
                 latency_rows.append((name, threads, s, statistics.median(ts),
                                      statistics.median(ts) / base))
+    print(f"\nquantization: {'dynamic' if args.dynamic else 'static'}")
     print("\n| model | system | top-1 = quantized reference | where its lead > 2 steps (inputs) | "
           "top-1 = fp32 model | largest output difference to the reference, in output steps | "
           "relative L2 difference to the reference |")

@@ -366,6 +366,12 @@ class CpuDelegate {
   bool own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n, size_t fused);
   // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).
   void build_group_quant_matmul(const OpDesc& op);
+  // A GroupQuantMatMul that quantizes its input per tensor (PT2E's dynamic quantization), by a
+  // weight of one group a row, zero points 0 (q [n][k], scales [n], bias [n] or null), on
+  // oneDNN's u8 x s8 matmul where the CPU has VNNI and int8 is on (cpu_group_quant.cc). False
+  // (nothing built) otherwise.
+  bool try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, const float* scales,
+                               const float* bias, int64_t m, int64_t k, int64_t n);
   // Whether QuantConv `op`, whose post-ops before `fused` are clamps and from `fused` on a
   // quantize and a dequantize, may write its result as uint8 for readers that all take it so
   // (readers_take_u8).

@@ -60,6 +60,10 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
       q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
     }
   }
+  if (quantize && op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor) && zeros == nullptr &&
+      group == k && try_dynamic_int8_matmul(op, q.data(), scales, bias, m, k, n)) {
+    return;
+  }
   const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
   const memory dst = make_output(op, plain_md(od, dt::f32));
   memory zero_points, input_scales;  // a's, one a row (7 inputs)
@@ -91,6 +95,110 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   }
   add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_, quantizer, a,
                                        zero_points, input_scales, dst));
+}
+
+bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, const float* scales,
+                                          const float* bias, int64_t m, int64_t k, int64_t n) {
+  // Without VNNI oneDNN adds pairs of u8 x s8 products in 16 bits, which saturate: Ember's kernel
+  // (dot_gemm) runs those. The largest sum, k products of 255 by 128, fits int32. The weight
+  // scales positive: the signs of the weights are their integers' (the non-finite case below).
+  const simd::Kernels* kernels = simd::kernels();
+  if (!int8_ || !int8_any_weights_ || kernels == nullptr ||
+      static_cast<double>(k) * 255 * 128 > 2147483647.0) {
+    return false;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (!(scales[j] > 0) || !std::isfinite(scales[j])) return false;
+  }
+  // oneDNN computes sum (q - zp) w times the weight scales: its output scales are constants
+  // (runtime ones take it from brgemm to its slower gemm:jit: 0.50 against 0.33 ms for
+  // 128x768x768), and its source zero point the call's. A step after it multiplies by the
+  // call's scale and adds the bias.
+  const memory::dims ad = {m, k}, od = {m, n};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, std::vector<float>(scales, scales + n));
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  const dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc(memory::desc(ad, dt::u8, tag::ab), memory::desc({k, n}, dt::s8, tag::any),
+                         memory::desc(), plain_md(od, dt::f32)),
+      attr, engine_);
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+                      const_cast<int8_t*>(q));  // the weight [n][k] read as [k][n]
+  const memory wei = buffer(pd.weights_desc(), Held::Weights);
+  reorder_now(w_view, wei);
+  // What the quantize step sets at each call: the uint8 source (q + 128), its zero point + 128,
+  // and the scale and zero point for the step after.
+  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
+  const memory src = scratch_activation(memory::desc(ad, dt::u8, tag::ab));
+  const memory zp = buffer(memory::desc({1}, dt::s32, tag::x), Held::Activations);
+  const memory params = buffer(memory::desc({2}, dt::f32, tag::x), Held::Activations);
+  const memory b = bias ? buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights) : memory();
+  if (bias) std::copy_n(bias, n, data_as<float>(b));
+  // Weight row j's sign: 1 where every dequantized weight is positive, -1 where every one is
+  // negative, 0 where one is 0 or the signs differ.
+  const memory signs = buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights);
+  for (int64_t j = 0; j < n; ++j) {
+    bool pos = true, neg = true;
+    for (int64_t i = 0; i < k; ++i) {
+      pos = pos && q[j * k + i] > 0;
+      neg = neg && q[j * k + i] < 0;
+    }
+    data_as<int8_t>(signs)[j] = static_cast<int8_t>(pos ? 1 : neg ? -1 : 0);
+  }
+  const int64_t count = m * k;
+  const float eps = op.floats[0];
+  OwnStep quantize{OwnKind::Int8Elementwise,
+                   "reorder,ember:quantize_per_tensor_u8,,,",
+                   "src_f32::" + dims_text(ad) + " dst_u8::" + dims_text(ad),
+                   {}};
+  quantize.run = [=](void*) {
+    const TensorQParams p = per_tensor_qparams(data_as<float>(a), count, eps);
+    kernels->quantize_u8(data_as<float>(a), data_as<uint8_t>(src), count, p.inverse,
+                         static_cast<float>(p.zero_point));
+    *data_as<int32_t>(zp) = p.zero_point + 128;
+    data_as<float>(params)[0] = p.scale;
+    data_as<float>(params)[1] = static_cast<float>(p.zero_point);
+  };
+  add_own_step(std::move(quantize));
+  const memory dst = make_output(op, pd.dst_desc());
+  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, src},
+                              {DNNL_ARG_WEIGHTS, wei},
+                              {DNNL_ARG_DST, dst},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}});
+  ++int8_matmuls_;
+  // y = y * scale + bias. A scale that is not finite (inf or NaN in the input) makes every
+  // dequantized value inf or NaN, and the reference's sums NaN; or where the input is all
+  // infinite (every value quantized to 0, dequantized to (0 - zero point) * inf alike), that
+  // value times each row's sign (NaN for 0), plus the bias.
+  OwnStep rescale{OwnKind::Int8Elementwise, "eltwise,ember:scale_bias,,,", dims_text(od), {}};
+  rescale.run = [=](void*) {
+    const float s = data_as<float>(params)[0], z = data_as<float>(params)[1];
+    float* y = data_as<float>(dst);
+    const float* add = bias ? data_as<float>(b) : nullptr;
+    if (std::isfinite(s)) {
+      for (int64_t r = 0; r < m; ++r) {
+        float* row = y + r * n;
+        if (add != nullptr) {
+          for (int64_t j = 0; j < n; ++j) row[j] = row[j] * s + add[j];
+        } else {
+          for (int64_t j = 0; j < n; ++j) row[j] *= s;
+        }
+      }
+      return;
+    }
+    const uint8_t* u = data_as<uint8_t>(src);
+    const bool nan =
+        std::isnan(s) || std::find(u, u + count, static_cast<uint8_t>(z + 128.f)) != u + count;
+    const float v = nan ? NAN : (0.f - z) * s;
+    for (int64_t j = 0; j < n; ++j) {
+      const int8_t sign = data_as<int8_t>(signs)[j];
+      const float yj = (sign == 0 ? NAN : v * static_cast<float>(sign)) + (add ? add[j] : 0.f);
+      for (int64_t r = 0; r < m; ++r) y[r * n + j] = yj;
+    }
+  };
+  add_own_step(std::move(rescale));
+  return true;
 }
 
 bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,

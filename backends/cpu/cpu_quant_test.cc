@@ -792,7 +792,11 @@ DynamicLinears dynamic_linears(double eps, bool scale_is_output, bool read_by_re
   const int64_t k = 64, n1 = 24, n2 = 16;
   DynamicLinears d;
   d.x = at::randn({2, 5, k});
+  // Weight rows of one sign (0: positive, 1: negative): an all-infinite input's outputs there
+  // are infinite, elsewhere NaN.
   const at::Tensor w1q = at::randint(-127, 128, {n1, k}).to(at::kChar);
+  w1q[0] = at::randint(1, 128, {k}).to(at::kChar);
+  w1q[1] = at::randint(-127, 0, {k}).to(at::kChar);
   const at::Tensor w2q = at::randint(-127, 128, {n2, k}).to(at::kChar);
   const at::Tensor s1 = at::rand({n1}) * 0.01 + 0.002, s2 = at::rand({n2}) * 0.01 + 0.002;
   const at::Tensor b1 = at::randn({n1});
@@ -858,20 +862,39 @@ TEST(CpuQuant, DynamicPerTensorQuantizedLinearsClaimedWhole) {
     EXPECT_EQ(op.ints, (std::vector<int64_t>{64, static_cast<int64_t>(InputQuant::PerTensor)}));
     EXPECT_EQ(op.floats, std::vector<float>{static_cast<float>(eps)});
   }
-  DelegateSummary summary;
-  auto out = run(compiled, {d.x}, {d.y1, d.y2}, {}, &summary);
-  ASSERT_EQ(out.size(), 2u);
-  EXPECT_EQ(summary.dot_matmuls, own_kernels_supported() ? 2 : 0);
-  // The same integers, times the same scales, summed in another order: float32 rounding.
-  EXPECT_TRUE(at::allclose(out[0], d.y1, 1e-5, 1e-5)) << (out[0] - d.y1).abs().max();
-  EXPECT_TRUE(at::allclose(out[1], d.y2, 1e-5, 1e-5)) << (out[1] - d.y2).abs().max();
-  // Inputs holding inf or NaN: the reference's NaN.
-  at::Tensor bad = d.x.clone();
-  bad.index_put_({0, 1, 2}, INFINITY);
-  auto nan_out = run(compiled, {bad}, {d.y1, d.y2}, {}, nullptr);
-  ASSERT_EQ(nan_out.size(), 2u);
-  EXPECT_TRUE(at::isnan(nan_out[0]).all().item<bool>()) << nan_out[0];
-  EXPECT_TRUE(at::isnan(nan_out[1]).all().item<bool>()) << nan_out[1];
+  // oneDNN's u8 x s8 matmul where the CPU has VNNI (int8 on), else Ember's dot_gemm.
+  for (bool int8 : {true, false}) {
+    SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
+    const std::vector<CompileSpec> spec = {switched("int8", int8)};
+    DelegateSummary summary;
+    auto out = run(compiled, {d.x}, {d.y1, d.y2}, spec, &summary);
+    ASSERT_EQ(out.size(), 2u);
+    const bool onednn = int8 && int8_supported();
+    EXPECT_EQ(summary.int8_matmuls, onednn ? 2 : 0);
+    EXPECT_EQ(summary.dot_matmuls, !onednn && own_kernels_supported() ? 2 : 0);
+    // The same integers, times the same scales, summed in another order: float32 rounding.
+    EXPECT_TRUE(at::allclose(out[0], d.y1, 1e-5, 1e-5)) << (out[0] - d.y1).abs().max();
+    EXPECT_TRUE(at::allclose(out[1], d.y2, 1e-5, 1e-5)) << (out[1] - d.y2).abs().max();
+    // Inputs holding inf or NaN, as PyTorch dequantizes them: an inf among finite values
+    // quantizes those to the zero point, (zp - zp) * inf = NaN, and so NaN throughout; an
+    // input all +inf (-inf) quantizes to 0 and zero point -128 (127), so every value is +inf
+    // (-inf), and an output is infinite where its weight row has one sign.
+    for (const float fill : {0.f, INFINITY, -INFINITY, NAN}) {
+      SCOPED_TRACE("fill " + std::to_string(fill));
+      at::Tensor bad = fill == 0.f ? d.x.clone() : at::full_like(d.x, fill);
+      bad.index_put_({0, 1, 2}, fill == 0.f ? INFINITY : fill);
+      auto got = run(compiled, {bad}, {d.y1, d.y2}, spec, nullptr);
+      ASSERT_EQ(got.size(), 2u);
+      EXPECT_TRUE(at::isnan(got[1]).all().item<bool>()) << got[1];
+      if (std::isinf(fill)) {
+        EXPECT_TRUE(at::all(got[0].select(1, 0) == fill).item<bool>()) << got[0];
+        EXPECT_TRUE(at::all(got[0].select(1, 1) == -fill).item<bool>()) << got[0];
+        EXPECT_TRUE(at::isnan(got[0].slice(1, 2)).all().item<bool>()) << got[0];
+      } else {
+        EXPECT_TRUE(at::isnan(got[0]).all().item<bool>()) << got[0];
+      }
+    }
+  }
 }
 
 TEST(CpuQuant, DynamicPerTensorQuantizationClaimedOnlyWhole) {

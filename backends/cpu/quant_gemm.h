@@ -113,6 +113,18 @@ struct DotPackedMatrix {
   int8_t weight(int64_t j, int64_t i) const;
 };
 
+// PT2E's dynamic per-tensor quantization parameters of `count` values (choose_qparams.tensor:
+// torch.ao's determine_qparams, per-tensor affine over int8's [-128, 127]), op by op in float32:
+// mn = min(min(x), 0), mx = max(max(x), 0), scale = max((mx - mn) / 255, eps),
+// zero_point = clamp(-128 - int32(round(mn / scale)), -128, 127); and the reciprocal
+// quantize_per_tensor.tensor multiplies by, (float)(1.0 / (double)scale). NaN in x makes the
+// scale NaN (every value then quantizes to 0, as x86 casts NaN).
+struct TensorQParams {
+  float scale = 0, inverse = 0;
+  int32_t zero_point = 0;
+};
+TensorQParams per_tensor_qparams(const float* x, int64_t count, float eps);
+
 // The integers of m rows of k, ready for dot_gemm: xq [m][k] int8, xsum [m][groups] (the sum of
 // each group's xq), zero [m]. Its arrays lie in memory the caller gives: a step's working memory
 // (the delegate's scratch, runtime rule 3), so that neither init nor a call allocates for them.
@@ -138,13 +150,9 @@ struct DotRows {
   // -128, 127), q = clamp(round(x * (1 / scale)) + zero, -128, 127), rounding half to even. A
   // NaN becomes 0 where PyTorch casts it to int8 (x86: 0).
   void quantize(const float* x, float eps);
-  // All m * k values of x quantized with one scale and zero point, as PT2E's dynamic
-  // quantization computes them (choose_qparams.tensor: torch.ao's determine_qparams, per-tensor
-  // affine over int8's [-128, 127]; then quantize_per_tensor.tensor), op by op in float32:
-  // mn = min(min(x), 0), mx = max(max(x), 0), scale = max((mx - mn) / 255, eps),
-  // zero = clamp(-128 - int32(round(mn / scale)), -128, 127), q = clamp(round(x * inv) + zero,
-  // -128, 127) with inv = (float)(1.0 / (double)scale), rounding half to even. NaN in x makes the
-  // scale NaN (and every q 0, as x86 casts NaN).
+  // All m * k values of x quantized with one scale and zero point (per_tensor_qparams), as
+  // PT2E's dynamic quantization does: q = clamp(round(x * inverse) + zero, -128, 127), rounding
+  // half to even.
   void quantize_tensor(const float* x, float eps);
   // (q - zero) * scale, as PyTorch's dequantize computes it, into out [m][k].
   void dequantize(float* out) const;

@@ -332,16 +332,32 @@ class QuantizationTest(unittest.TestCase):
         self.assertEqual(report.count("(quantized_decomposed::choose_qparams.tensor)"), 2, report)
         (y,) = Program.load(pte).forward(x)
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+        # Inputs holding inf or NaN: the converted module's NaN and inf, the same places.
+        for fill in (float("inf"), float("-inf"), float("nan")):
+            for bad in (x.clone().index_fill_(2, torch.tensor([3]), fill), torch.full_like(x, fill)):
+                (y,) = Program.load(pte).forward(bad)
+                torch.testing.assert_close(y, converted(bad), rtol=1e-5, atol=1e-5,
+                                           equal_nan=True)
         inp = os.path.join(self.dir, "dynamic_in.npy")
         numpy.save(inp, x.numpy())
         r = subprocess.run([EMBER_BIN, "run", pte, "--input", inp, "--profile"],
                            capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        # The four linears in integers: on oneDNN's u8 x s8 matmul where the CPU has AVX-512
+        # VNNI, else on Ember's dot_gemm from AVX2 up.
         with open("/proc/cpuinfo") as f:
             flags = set(next((l for l in f if l.startswith("flags")), "").split())
-        own_kernels = {"avx2", "fma"} <= flags and os.environ.get("EMBER_CPU_ISA") != "generic"
-        dot = re.search(r"\ncpu: ember:dot_gemm matmul +(\d+) ", r.stdout)
-        self.assertEqual(int(dot.group(1)) if dot else 0, 4 if own_kernels else 0, r.stdout)
+        isa = os.environ.get("EMBER_CPU_ISA")
+        vnni = ({"avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512_vnni"} <= flags and
+                not isa and not os.environ.get("ONEDNN_MAX_CPU_ISA"))
+        own_kernels = {"avx2", "fma"} <= flags and isa != "generic"
+        steps = {}
+        for name in ("matmul int8", "ember:dot_gemm matmul"):
+            found = re.search(r"\ncpu: " + name + r" +(\d+) ", r.stdout)
+            steps[name] = int(found.group(1)) if found else 0
+        want = {"matmul int8": 4 if vnni else 0,
+                "ember:dot_gemm matmul": 4 if own_kernels and not vnni else 0}
+        self.assertEqual(steps, want, r.stdout)
 
     TORCHAO_CONFIGS = ("8da4w", "8da8w", "int8_weight_only", "int4_weight_only")
 
