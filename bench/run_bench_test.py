@@ -294,8 +294,9 @@ class SyntheticTaskTest(unittest.TestCase):
 
 
 class QuantBenchArgumentsTest(unittest.TestCase):
-    """bench/quant_bench.py refuses a model it does not measure, and trained weights for a model
-    the synthetic image task cannot train, before building anything."""
+    """bench/quant_bench.py refuses a model it does not measure, trained weights for a model the
+    synthetic image task cannot train, and 7-bit weights for the dynamic flow, before building
+    anything."""
 
     def quant_bench(self, *args):
         import subprocess
@@ -310,6 +311,9 @@ class QuantBenchArgumentsTest(unittest.TestCase):
         r = self.quant_bench("--models", "resnet18,llama_decode")
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("llm_quant_bench.py", r.stderr)
+        r = self.quant_bench("--models", "bert_encoder", "--dynamic", "--reduce-range")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--dynamic measures XNNPACKQuantizer's dynamic one", r.stderr)
 
 
 if __name__ == "__main__":

@@ -184,10 +184,8 @@ std::optional<ActivationChain> activation_chain(const Node& sub) {
   return chain;
 }
 
-namespace {
-
-// The chains whose nodes include n: found from the subtractions a few users ahead.
-bool in_a_chain(const Node& n) {
+// The chain whose nodes include n: found from the subtractions a few users ahead.
+std::optional<ActivationChain> activation_chain_of(const Node& n) {
   std::vector<const Node*> frontier = {&n};
   std::set<const Node*> seen;
   for (int depth = 0; depth < 24 && !frontier.empty(); ++depth) {
@@ -197,7 +195,7 @@ bool in_a_chain(const Node& n) {
       if (at->op() == "aten::sub") {
         if (auto chain = activation_chain(*at)) {
           if (std::find(chain->nodes.begin(), chain->nodes.end(), &n) != chain->nodes.end()) {
-            return true;
+            return chain;
           }
         }
       }
@@ -207,14 +205,12 @@ bool in_a_chain(const Node& n) {
     }
     frontier = std::move(next);
   }
-  return false;
+  return std::nullopt;
 }
-
-}  // namespace
 
 Why check_activation_quantize(const Node& n) {
   if (n.op() == "aten::sub" && !check_activation_dequantize(n)) return std::nullopt;
-  if (in_a_chain(n)) return std::nullopt;
+  if (activation_chain_of(n)) return std::nullopt;
   return "not part of a dynamically quantized activation (torchao's 8da) read by a grouped "
          "integer linear";
 }

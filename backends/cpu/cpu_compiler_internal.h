@@ -112,6 +112,8 @@ struct ActivationChain {
   std::vector<std::pair<const ir::Value*, double>> constants;
 };
 std::optional<ActivationChain> activation_chain(const ir::Node& sub);
+// The chain whose nodes include n, or nullopt.
+std::optional<ActivationChain> activation_chain_of(const ir::Node& n);
 // A node of such a chain (or a dequantize's subtraction, check_activation_dequantize).
 Why check_activation_quantize(const ir::Node& n);
 
@@ -132,5 +134,10 @@ struct DynamicChain {
 std::optional<DynamicChain> dynamic_chain(const ir::Node& dequantize);
 // A node of such a chain.
 Why check_dynamic_quantize(const ir::Node& n);
+
+// The pattern a node of a linear's quantized input belongs to (a dynamic_chain or an
+// activation_chain), with the reshapes and linears that read its result: what the backend
+// claims only together (BackendSupport::claimed_with). Empty for any other node.
+std::vector<const ir::Node*> quantized_input_pattern(const ir::Node& n);
 
 }  // namespace ember::cpu::internal

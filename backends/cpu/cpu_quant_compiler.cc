@@ -349,21 +349,45 @@ std::optional<DynamicChain> dynamic_chain(const Node& dequantize) {
   return DynamicChain{{choose, quantize, &dequantize}, x, dequantize.output(), *eps};
 }
 
-Why check_dynamic_quantize(const Node& n) {
+namespace {
+
+// The dynamic chain n (its choose_qparams, quantize or dequantize) would belong to.
+std::optional<DynamicChain> dynamic_chain_of(const Node& n) {
   const Node* dequantize = &n;
   if (n.op() == "quantized_decomposed::choose_qparams") {
-    dequantize = nullptr;
-    for (size_t i = 0; i < n.num_outputs() && i < 1; ++i) {
-      for (const Node* user : n.output(i)->users()) {
-        if (user->op() == "quantized_decomposed::dequantize_per_tensor") dequantize = user;
-      }
+    dequantize = nullptr;  // the one its scale's readers include (dynamic_chain checks)
+    for (const Node* user : n.num_outputs() > 0 ? n.output(0)->users() : std::vector<Node*>{}) {
+      if (user->op() == "quantized_decomposed::dequantize_per_tensor") dequantize = user;
     }
   } else if (n.op() == "quantized_decomposed::quantize_per_tensor") {
     dequantize = only_user(n.output());
   }
-  if (dequantize != nullptr && dynamic_chain(*dequantize)) return std::nullopt;
+  return dequantize != nullptr ? dynamic_chain(*dequantize) : std::nullopt;
+}
+
+// The reshapes and linears that read v, through reshapes.
+void add_readers(const Value* v, std::vector<const Node*>* out) {
+  for (const Node* user : v->users()) {
+    out->push_back(user);
+    if (is_reshape(*user)) add_readers(user->output(), out);
+  }
+}
+
+}  // namespace
+
+Why check_dynamic_quantize(const Node& n) {
+  if (dynamic_chain_of(n)) return std::nullopt;
   return "not PT2E's dynamic int8 quantization of an input (choose_qparams, quantize and "
          "dequantize per tensor) read only by linears by int8 weights";
+}
+
+std::vector<const Node*> quantized_input_pattern(const Node& n) {
+  std::optional<DynamicChain> dynamic = dynamic_chain_of(n);
+  std::optional<ActivationChain> per_token = dynamic ? std::nullopt : activation_chain_of(n);
+  if (!dynamic && !per_token) return {};
+  std::vector<const Node*> out = dynamic ? dynamic->nodes : per_token->nodes;
+  add_readers(dynamic ? dynamic->result : per_token->result, &out);
+  return out;
 }
 
 }  // namespace ember::cpu::internal

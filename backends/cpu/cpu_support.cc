@@ -553,6 +553,7 @@ const OpSupportTable& support_table() {
               .dtypes = {DType::Float32, DType::Int8},
               .extra = int8_only_in_activation_quant(check_reshape_like)});
     }
+    t->set_claimed_with(quantized_input_pattern);
     return t;
   }();
   return *table;

@@ -41,6 +41,11 @@ class BackendSupport {
   // Whether the backend runs `node` exactly. Nodes with subgraphs (control flow) are asked about
   // the node itself; the partitioner asks about the nodes inside separately.
   virtual Support check(const ir::Node& node) const = 0;
+  // The other nodes the backend claims `node` only together with: a pattern it computes whole (a
+  // linear's quantized input: the ops that quantize it and the linears that read it). Lowering's
+  // filters (a compile spec's exclude_ops) refuse `node` when they refuse one of them, so that
+  // such a pattern is never split between the backend and the portable path. None by default.
+  virtual std::vector<const ir::Node*> claimed_with(const ir::Node& /*node*/) const { return {}; }
 };
 
 // Why `node`'s output shape depends on the data it reads, or nullopt. Known ops (nonzero,
@@ -84,6 +89,14 @@ class OpSupportTable : public BackendSupport {
 
   std::string_view name() const override { return name_; }
   Support check(const ir::Node& node) const override;
+  std::vector<const ir::Node*> claimed_with(const ir::Node& node) const override {
+    return claimed_with_ ? claimed_with_(node) : std::vector<const ir::Node*>{};
+  }
+  // The backend's answer to claimed_with.
+  OpSupportTable& set_claimed_with(std::function<std::vector<const ir::Node*>(const ir::Node&)> f) {
+    claimed_with_ = std::move(f);
+    return *this;
+  }
 
  private:
   const OpRule* find(const ir::Node& node) const;
@@ -92,6 +105,7 @@ class OpSupportTable : public BackendSupport {
   std::vector<ir::DType> default_dtypes_;
   size_t default_max_rank_;
   std::vector<OpRule> rules_;
+  std::function<std::vector<const ir::Node*>(const ir::Node&)> claimed_with_;
 };
 
 }  // namespace ember::partition

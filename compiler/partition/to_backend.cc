@@ -29,14 +29,27 @@ class FilteredSupport final : public BackendSupport {
       const ir::Arg* b = node.arg("backend");
       return Support::no("delegated to backend '" + (b != nullptr ? b->as_text() : "?") + "'");
     }
-    const std::string q = node.qualified_op();
-    for (const std::string& e : excluded_) {
-      if (e == node.op() || e == q) return Support::no(q + " excluded by the compile spec");
+    if (excluded(node)) return Support::no(node.qualified_op() + " excluded by the compile spec");
+    // A pattern the backend claims whole goes portable whole.
+    for (const ir::Node* other :
+         excluded_.empty() ? std::vector<const ir::Node*>{} : inner_.claimed_with(node)) {
+      if (other != &node && excluded(*other)) {
+        return Support::no("claimed only with " + other->describe() + ", and " +
+                           other->qualified_op() + " is excluded by the compile spec");
+      }
     }
     return inner_.check(node);
   }
 
  private:
+  bool excluded(const ir::Node& node) const {
+    const std::string q = node.qualified_op();
+    for (const std::string& e : excluded_) {
+      if (e == node.op() || e == q) return true;
+    }
+    return false;
+  }
+
   const BackendSupport& inner_;
   std::vector<std::string> excluded_;
 };

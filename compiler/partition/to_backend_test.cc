@@ -53,6 +53,7 @@ class RecordingBackend final : public CompilerBackend {
     return r;
   }
   mutable std::vector<std::string> programs;
+  OpSupportTable& table() { return table_; }
 
  private:
   OpSupportTable table_;
@@ -287,6 +288,39 @@ TEST(Delegation, EarlierBackendsWinAndExcludedOpsStayPortable) {
   EXPECT_NE(r->report.find("excluded by the compile spec"), std::string::npos) << r->report;
   EXPECT_NE(r->report.find("delegated to backend 'test'"), std::string::npos) << r->report;
   EXPECT_EQ(r->delegates[0].compile_specs.back().key, kNodesSpecKey);
+}
+
+// A pattern the backend claims only whole (BackendSupport::claimed_with: here an add with the
+// mul that reads it) goes portable whole when exclude_ops names one of its ops.
+TEST(Delegation, ExcludingPartOfAPatternLeavesItAllPortable) {
+  const char* text = R"(graph(%x: f32[4]) {
+    %a: f32[4] = aten::add.Tensor(self=%x, other=%x, alpha=1)
+    %m: f32[4] = aten::mul.Tensor(self=%a, other=%a)
+    return (%m)
+  })";
+  RecordingBackend backend;
+  backend.table().set_claimed_with([](const ir::Node& n) {
+    std::vector<const ir::Node*> pattern;
+    if (n.op() == "aten::add") pattern.push_back(n.output()->users()[0]);
+    return pattern;
+  });
+  auto p = parse(text);
+  ASSERT_NE(p, nullptr);
+  const std::string mul = "aten::mul";
+  auto r = delegate_to_backends(*p, {{&backend, {{"exclude_ops", {mul.begin(), mul.end()}}}}});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->delegates.empty());
+  EXPECT_NE(r->report.find("claimed only with node m (aten::mul.Tensor), and aten::mul.Tensor is "
+                           "excluded by the compile spec"),
+            std::string::npos)
+      << r->report;
+  // Nothing excluded: the pattern is claimed.
+  auto q = parse(text);
+  ASSERT_NE(q, nullptr);
+  auto all = delegate_to_backends(*q, {{&backend, {}}});
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  ASSERT_EQ(all->delegates.size(), 1u);
+  EXPECT_EQ(all->delegates[0].nodes.size(), 2u);
 }
 
 // The `partitions` spec (`ember compile --verify` and its fallback): the backend takes only the

@@ -327,6 +327,14 @@ class QuantizationTest(unittest.TestCase):
         # change it a quantization step).
         (y,) = self.run_in_ember(converted, (x,), "dynamic_portable")
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+        # One op of the pattern excluded: the pattern goes portable whole, and the linears run in
+        # float on its dequantized values (it used to fail the compile).
+        pte, report = self.compile_cpu(converted, (x,), "dynamic_cpu_excluded",
+                                       exclude="quantized_decomposed::choose_qparams")
+        self.assertIn("claimed only with", report)
+        self.assertNotRegex(report, r"\n  node %\S+ \(quantized_decomposed::\w+\.tensor\)")
+        (y,) = Program.load(pte).forward(x)
+        torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
         pte, report = self.compile_cpu(converted, (x,), "dynamic_cpu")
         self.assertNotIn("portable %", report)
         self.assertEqual(report.count("(quantized_decomposed::choose_qparams.tensor)"), 2, report)
@@ -381,13 +389,16 @@ class QuantizationTest(unittest.TestCase):
         quantize_(model, config)
         return model
 
-    def compile_cpu(self, module, inputs, name):
-        """Exports and compiles with the cpu backend; (pte path, compile's --verbose report)."""
+    def compile_cpu(self, module, inputs, name, exclude=None):
+        """Exports and compiles with the cpu backend (`exclude`: its exclude_ops spec); (pte
+        path, compile's --verbose report)."""
         ep = os.path.join(self.dir, name + ".ep")
         pte = os.path.join(self.dir, name + ".pte")
         ember.export(module, inputs, ep)
-        r = subprocess.run([EMBER_BIN, "compile", ep, "-o", pte, "--backend", "cpu", "--verbose"],
-                           capture_output=True, text=True)
+        cmd = [EMBER_BIN, "compile", ep, "-o", pte, "--backend", "cpu", "--verbose"]
+        if exclude:
+            cmd += ["--backend-spec", "exclude_ops=" + exclude]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         return pte, r.stdout
 
@@ -422,6 +433,12 @@ class QuantizationTest(unittest.TestCase):
                 bad[1, 3], bad[2], bad[3, 0] = float("inf"), float("inf"), float("nan")
                 (y,) = Program.load(pte).forward(bad)
                 torch.testing.assert_close(y, model(bad), rtol=1e-5, atol=1e-5, equal_nan=True)
+                if name.startswith("8da"):  # one op of torchao's chain excluded: all portable
+                    pte, report = self.compile_cpu(model, (x,), f"c33_{name}_excluded",
+                                                   exclude="aten::amin")
+                    self.assertIn("claimed only with", report)
+                    (y,) = Program.load(pte).forward(x)
+                    torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
                 (y,) = self.run_in_ember(model, (x,), f"c33_{name}_portable")
                 torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
 
