@@ -7,6 +7,9 @@
     m(*calibration_batch)                                # observe, as often as you like
     ember.export(convert_pt2e(m), args, "model.ep")      # then `ember compile` as usual
 
+`int8_dynamic_config()` quantizes linear layers only, each input when the program runs (PT2E's
+dynamic flow, the usual one for transformers; no calibration).
+
 It annotates the graph that torch.export captured, in PyTorch's PT2E flow: convolutions and linears
 (with a following ReLU, ReLU6 or hardtanh fused), matmuls of two activations (attention's),
 additions, concatenations, pools and views. Activations are int8 per-tensor affine, weights int8
@@ -29,12 +32,12 @@ from typing import Callable, Dict, List, Optional
 import torch
 from torch.fx import GraphModule, Node
 from torchao.quantization.pt2e.observer import (HistogramObserver, MinMaxObserver,
-                                                PerChannelMinMaxObserver)
+                                                PerChannelMinMaxObserver, PlaceholderObserver)
 from torchao.quantization.pt2e.quantizer import (QuantizationAnnotation, QuantizationConfig,
                                                  QuantizationSpec, Quantizer,
                                                  SharedQuantizationSpec)
 
-__all__ = ["EmberQuantizer", "int8_config"]
+__all__ = ["EmberQuantizer", "int8_config", "int8_dynamic_config"]
 
 _ANNOTATION = "quantization_annotation"
 
@@ -51,21 +54,36 @@ def int8_config(per_channel: bool = True, observer: str = "histogram",
     overflow). Elsewhere it runs them in float, exactly but without int8's speed."""
     if observer not in ("histogram", "minmax"):
         raise ValueError(f"observer must be 'histogram' or 'minmax', not {observer!r}")
-    wmax = 63 if reduce_range else 127
     act_observer = HistogramObserver if observer == "histogram" else MinMaxObserver
     act = QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127,
                            qscheme=torch.per_tensor_affine,
                            observer_or_fake_quant_ctr=act_observer.with_args(eps=2**-12))
-    if per_channel:
-        weight = QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
-                                  qscheme=torch.per_channel_symmetric, ch_axis=0,
-                                  observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(
-                                      eps=2**-12))
-    else:
-        weight = QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
-                                  qscheme=torch.per_tensor_symmetric,
-                                  observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12))
+    weight = _weight_spec(per_channel, 63 if reduce_range else 127)
     return QuantizationConfig(input_activation=act, output_activation=act, weight=weight, bias=None)
+
+
+def int8_dynamic_config(per_channel: bool = True) -> QuantizationConfig:
+    """Dynamic int8, transformers' usual flow: only linear layers are quantized, each input
+    when the program runs, int8 per-tensor affine over its own range (choose_qparams.tensor; no
+    calibration needed, one call of the prepared model fixes the graph); weights int8 [-127, 127]
+    symmetric, per output channel (`per_channel`) or per tensor. Everything else stays float.
+    The cpu backend computes these linears in integers (docs/quantization.md)."""
+    act = QuantizationSpec(dtype=torch.int8, quant_min=-128, quant_max=127,
+                           qscheme=torch.per_tensor_affine, is_dynamic=True,
+                           observer_or_fake_quant_ctr=PlaceholderObserver.with_args(eps=2**-12))
+    return QuantizationConfig(input_activation=act, output_activation=None,
+                              weight=_weight_spec(per_channel, 127), bias=None)
+
+
+def _weight_spec(per_channel: bool, wmax: int) -> QuantizationSpec:
+    if per_channel:
+        return QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
+                                qscheme=torch.per_channel_symmetric, ch_axis=0,
+                                observer_or_fake_quant_ctr=PerChannelMinMaxObserver.with_args(
+                                    eps=2**-12))
+    return QuantizationSpec(dtype=torch.int8, quant_min=-wmax, quant_max=wmax,
+                            qscheme=torch.per_tensor_symmetric,
+                            observer_or_fake_quant_ctr=MinMaxObserver.with_args(eps=2**-12))
 
 
 _aten = torch.ops.aten
@@ -159,7 +177,8 @@ class EmberQuantizer(Quantizer):
             config = self._config_for(node)
             if config is None or not _float32_only(node):
                 continue
-            for annotate in _ANNOTATORS:
+            dynamic = config.input_activation is not None and config.input_activation.is_dynamic
+            for annotate in _DYNAMIC_ANNOTATORS if dynamic else _ANNOTATORS:
                 if annotate(node, config, self._config_for):
                     break
         return model
@@ -280,6 +299,18 @@ def _annotate_relu(node: Node, config, config_for) -> bool:
     return True
 
 
+def _annotate_linear_dynamic(node: Node, config, config_for) -> bool:
+    # The input quantized where the linear reads it; the output stays float.
+    if node.target != _aten.linear.default:
+        return False
+    x, weight = node.args[0], node.args[1]
+    if not isinstance(x, Node) or not isinstance(weight, Node):
+        return False
+    _mark(node, {x: config.input_activation, weight: config.weight}, None)
+    return True
+
+
+_DYNAMIC_ANNOTATORS: List[Callable[..., bool]] = [_annotate_linear_dynamic]
 _ANNOTATORS: List[Callable[..., bool]] = [_annotate_conv_linear, _annotate_matmul, _annotate_add,
                                           _annotate_cat, _annotate_shared, _annotate_own,
                                           _annotate_relu]

@@ -23,7 +23,7 @@ import torch
 from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
 import ember
-from ember.quantizer import EmberQuantizer, int8_config
+from ember.quantizer import EmberQuantizer, int8_config, int8_dynamic_config
 from ember.runtime import Program
 
 EMBER_BIN = os.environ.get("EMBER_BIN", "")
@@ -305,19 +305,54 @@ class QuantizationTest(unittest.TestCase):
         torch.testing.assert_close(y, converted(x), rtol=0, atol=0)
 
     def test_xnnpack_dynamic_quantization_runs_linears_in_integers(self):
-        # XNNPACKQuantizer's is_dynamic config: each linear's input quantized per tensor when the
-        # program runs (choose_qparams.tensor, quantize_per_tensor.tensor and
-        # dequantize_per_tensor.tensor), the weights per channel. q, k and v share one
-        # quantization of their input. The portable program is the converted module bit for
-        # bit; the cpu backend claims each quantization with the linears that read it and
-        # computes both in integers.
+        # XNNPACKQuantizer's is_dynamic config, the weights per channel.
         from executorch.backends.xnnpack.quantizer.xnnpack_quantizer import (
             XNNPACKQuantizer, get_symmetric_quantization_config)
         torch.manual_seed(5)
         x = torch.randn(2, 6, 32)
         q = XNNPACKQuantizer().set_global(
             get_symmetric_quantization_config(is_per_channel=True, is_dynamic=True))
-        converted = quantize(AttentionNet(), (x,), q)
+        self.check_dynamic_program(quantize(AttentionNet(), (x,), q), x, "xnnpack_dynamic")
+
+    def test_ember_dynamic_config_runs_linears_in_integers(self):
+        torch.manual_seed(5)
+        x = torch.randn(2, 6, 32)
+        q = EmberQuantizer().set_global(int8_dynamic_config())
+        converted = quantize(AttentionNet(), (x,), q, calibration=1)
+        # Only the linears: the attention's matmuls and softmax stay float, nothing static.
+        static = [n for n in qdq_nodes(converted) if not str(n.target).endswith(".tensor")
+                  and "per_channel" not in str(n.target)]
+        self.assertEqual(static, [])
+        self.check_dynamic_program(converted, x, "ember_dynamic")
+
+    def test_c31_c32_with_the_dynamic_config(self):
+        # C31: a bfloat16 linear stays float. C32: a config for module "q" only quantizes q's
+        # input, not k's or v's though they read the same value.
+        model = torch.nn.Sequential(torch.nn.Linear(16, 8)).to(torch.bfloat16)
+        x = torch.randn(4, 16, dtype=torch.bfloat16)
+        converted = quantize(model, (x,), EmberQuantizer().set_global(int8_dynamic_config()))
+        self.assertEqual(qdq_nodes(converted), [])
+        x = torch.randn(2, 6, 32)
+        converted = quantize(AttentionNet(), (x,),
+                             EmberQuantizer().set_module_name("q", int8_dynamic_config()))
+        linears = [n for n in converted.graph.nodes if n.target == torch.ops.aten.linear.default]
+        self.assertEqual(len(linears), 4)
+        quantized = [l for l in linears
+                     if str(l.args[0].target).startswith("quantized_decomposed.dequantize")]
+        self.assertEqual([str(l.args[1].target) for l in quantized],
+                         ["quantized_decomposed.dequantize_per_channel.default"])
+        self.assertEqual(len([n for n in converted.graph.nodes
+                              if "choose_qparams" in str(n.target)]), 1)
+        expected = converted(x)
+        (y,) = self.run_in_ember(converted, (x,), "c32_dynamic", "cpu")
+        torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+
+    def check_dynamic_program(self, converted, x, name):
+        """A PT2E dynamically quantized AttentionNet (each linear's input quantized per tensor
+        when the program runs: choose_qparams.tensor, quantize_per_tensor.tensor and
+        dequantize_per_tensor.tensor; q, k and v share one): the portable program and the cpu
+        backend's, which claims each quantization with the linears that read it and computes
+        both in integers, against the converted module."""
         chooses = [n for n in converted.graph.nodes if "choose_qparams" in str(n.target)]
         self.assertEqual(len(chooses), 2)  # q/k/v's input, the output projection's
         expected = converted(x)
@@ -325,28 +360,29 @@ class QuantizationTest(unittest.TestCase):
         # another order than eager's give float32 rounding. Neither program moves an input of
         # the output projection across a rounding boundary with this seed (one that did would
         # change it a quantization step).
-        (y,) = self.run_in_ember(converted, (x,), "dynamic_portable")
+        (y,) = self.run_in_ember(converted, (x,), f"{name}_portable")
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
         # One op of the pattern excluded: the pattern goes portable whole, and the linears run in
         # float on its dequantized values (it used to fail the compile).
-        pte, report = self.compile_cpu(converted, (x,), "dynamic_cpu_excluded",
+        pte, report = self.compile_cpu(converted, (x,), f"{name}_cpu_excluded",
                                        exclude="quantized_decomposed::choose_qparams")
         self.assertIn("claimed only with", report)
         self.assertNotRegex(report, r"\n  node %\S+ \(quantized_decomposed::\w+\.tensor\)")
         (y,) = Program.load(pte).forward(x)
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
-        pte, report = self.compile_cpu(converted, (x,), "dynamic_cpu")
+        pte, report = self.compile_cpu(converted, (x,), f"{name}_cpu")
         self.assertNotIn("portable %", report)
         self.assertEqual(report.count("(quantized_decomposed::choose_qparams.tensor)"), 2, report)
         (y,) = Program.load(pte).forward(x)
         torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
         # Inputs holding inf or NaN: the converted module's NaN and inf, the same places.
         for fill in (float("inf"), float("-inf"), float("nan")):
-            for bad in (x.clone().index_fill_(2, torch.tensor([3]), fill), torch.full_like(x, fill)):
+            column = x.clone().index_fill_(2, torch.tensor([3]), fill)
+            for bad in (column, torch.full_like(x, fill)):
                 (y,) = Program.load(pte).forward(bad)
                 torch.testing.assert_close(y, converted(bad), rtol=1e-5, atol=1e-5,
                                            equal_nan=True)
-        inp = os.path.join(self.dir, "dynamic_in.npy")
+        inp = os.path.join(self.dir, f"{name}_in.npy")
         numpy.save(inp, x.numpy())
         r = subprocess.run([EMBER_BIN, "run", pte, "--input", inp, "--profile"],
                            capture_output=True, text=True)
@@ -366,6 +402,7 @@ class QuantizationTest(unittest.TestCase):
         want = {"matmul int8": 4 if vnni else 0,
                 "ember:dot_gemm matmul": 4 if own_kernels and not vnni else 0}
         self.assertEqual(steps, want, r.stdout)
+
 
     TORCHAO_CONFIGS = ("8da4w", "8da8w", "int8_weight_only", "int4_weight_only")
 
