@@ -557,24 +557,31 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
   const at::Tensor got = at::from_blob(outs[0].data(), {m, n});
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
-  // 8-bit weights (8da8w), full range: the same bits on every variant, against ATen.
-  const at::Tensor w8 = at::randint(-128, 128, {n, k}).to(at::kChar);
-  const DotPackedMatrix b8 =
-      DotPackedMatrix::pack(w8.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
-                            bias.data_ptr<float>(), k, n, group, 8);
-  std::vector<std::vector<float>> outs8;
-  for (const simd::Kernels* v : variants) {
-    outs8.emplace_back(static_cast<size_t>(m * n));
-    v->dot_gemm(m, b8, rows, outs8.back().data(), n, 0, b8.panels);
+  // 8-bit weights (8da8w), full range (-128 included: the nibbles without VNNI) and symmetric
+  // ([-127, 127], PT2E's: |xq| by q with xq's sign): the same bits on every variant, against
+  // ATen.
+  for (const int64_t lowest : {-128, -127}) {
+    SCOPED_TRACE("8-bit weights from " + std::to_string(lowest));
+    at::Tensor w8 = at::randint(lowest, 128, {n, k}).to(at::kChar);
+    w8[0][0] = static_cast<int8_t>(lowest);
+    const DotPackedMatrix b8 =
+        DotPackedMatrix::pack(w8.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
+                              bias.data_ptr<float>(), k, n, group, 8);
+    EXPECT_EQ(b8.symmetric, lowest == -127);
+    std::vector<std::vector<float>> outs8;
+    for (const simd::Kernels* v : variants) {
+      outs8.emplace_back(static_cast<size_t>(m * n));
+      v->dot_gemm(m, b8, rows, outs8.back().data(), n, 0, b8.panels);
+    }
+    for (size_t i = 1; i < outs8.size(); ++i) {
+      EXPECT_EQ(outs8[i], outs8[0]) << variants[i]->name << " against " << variants[0]->name;
+    }
+    const at::Tensor want8 =
+        at::addmm(bias, at::from_blob(xd.data(), {m, k}),
+                  (w8.to(at::kFloat) * scales.repeat_interleave(group, 1)).t());
+    const at::Tensor got8 = at::from_blob(outs8[0].data(), {m, n});
+    EXPECT_TRUE(at::allclose(got8, want8, 1e-5, 1e-4)) << (got8 - want8).abs().max().item<float>();
   }
-  for (size_t i = 1; i < outs8.size(); ++i) {
-    EXPECT_EQ(outs8[i], outs8[0]) << variants[i]->name << " against " << variants[0]->name;
-  }
-  std::vector<float>& out8 = outs8[0];
-  const at::Tensor want8 = at::addmm(bias, at::from_blob(xd.data(), {m, k}),
-                                     (w8.to(at::kFloat) * scales.repeat_interleave(group, 1)).t());
-  const at::Tensor got8 = at::from_blob(out8.data(), {m, n});
-  EXPECT_TRUE(at::allclose(got8, want8, 1e-5, 1e-4)) << (got8 - want8).abs().max().item<float>();
 }
 
 // Rows holding inf or NaN: their scale is not finite and every dequantized value inf or NaN, so

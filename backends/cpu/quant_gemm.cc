@@ -147,6 +147,7 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   to_panels(scales, n, groups, storage, &out.scales);
   to_panels(bias, n, 1, storage, &out.bias);
   if (out.data.empty() || out.scales.empty() || out.bias.empty()) return DotPackedMatrix{};
+  out.symmetric = std::none_of(q, q + n * k, [](int8_t v) { return v == -128; });
   std::vector<int32_t> sums(static_cast<size_t>(n * groups), 0);  // of each group's q
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
@@ -234,11 +235,12 @@ EMBER_ROW_CLONES void integers_row(const float* row, int64_t k, int8_t* out) {
 }
 
 EMBER_ROW_CLONES void unsigned_row(const int8_t* q, int64_t k, uint8_t* u, uint8_t* high,
-                                   uint8_t* low) {
+                                   uint8_t* low, uint8_t* abs) {
   for (int64_t i = 0; i < k; ++i) {
     u[i] = static_cast<uint8_t>(q[i] + 128);
     high[i] = static_cast<uint8_t>(u[i] >> 4);
     low[i] = static_cast<uint8_t>(u[i] & 0xF);
+    abs[i] = static_cast<uint8_t>(q[i] < 0 ? -q[i] : q[i]);
   }
 }
 
@@ -273,6 +275,7 @@ DotRows::DotRows(void* memory, int64_t m, int64_t k, int64_t group, bool unsigne
   xu = take<uint8_t>(at, u);
   xu_high = take<uint8_t>(at, u);
   xu_low = take<uint8_t>(at, u);
+  xabs = take<uint8_t>(at, u);
   xsum = take<int32_t>(at, m * (k / group));
   zero = take<int32_t>(at, m);
   scale = take<float>(at, m);
@@ -285,7 +288,8 @@ void DotRows::finish_row(int64_t r) {
     xsum[static_cast<size_t>(r * (k / group) + g)] = sum_of(q + g * group, group);
   }
   if (!xu.empty()) {
-    unsigned_row(q, k, xu.data() + r * k, xu_high.data() + r * k, xu_low.data() + r * k);
+    unsigned_row(q, k, xu.data() + r * k, xu_high.data() + r * k, xu_low.data() + r * k,
+                 xabs.data() + r * k);
   }
 }
 

@@ -92,13 +92,16 @@ struct DotPackedMatrix {
   // 8o + j (low nibble) and of row 8o + 4 + j (high nibble): each column's four rows side by
   // side, as pmaddubsw pairs them. 8 rows a 64-byte line, k / 2 * kGroup bytes a panel.
   // bits 8 (8da8w): rows 4o .. 4o + 3 of a column as its 4 bytes, q itself; the activation is
-  // the unsigned operand, xq + 128: one vpdpbusd (VNNI: u8 x s8 products summed in 32 bits), or,
-  // where pmaddubsw's 16-bit pairs of full-range bytes would saturate, its two nibbles in two
-  // pmaddubsw (pairs at most 2 * 15 * 128). k * kGroup bytes a panel.
+  // the unsigned operand, xq + 128: one vpdpbusd (VNNI: u8 x s8 products summed in 32 bits).
+  // Without VNNI pmaddubsw adds products in 16-bit pairs, which full-range bytes would saturate:
+  // where every q lies in [-127, 127] (`symmetric`), |xq| by q with xq's sign (pairs at most
+  // 2 * 128 * 127), else the two nibbles of xq + 128 in two pmaddubsw (pairs at most
+  // 2 * 15 * 128). k * kGroup bytes a panel.
   Stored<uint8_t> data;
-  Stored<int32_t> sums;  // [panels][groups][kGroup]: sum of q
-  Stored<float> scales;  // [panels][groups][kGroup]
-  Stored<float> bias;    // [panels * kGroup]
+  bool symmetric = false;  // bits 8: no q is -128
+  Stored<int32_t> sums;    // [panels][groups][kGroup]: sum of q
+  Stored<float> scales;    // [panels][groups][kGroup]
+  Stored<float> bias;      // [panels * kGroup]
 
   int64_t groups() const { return k / group; }
   int64_t panel_bytes() const { return bits == 4 ? k / 2 * kGroup : k * kGroup; }
@@ -132,11 +135,12 @@ struct DotRows {
   std::span<int8_t> xq;
   std::span<uint8_t> xu;               // xq + 128: the unsigned operand for 8-bit weights
   std::span<uint8_t> xu_high, xu_low;  // its nibbles, for 8-bit weights without VNNI
+  std::span<uint8_t> xabs;             // |xq|, for symmetric 8-bit weights without VNNI
   std::span<int32_t> xsum, zero;
   std::span<float> scale;
 
-  // The bytes the arrays take (each on a cache line). unsigned_operands: also xu and its nibbles
-  // (for 8-bit weights).
+  // The bytes the arrays take (each on a cache line). unsigned_operands: also xu, its nibbles
+  // and |xq| (for 8-bit weights).
   static size_t bytes(int64_t m, int64_t k, int64_t group, bool unsigned_operands);
   // The arrays in `memory` (bytes(...) of it, on a cache line); their values are set below.
   DotRows(void* memory, int64_t m, int64_t k, int64_t group, bool unsigned_operands);
