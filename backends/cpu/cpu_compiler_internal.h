@@ -122,9 +122,9 @@ Why check_activation_quantize(const ir::Node& n);
 //   (scale, zero_point) = choose_qparams.tensor(x, -128, 127, eps, int8)
 //   q = quantize_per_tensor.tensor(x, scale, zero_point, -128, 127, int8)
 //   result = dequantize_per_tensor.tensor(q, scale, zero_point, -128, 127, int8)
-// x float32 and static, the intermediates read only inside, the result read (through reshapes)
-// only by linears (addmm, mm) by transposed dequantized int8 weights, which compute it all
-// (GroupQuantMatMul's per-tensor mode).
+// x float32 (static, or but for its batch), the intermediates read only inside, the result read
+// (through reshapes) only by linears (addmm, mm) by transposed dequantized int8 weights, which
+// compute it all (GroupQuantMatMul's per-tensor mode).
 struct DynamicChain {
   std::vector<const ir::Node*> nodes;
   ir::Value* x = nullptr;

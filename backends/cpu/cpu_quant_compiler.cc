@@ -329,12 +329,14 @@ std::optional<DynamicChain> dynamic_chain(const Node& dequantize) {
       only_user(q) != &dequantize) {
     return std::nullopt;
   }
-  // The float input, whole and static: its range is the whole tensor's. eps > 0: a zero scale
-  // has no reciprocal (PyTorch's quantize raises on it).
+  // The float input, whole: its range is the whole tensor's (a dynamic batch too: the delegate
+  // builds for each batch size it runs, so its steps see the call's rows). eps > 0: a zero
+  // scale has no reciprocal (PyTorch's quantize raises on it).
   Value* x = value_arg(*quantize, "input");
   const std::optional<double> eps = number(*choose, "eps", -1);
   if (x == nullptr || value_arg(*choose, "input") != x ||
-      x->tensor_type().dtype != DType::Float32 || !x->tensor_type().is_static() || !eps ||
+      x->tensor_type().dtype != DType::Float32 ||
+      (!x->tensor_type().is_static() && !is_dynamic_batch(x->tensor_type())) || !eps ||
       !(*eps > 0)) {
     return std::nullopt;
   }

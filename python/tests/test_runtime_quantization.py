@@ -325,6 +325,32 @@ class QuantizationTest(unittest.TestCase):
         self.assertEqual(static, [])
         self.check_dynamic_program(converted, x, "ember_dynamic")
 
+    def test_dynamic_quantization_with_a_dynamic_batch(self):
+        # The input's range is the call's rows only: a large batch first, then a small one whose
+        # values are 100 times smaller (rows of the earlier call would widen its scale).
+        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+        torch.manual_seed(6)
+        model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.ReLU(),
+                                    torch.nn.Linear(128, 32)).eval()
+        x = torch.randn(4, 64)
+        graph = torch.export.export(
+            model, (x,), dynamic_shapes=({0: torch.export.Dim("batch", max=16)},)).module()
+        prepared = prepare_pt2e(graph, EmberQuantizer().set_global(int8_dynamic_config()))
+        prepared(x)
+        converted = convert_pt2e(prepared)
+        ep = os.path.join(self.dir, "dynamic_batch.ep")
+        pte = os.path.join(self.dir, "dynamic_batch.pte")
+        ember.export(converted, (x,), ep, dynamic_shapes=({0: (1, 16)},))
+        r = subprocess.run([EMBER_BIN, "compile", ep, "-o", pte, "--backend", "cpu", "--verbose"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("portable %", r.stdout)
+        program = Program.load(pte)
+        for batch, magnitude in ((16, 100.0), (1, 1.0), (3, 10.0)):
+            xi = torch.randn(batch, 64) * magnitude
+            (y,) = program.forward(xi)
+            torch.testing.assert_close(y, converted(xi), rtol=1e-5, atol=1e-5 * magnitude)
+
     def test_c31_c32_with_the_dynamic_config(self):
         # C31: a bfloat16 linear stays float. C32: a config for module "q" only quantizes q's
         # input, not k's or v's though they read the same value.
