@@ -232,8 +232,9 @@ struct QuantCall {
   int64_t input = -1, output = -1;  // value ids
   std::string from, to;             // dtypes
   std::vector<int32_t> shape;
-  std::string scale, zero_point;  // a number, "N values" (a tensor), or "none"
-  int64_t axis = -1;              // per channel
+  // a number, "N values" (a constant tensor), "vID (computed at run time)", or "none"
+  std::string scale, zero_point;
+  int64_t axis = -1;  // per channel
   int64_t quant_min = 0, quant_max = 0;
 };
 
@@ -296,10 +297,18 @@ std::optional<QuantCall> quant_call(const fb::ExecutionPlan* plan, const std::st
     } else if (const fb::Int* n = v->val_as_Int()) {
       text << n->int_val();
     } else if (const fb::Tensor* t = v->val_as_Tensor()) {
+      // A constant (its bytes in the program or a .ptd), or a value the method computes (PT2E's
+      // dynamic quantization: choose_qparams's result).
+      const bool constant = (t->data_buffer_idx() > 0 && t->allocation_info() == nullptr) ||
+                            t->extra_tensor_info() != nullptr;
       int64_t count = 1;
       if (t->sizes() != nullptr)
         for (int32_t size : *t->sizes()) count *= size;
-      text << count << " values";
+      if (constant) {
+        text << count << " values";
+      } else {
+        text << "v" << args->Get(i) << " (computed at run time)";
+      }
     } else {
       text << "none";
     }

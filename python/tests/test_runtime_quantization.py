@@ -351,6 +351,46 @@ class QuantizationTest(unittest.TestCase):
             (y,) = program.forward(xi)
             torch.testing.assert_close(y, converted(xi), rtol=1e-5, atol=1e-5 * magnitude)
 
+    def test_inspect_lists_each_quantization(self):
+        # `ember inspect` lists every quantize/dequantize call: what it converts, its scale and
+        # zero point (numbers; a constant tensor's count; or the value computed at run time in
+        # the dynamic flow), axis and range.
+        import json
+        torch.manual_seed(7)
+        x = torch.randn(1, 3, 16, 16)
+        converted = quantize(ResidualNet(), (x,), EmberQuantizer().set_global(int8_config()))
+        want = sorted((round(float(n.args[1]), 5), int(n.args[2]))
+                      for n in converted.graph.nodes
+                      if n.target == torch.ops.quantized_decomposed.quantize_per_tensor.default)
+        self.run_in_ember(converted, (x,), "inspect_static")
+        pte = os.path.join(self.dir, "inspect_static.pte")
+        r = subprocess.run([EMBER_BIN, "inspect", pte, "--json"], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        calls = json.loads(r.stdout)["methods"][0]["quantization"]
+        got = sorted((round(float(c["scale"]), 5), int(c["zero_point"])) for c in calls
+                     if c["op"] == "quantize_per_tensor")
+        self.assertEqual(got, want)
+        channels = [c for c in calls if c["op"] == "dequantize_per_channel"]
+        self.assertTrue(channels)
+        for c in channels:
+            self.assertEqual((c["from"], c["to"], c["axis"]), ("int8", "float32", 0), c)
+            self.assertEqual(c["scale"], f"{c['shape'][0]} values", c)
+            self.assertEqual((c["quant_min"], c["quant_max"]), (-127, 127), c)
+        # The dynamic flow: the parameters are values the method computes.
+        x = torch.randn(2, 6, 32)
+        converted = quantize(AttentionNet(), (x,), EmberQuantizer().set_global(
+            int8_dynamic_config()), calibration=1)
+        self.run_in_ember(converted, (x,), "inspect_dynamic")
+        pte = os.path.join(self.dir, "inspect_dynamic.pte")
+        r = subprocess.run([EMBER_BIN, "inspect", pte], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stdout.splitlines() if re.search(r": (de)?quantize_per_tensor,", l)]
+        self.assertEqual(len(lines), 4, r.stdout)  # two inputs: a quantize and a dequantize each
+        for line in lines:
+            self.assertRegex(line, r"scale v\d+ \(computed at run time\), "
+                                   r"zero point v\d+ \(computed at run time\), "
+                                   r"range \[-128, 127\]")
+
     def test_c31_c32_with_the_dynamic_config(self):
         # C31: a bfloat16 linear stays float. C32: a config for module "q" only quantizes q's
         # input, not k's or v's though they read the same value.
