@@ -364,6 +364,9 @@ class CpuDelegate {
   // requantize, clamps before) runs on Ember's int8 1x1 kernel: where the kernels have no VNNI,
   // weights within 7 bits, k a multiple of 4.
   bool own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n, size_t fused);
+  // A step writing the integers + 128 of src_f32 (values on the int8 grid of scale and
+  // zero_point, dense) into src_u8 (the same dims and order), as uint8 (cpu_group_quant.cc).
+  void add_to_u8_step(const memory& src_f32, const memory& src_u8, float scale, float zero_point);
   // A GroupQuantMatMul (graph_format.h), on Ember's kernel (quant_gemm.h).
   void build_group_quant_matmul(const OpDesc& op);
   // A GroupQuantMatMul that quantizes its input per tensor (PT2E's dynamic quantization), by a

@@ -205,6 +205,37 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
   return true;
 }
 
+void CpuDelegate::add_to_u8_step(const memory& src_f32, const memory& src_u8, float scale,
+                                 float zero_point) {
+  // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer and
+  // either rounding gives that integer: exact. Ember's quantize_u8 where its kernels run
+  // (oneDNN's reorders of the BERT encoder's 72 linears took 3.2 ms at 1 thread, these 1.7).
+  if (const simd::Kernels* kernels = simd::kernels()) {
+    OwnStep to_u8{OwnKind::Int8Elementwise,
+                  "eltwise,ember:quantize_u8,forward_inference,,",
+                  "alg:quantize_per_tensor " + dims_text(src_f32.get_desc().dims()),
+                  {}};
+    const int64_t count = checked_numel(src_f32.get_desc().dims());
+    const int threads = threads_;
+    const float inv = 1.f / scale;
+    to_u8.run = [kernels, src_f32, src_u8, count, threads, inv, zero_point](void*) {
+      const float* x = data_as<float>(src_f32);
+      auto* u = data_as<uint8_t>(src_u8);
+      split(count, threads, [&](int64_t begin, int64_t len) {
+        kernels->quantize_u8(x + begin, u + begin, len, inv, zero_point);
+      });
+    };
+    add_own_step(std::move(to_u8));
+    return;
+  }
+  dnnl::primitive_attr to_u8;
+  to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  to_u8.set_output_scales(0, {1.f / scale});
+  to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(zero_point + 128.f)});
+  dnnl::reorder::primitive_desc pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(), to_u8);
+  add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+}
+
 bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
                                    size_t fused) {
   const simd::Kernels* kernels = simd::kernels();
@@ -259,38 +290,11 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     mm.floats.clear();
     return build_matmul(mm, dt::f32);
   }
-  // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv): the
-  // values are on the grid, so x / scale lands within rounding of q - zero point. Ember's
-  // quantize_u8 where its kernels run (oneDNN's reorders of the BERT encoder's 72 linears took
-  // 3.2 ms at 1 thread, these steps 1.7), else the reorder.
+  // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
   const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
   const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
   const float shift = src_zp + 128.f;
-  if (const simd::Kernels* kernels = simd::kernels()) {
-    OwnStep to_u8{OwnKind::Int8Elementwise,
-                  "eltwise,ember:quantize_u8,forward_inference,,",
-                  "alg:quantize_per_tensor " + dims_text(ad),
-                  {}};
-    const int64_t count = ad[0] * ad[1];
-    const int threads = threads_;
-    const float inv = 1.f / src_scale;
-    to_u8.run = [kernels, src_f32, src_u8, count, threads, inv, src_zp](void*) {
-      const float* x = data_as<float>(src_f32);
-      auto* u = data_as<uint8_t>(src_u8);
-      split(count, threads, [&](int64_t begin, int64_t len) {
-        kernels->quantize_u8(x + begin, u + begin, len, inv, src_zp);
-      });
-    };
-    add_own_step(std::move(to_u8));
-  } else {
-    dnnl::primitive_attr to_u8;
-    to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    to_u8.set_output_scales(0, {1.f / src_scale});
-    to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
-    dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
-                                           to_u8);
-    add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
-  }
+  add_to_u8_step(src_f32, src_u8, src_scale, src_zp);
   const size_t fused = before_requantize(op);
   if (own_quant_linear(op, q, k, n, fused)) {
     // Ember's int8 1x1 kernel (QuantPointwise: a linear layer is a 1x1 convolution of m

@@ -137,15 +137,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
   } else {
     const memory src_f32 = as(op.inputs[0], nhwc_md(graph_.tensors[op.inputs[0]].dims));
     src_u8 = buffer(memory::desc(g.sd, dt::u8, tag::nhwc), Held::Activations);
-    // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer
-    // and oneDNN's reorder rounds it to that integer whatever its rounding: exact.
-    dnnl::primitive_attr to_u8;
-    to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    to_u8.set_output_scales(0, {1.f / src_scale});
-    to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
-    dnnl::reorder::primitive_desc to_u8_pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(),
-                                           to_u8);
-    add_step<dnnl::reorder>(to_u8_pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+    add_to_u8_step(src_f32, src_u8, src_scale, src_zp);
   }
   const bool has_bias = op.inputs[2] >= 0;
   if (has_bias && checked_numel(graph_.tensors[op.inputs[2]].dims) != oc) {
