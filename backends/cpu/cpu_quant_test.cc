@@ -542,20 +542,25 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   rows.quantize(x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
   const std::vector<const simd::Kernels*> variants = simd_variants();
   if (variants.empty()) GTEST_SKIP() << "no AVX2";
-  std::vector<std::vector<float>> outs;
-  for (const simd::Kernels* v : variants) {
-    outs.emplace_back(static_cast<size_t>(m * n));
-    v->dot_gemm(m, b, rows, outs.back().data(), n, 0, b.panels);
-  }
-  for (size_t i = 1; i < outs.size(); ++i) {
-    EXPECT_EQ(outs[i], outs[0]) << variants[i]->name << " against " << variants[0]->name;
-  }
+  // Every variant's result, expected the same bits; the first's.
+  auto on_every_variant = [&](const DotPackedMatrix& weights) {
+    std::vector<std::vector<float>> outs;
+    for (const simd::Kernels* v : variants) {
+      outs.emplace_back(static_cast<size_t>(m * n));
+      v->dot_gemm(m, weights, rows, outs.back().data(), n, 0, weights.panels);
+    }
+    for (size_t i = 1; i < outs.size(); ++i) {
+      EXPECT_EQ(outs[i], outs[0]) << variants[i]->name << " against " << variants[0]->name;
+    }
+    return outs[0];
+  };
+  std::vector<float> out = on_every_variant(b);
   // ATen on the dequantized rows and weights.
   std::vector<float> xd(static_cast<size_t>(m * k));
   rows.dequantize(xd.data());
   const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
   const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
-  const at::Tensor got = at::from_blob(outs[0].data(), {m, n});
+  const at::Tensor got = at::from_blob(out.data(), {m, n});
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5)) << (got - want).abs().max().item<float>();
   // 8-bit weights (8da8w), full range (-128 included: the nibbles without VNNI) and symmetric
   // ([-127, 127], PT2E's: |xq| by q with xq's sign): the same bits on every variant, against
@@ -568,18 +573,11 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
         DotPackedMatrix::pack(w8.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
                               bias.data_ptr<float>(), k, n, group, 8);
     EXPECT_EQ(b8.symmetric, lowest == -127);
-    std::vector<std::vector<float>> outs8;
-    for (const simd::Kernels* v : variants) {
-      outs8.emplace_back(static_cast<size_t>(m * n));
-      v->dot_gemm(m, b8, rows, outs8.back().data(), n, 0, b8.panels);
-    }
-    for (size_t i = 1; i < outs8.size(); ++i) {
-      EXPECT_EQ(outs8[i], outs8[0]) << variants[i]->name << " against " << variants[0]->name;
-    }
+    std::vector<float> out8 = on_every_variant(b8);
     const at::Tensor want8 =
         at::addmm(bias, at::from_blob(xd.data(), {m, k}),
                   (w8.to(at::kFloat) * scales.repeat_interleave(group, 1)).t());
-    const at::Tensor got8 = at::from_blob(outs8[0].data(), {m, n});
+    const at::Tensor got8 = at::from_blob(out8.data(), {m, n});
     EXPECT_TRUE(at::allclose(got8, want8, 1e-5, 1e-4)) << (got8 - want8).abs().max().item<float>();
   }
 }
