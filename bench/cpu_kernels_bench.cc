@@ -1,13 +1,15 @@
 // Ember's own cpu-backend kernels alone: at MobileNetV2's shapes, batch 1, the fp32 3x3 depthwise
-// convolution (depthwise.h) and the same of int8 values, uint8 in and out (QuantDepthwise3x3);
-// at BERT's and Llama's linear layers over a 128-token sequence, the packed GEMM (packed_gemm.h).
+// convolution (depthwise.h), the same of int8 values, uint8 in and out (QuantDepthwise3x3), and
+// the int8 1x1 convolution (QuantPointwise, quant_gemm.h); at BERT's and Llama's linear layers
+// over a 128-token sequence, the packed GEMM (packed_gemm.h).
 //
 //   build/release/bench/ember_cpu_kernels_bench --benchmark_repetitions=10
 //     --benchmark_report_aggregates_only=true
 //
-// Depthwise args: height (= width), channels, stride, threads; counter GMAC/s (9 multiply-adds an
-// output). GEMM args: m, k, n, one thread; counter GFLOP/s. EMBER_CPU_ISA=avx2 times the AVX2
-// variants.
+// Depthwise args: height (= width), channels, stride, threads, weight bits; counter GMAC/s (9
+// multiply-adds an output). Pointwise args: height (= width), input and output channels, one
+// thread; counters GMAC/s and G outputs/s. GEMM args: m, k, n, one thread; counter GFLOP/s.
+// EMBER_CPU_ISA=avx2 times the AVX2 variants.
 #include <benchmark/benchmark.h>
 
 #include <array>
@@ -17,6 +19,7 @@
 
 #include "backends/cpu/depthwise.h"
 #include "backends/cpu/own_kernels.h"
+#include "backends/cpu/quant_gemm.h"
 #include "runtime/kernels/gemm/packed_gemm.h"
 
 namespace {
@@ -59,7 +62,10 @@ void BM_QuantDepthwise(benchmark::State& state) {
   if (!ember::cpu::own_kernels_supported()) return state.SkipWithError("no AVX2");
   const Shape s = shape_of(state);
   std::mt19937 gen(2);
-  std::uniform_int_distribution<int> byte(0, 255), weight(-127, 127);
+  // 8-bit weights, [-127, 127], or 7-bit, [-64, 63], which Ember's kernel sums in integers
+  // without VNNI too (depthwise.h).
+  const bool seven = state.range(4) == 7;
+  std::uniform_int_distribution<int> byte(0, 255), weight(seven ? -64 : -127, seven ? 63 : 127);
   std::vector<int8_t> w(static_cast<size_t>(s.c * 9));
   std::vector<float> scales(static_cast<size_t>(s.c), 0.01f), b(static_cast<size_t>(s.c), 0.1f);
   std::vector<uint8_t> src(static_cast<size_t>(s.hw * s.hw * s.c));
@@ -78,6 +84,28 @@ void BM_QuantDepthwise(benchmark::State& state) {
       benchmark::Counter(s.macs() * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+void BM_QuantPointwise(benchmark::State& state) {
+  if (!ember::cpu::own_kernels_supported()) return state.SkipWithError("no AVX2");
+  const int64_t hw = state.range(0), k = state.range(1), n = state.range(2), m = hw * hw;
+  std::mt19937 gen(4);
+  std::uniform_int_distribution<int> byte(0, 255), weight(-64, 63);  // AVX2's weight range
+  std::vector<int8_t> w(static_cast<size_t>(n * k));
+  std::vector<float> scales(static_cast<size_t>(n), 0.01f), b(static_cast<size_t>(n), 0.1f);
+  std::vector<uint8_t> src(static_cast<size_t>(m * k)), dst(static_cast<size_t>(m * n));
+  for (int8_t& v : w) v = static_cast<int8_t>(weight(gen));
+  for (uint8_t& v : src) v = static_cast<uint8_t>(byte(gen));
+  const ember::cpu::QuantPointwise p = ember::cpu::QuantPointwise::pack(
+      w.data(), scales.data(), b.data(), k, n, 0.05f, -3.f, Clamp{0.f, 6.f}, 1.f / 0.04f, -128.f);
+  for (auto _ : state) {
+    ember::cpu::quant_pointwise_threads(1, m, p, src.data(), dst.data());
+    benchmark::DoNotOptimize(dst.data());
+  }
+  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(m * k * n) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["Gout/s"] = benchmark::Counter(static_cast<double>(m * n) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // MobileNetV2's stride-1 depthwise layers (the 112x112x32 one, 56x56x144, 28x28x192, 14x14x384,
 // 14x14x576, 7x7x960) and a stride-2 one, at 1 and 2 threads.
 void shapes(benchmark::internal::Benchmark* b) {
@@ -89,10 +117,21 @@ void shapes(benchmark::internal::Benchmark* b) {
                                                                            {14, 576, 1},
                                                                            {7, 960, 1},
                                                                            {112, 96, 2}}) {
-      b->Args({hw, c, stride, threads});
+      b->Args({hw, c, stride, threads, 8});
     }
   }
-  b->ArgNames({"hw", "c", "stride", "threads"})->Unit(benchmark::kMicrosecond);
+  b->ArgNames({"hw", "c", "stride", "threads", "bits"})->Unit(benchmark::kMicrosecond);
+}
+
+// The same, and some with 7-bit weights.
+void quant_shapes(benchmark::internal::Benchmark* b) {
+  shapes(b);
+  for (int threads : {1, 2}) {
+    for (const auto& [hw, c, stride] : std::vector<std::array<int64_t, 3>>{
+             {112, 32, 1}, {56, 144, 1}, {14, 576, 1}, {112, 96, 2}}) {
+      b->Args({hw, c, stride, threads, 7});
+    }
+  }
 }
 
 void BM_PackedGemm(benchmark::State& state) {
@@ -120,7 +159,18 @@ void BM_PackedGemm(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Depthwise)->Apply(shapes);
-BENCHMARK(BM_QuantDepthwise)->Apply(shapes);
+BENCHMARK(BM_QuantDepthwise)->Apply(quant_shapes);
+// MobileNetV2's 1x1 layers: the first block's expansion (after the 16-channel projection), the
+// 24-channel blocks' expansion and projection, the 14x14 ones, the last projection.
+BENCHMARK(BM_QuantPointwise)
+    ->Args({112, 16, 96})
+    ->Args({56, 24, 144})
+    ->Args({56, 144, 24})
+    ->Args({14, 96, 576})
+    ->Args({14, 576, 96})
+    ->Args({7, 960, 320})
+    ->ArgNames({"hw", "k", "n"})
+    ->Unit(benchmark::kMicrosecond);
 // BERT-base's projections and FFN, Llama's (dim 512, FFN 1536), 128 tokens.
 BENCHMARK(BM_PackedGemm)
     ->Args({128, 768, 768, 1})

@@ -294,12 +294,14 @@ bool CpuDelegate::own_quant_depthwise(const OpDesc& op) {
   if (!own_kernels_ || !own_kernels_supported() || op.kind != OpKind::QuantConv) return false;
   const int64_t stride = depthwise3x3_stride(op);
   // Where oneDNN's int8 kernel runs on VNNI, at stride 2 only where Ember's runs in integers too
-  // (the VNNI variant, depthwise.h: level with oneDNN's there, 0.10 against 0.11 ms on
-  // MobileNetV2's 112x112x96 layer); the float path dequantizes four input values an output at
-  // stride 2, and oneDNN's was faster (0.27 against 0.17 ms). Without VNNI oneDNN's int8
-  // depthwise is the slower at both strides.
-  if (stride == 0 ||
-      (int8_any_weights_ && stride != 1 && simd::kernels()->depthwise_u8_row == nullptr)) {
+  // (depthwise.h: level with oneDNN's there, 0.10 against 0.11 ms on MobileNetV2's 112x112x96
+  // layer); the float path dequantizes four input values an output at stride 2, and oneDNN's was
+  // faster (0.27 against 0.17 ms). (Ember's kernels held to AVX2 on such a CPU take 8-bit weights
+  // in float.) Without VNNI oneDNN's int8 depthwise is the slower at both strides.
+  if (stride == 0) return false;
+  if (int8_any_weights_ && stride != 1 &&
+      !QuantDepthwise3x3::in_integers(data_as<int8_t>(src_memory(op.inputs[1])),
+                                      dims_of(op.inputs[1])[0])) {
     return false;
   }
   // Its result requantized for readers that take uint8 (the kernel writes nothing else).

@@ -91,7 +91,7 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
   at::Tensor ref = dequantize(quantize(x, scales[0], zeros[0]), scales[0], zeros[0]);
   for (int layer = 0; layer < 3; ++layer) {
     const bool dw = layer == 1;
-    const int64_t hi = dw ? 127 : range, s = dw ? stride : 1;
+    const int64_t hi = range, s = dw ? stride : 1;
     const at::Tensor wq = at::randint(-hi, hi + 1, {c, dw ? 1 : c, 3, 3}).to(at::kChar);
     const at::Tensor ws = at::rand({c}) * (dw ? 0.05 : 0.01) + 0.002, bias = at::randn({c});
     const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
@@ -110,7 +110,7 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
   ASSERT_EQ(out.size(), 1u);
   const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
   // At stride 2 with oneDNN's VNNI kernel, only where Ember's runs in integers too.
-  const bool integer_depthwise = own_kernels_supported() && simd::kernels()->depthwise_u8_row;
+  const bool integer_depthwise = own_kernels_supported() && (simd::kernels()->vnni || range <= 63);
   const bool own = own_kernels_supported() && outer_integers &&
                    (stride == 1 || !int8_supported() || integer_depthwise);
   EXPECT_EQ(summary.depthwise_steps, own ? 1 : 0);
@@ -237,7 +237,8 @@ TEST(CpuQuant, QuantizeToUint8IsPyTorchsQuantize) {
     y.push_back(std::numeric_limits<float>::infinity());
     y.push_back(-std::numeric_limits<float>::infinity());
     y.push_back(std::numeric_limits<float>::quiet_NaN());
-    while (y.size() < 37) y.push_back(static_cast<float>(y.size()) * 0.37f - 7.f);
+    // 45: two vectors at once, one, and single values on AVX2 (16 + 16 + 8 + 5).
+    while (y.size() < 45) y.push_back(static_cast<float>(y.size()) * 0.37f - 7.f);
     std::vector<uint8_t> q(y.size());
     k->quantize_u8(y.data(), q.data(), static_cast<int64_t>(y.size()), inv, zp);
     // ATen's clamp(round(y * inv) + zp), held + 128; a NaN becomes 0 in PyTorch's cast to int8
@@ -446,23 +447,30 @@ TEST(CpuQuant, PointwiseConvolutionsInAChain) {
   }
 }
 
-// Ember's uint8 3x3 depthwise kernel alone (QuantDepthwise3x3: in integers at stride 1 with
-// VNNI, each row's three taps one vpdpbusd; else the float kernel on dequantized rows) against
-// ATen's reference requantization, to one step at ties: batches, both strides, odd widths,
-// relu6, zero points at both ends.
+// Ember's uint8 3x3 depthwise kernel alone (QuantDepthwise3x3: in integers with VNNI or 7-bit
+// weights, each row's three taps one four-product sum; else the float kernel on dequantized
+// rows) against ATen's reference requantization, to one step at ties: batches, both strides, odd
+// widths, relu6, zero points at both ends, 8- and 7-bit weights.
 TEST(CpuQuant, DepthwiseKernelAgainstTheReference) {
   if (!own_kernels_supported()) GTEST_SKIP() << "no AVX2";
   at::manual_seed(18);
   struct Case {
     int64_t batch, h, w, c, stride, zx, zo;
   };
-  for (const Case& k : {Case{2, 7, 9, 32, 1, -128, 5}, Case{1, 5, 13, 48, 1, 127, -128},
-                        Case{1, 9, 6, 16, 2, 3, 0}, Case{1, 1, 1, 16, 1, 0, 0}}) {
+  for (const auto& [k, range] :
+       std::vector<std::pair<Case, int64_t>>{{Case{2, 7, 9, 32, 1, -128, 5}, 127},
+                                             {Case{1, 5, 13, 48, 1, 127, -128}, 127},
+                                             {Case{1, 9, 6, 16, 2, 3, 0}, 127},
+                                             {Case{1, 1, 1, 16, 1, 0, 0}, 127},
+                                             {Case{2, 7, 9, 32, 1, -128, 5}, 64},
+                                             {Case{1, 9, 6, 16, 2, 3, 0}, 64},
+                                             {Case{1, 6, 11, 48, 2, 20, 2}, 64}}) {
     SCOPED_TRACE(std::to_string(k.h) + "x" + std::to_string(k.w) + "x" + std::to_string(k.c) +
-                 " stride " + std::to_string(k.stride));
+                 " stride " + std::to_string(k.stride) + ", weights within " +
+                 std::to_string(range));
     const double sx = 0.03, so = 0.05;
     const at::Tensor xu = at::randint(0, 256, {k.batch, k.h, k.w, k.c}).to(at::kByte);  // NHWC
-    const at::Tensor wq = at::randint(-127, 128, {k.c, 1, 3, 3}).to(at::kChar);
+    const at::Tensor wq = at::randint(-range, range, {k.c, 1, 3, 3}).to(at::kChar);
     const at::Tensor ws = at::rand({k.c}) * 0.05 + 0.002, bias = at::randn({k.c});
     const at::Tensor x = dequantize(xu.to(at::kFloat) - 128, sx, k.zx).permute({0, 3, 1, 2});
     const at::Tensor y =

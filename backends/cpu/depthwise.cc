@@ -123,11 +123,12 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
       in_(in),
       out_(out),
       threads_(std::max(threads, 1)) {
-  const simd::Kernels* k = simd::kernels();
-  integers_ = k != nullptr && k->depthwise_u8_row != nullptr;
+  integers_ = in_integers(weight, c);
   if (!integers_) return;
-  // In integers (VNNI): each row's three taps one vpdpbusd, the sums exact, then requantized as
-  // QuantPointwise does (1 / out scale folded into the multiplier and the bias).
+  // In integers: each row's three taps one four-product sum (vpdpbusd, or pmaddubsw and
+  // pmaddwd), the sums exact, then requantized as QuantPointwise does (1 / out scale folded into
+  // the multiplier and the bias).
+  const simd::Kernels* k = simd::kernels();
   const int32_t in_shift = static_cast<int32_t>(in.zero_point) + 128;
   w4_ = Stored<int32_t>(static_cast<size_t>(3 * c), storage, 0);
   std::vector<int32_t> sums(static_cast<size_t>(c), 0);
@@ -147,6 +148,14 @@ QuantDepthwise3x3::QuantDepthwise3x3(int64_t batch, int64_t h, int64_t w, int64_
   pad_row_ = Stored<int32_t>(static_cast<size_t>(w * c), storage, 0);
   const std::vector<uint8_t> pad_bytes(static_cast<size_t>(w * c), static_cast<uint8_t>(in_shift));
   k->quads_row(pad_bytes.data(), w, c, stride, static_cast<uint8_t>(in_shift), pad_row_.data());
+}
+
+bool QuantDepthwise3x3::in_integers(const int8_t* weight, int64_t c) {
+  const simd::Kernels* k = simd::kernels();
+  if (k == nullptr) return false;
+  // pmaddubsw's 16-bit pairs, 2 * 255 * 64 at most, cannot saturate with weights in [-64, 63].
+  return k->vnni ||
+         std::all_of(weight, weight + 9 * c, [](int8_t q) { return q >= -64 && q <= 63; });
 }
 
 int64_t QuantDepthwise3x3::per_thread() const {

@@ -63,12 +63,14 @@ class Depthwise3x3 {
 // the result quantized, round_half_even(y * inv_scale) + zero point, saturated. Only the order
 // of the float sums differs from ATen's. Rows are dequantized once each into a ring of three per
 // thread, in the caller's working memory (scratch_bytes()). Faster than oneDNN 2.6's int8 depthwise
-// (jit_int8: 2.5x on MobileNetV2's layers), and on AVX2 as on AVX-512. On a CPU with VNNI it runs
-// in integers instead: each input row as quads (an output pixel's left, centre and right byte of a
-// channel, Kernels::quads_row), so that a row's three taps are one vpdpbusd; the sums exact in
+// (jit_int8: 2.5x on MobileNetV2's layers), and on AVX2 as on AVX-512. Where it can (in_integers():
+// VNNI, or weights within [-64, 63]) it runs in integers instead: each input row as quads (an
+// output pixel's left, centre and right byte of a channel, Kernels::quads_row), so that a row's
+// three taps are one four-product sum (vpdpbusd; pmaddubsw and pmaddwd on AVX2); the sums exact in
 // int32, requantized as QuantPointwise's are (Requantize, quant_gemm.h: 1 / out scale folded into
-// the multiplier, so a result can differ from the float path's only at a tie). 1.6x the float
-// path's speed on MobileNetV2's stride-1 layers, 2.2x at stride 2 (bench/cpu_kernels_bench.cc).
+// the multiplier, so a result can differ from the float path's only at a tie). With VNNI 1.6x the
+// float path's speed on MobileNetV2's stride-1 layers, 2.2x at stride 2; on AVX2 (7-bit weights)
+// 1.2-1.3x and 2.0x (bench/cpu_kernels_bench.cc).
 class QuantDepthwise3x3 {
  public:
   // The input's dequantize, x = (q - zero_point) * scale, and the output's quantize,
@@ -86,6 +88,10 @@ class QuantDepthwise3x3 {
                     const int8_t* weight, const float* weight_scales, const float* bias, Clamp act,
                     Quant in, Requant out, int threads, const Storage& storage = {});
 
+  // Whether it runs in integers with this weight ([c, 1, 3, 3]) on this CPU: with VNNI, else
+  // with weights within [-64, 63] (pmaddubsw's pairs cannot saturate).
+  static bool in_integers(const int8_t* weight, int64_t c);
+
   int64_t out_h() const { return float_.out_h(); }
   int64_t out_w() const { return float_.out_w(); }
 
@@ -100,7 +106,7 @@ class QuantDepthwise3x3 {
   int64_t per_thread() const;
   void run_units(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1, float* ring,
                  float* out_row) const;
-  // The same units in integers (stride 1 with VNNI): a ring of three rows of quads
+  // The same units in integers (in_integers()): a ring of three rows of quads
   // (Kernels::quads_row).
   void run_integers(const uint8_t* src, uint8_t* dst, int64_t u0, int64_t u1, int32_t* ring) const;
 
@@ -109,7 +115,7 @@ class QuantDepthwise3x3 {
   Quant in_;
   Requant out_;
   int threads_;
-  // In integers (VNNI): the weights' quads [3][c], the requantization, the padding's quads
+  // In integers: the weights' quads [3][c], the requantization, the padding's quads
   // [w][c]; per thread a ring of three rows of quads. In floats: per thread three input rows,
   // then an output row.
   bool integers_ = false;

@@ -54,10 +54,10 @@ struct Kernels {
   // Whether the four-product sums are vpdpbusd's (any int8 weight), or pmaddubsw's 16-bit pairs
   // (weights within [-64, 63]).
   bool vnni;
-  // The integer 3x3 depthwise convolution (QuantDepthwise3x3, depthwise.h), with VNNI only (null
-  // elsewhere). quads_row: a uint8 row x [w][c] as r4[q / stride][ch], for q = 0, stride, ...,
-  // the bytes x[q - 1][ch], x[q][ch], x[q + 1][ch], 0 (`pad` outside the row): an output pixel's
-  // three taps of the row, one vpdpbusd operand. depthwise_u8_row: output channels
+  // The integer 3x3 depthwise convolution (QuantDepthwise3x3, depthwise.h; without VNNI for
+  // weights within [-64, 63] only). quads_row: a uint8 row x [w][c] as r4[q / stride][ch], for q =
+  // 0, stride, ..., the bytes x[q - 1][ch], x[q][ch], x[q + 1][ch], 0 (`pad` outside the row): an
+  // output pixel's three taps of the row, one dot4 operand. depthwise_u8_row: output channels
   // [c_begin, c_end) of one row from the three input rows' quads, the weights w4 [3][c] (a row's
   // three taps, then 0), requantized by rq (quant_gemm.h) into out [wo][c].
   void (*quads_row)(const uint8_t* x, int64_t w, int64_t c, int64_t stride, uint8_t pad,
