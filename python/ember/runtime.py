@@ -6,8 +6,10 @@
     (y,) = p.method("forward")(x_torch)  # torch tensors in -> torch tensors out
     p.method("forward").meta             # dtypes, sizes (upper bounds), dynamic or not
 
-Inputs are read in place when they are C-contiguous CPU arrays of the declared dtype (a copy is
-made otherwise); the method copies them into its planned memory as it does from C++. Outputs are
+Inputs are read in place when they are CPU arrays of the declared dtype laid out in the method
+input's dim order (C order, or channels-last for a channels-last input); one in another layout is
+copied into the method's order first. The method copies them into its planned memory as it does
+from C++. Outputs are
 fresh arrays (the method reuses its own buffers on the next call). bfloat16 needs torch (numpy has
 no such dtype). Every failure of the runtime raises EmberRuntimeError with the runtime's message.
 The backends of the build (loopback, and cpu when built with oneDNN) are registered on first use.
@@ -82,8 +84,11 @@ _NUMPY_NAMES = {
 }
 
 
-def _convert_input(index: int, x):
-    """An argument as the native module takes it: (buffer, dtype name), or a Python scalar."""
+def _convert_input(index: int, x, keep_layout: bool = False):
+    """An argument as the native module takes it: (buffer, dtype name), or a Python scalar.
+    keep_layout: an array or tensor dense in any dim order (channels-last, say) is passed as it
+    is, which the native side reads in place where the method's input has that order and lays out
+    in the method's order otherwise; else (and for other layouts) a C-order copy."""
     if isinstance(x, (bool, int, float)):
         return x
     if isinstance(x, np.generic):
@@ -92,7 +97,9 @@ def _convert_input(index: int, x):
         if x.device.type != "cpu":
             raise EmberRuntimeError(f"input {index}: a tensor on {x.device}; Ember runs on the CPU")
         torch = _torch()
-        t = x.detach().contiguous()
+        t = x.detach()
+        if not (keep_layout and _dense(t.stride(), t.shape, 1)):
+            t = t.contiguous()
         if t.dtype == torch.bfloat16:
             return (t.view(torch.int16).numpy(), "bfloat16")
         x = t.numpy()
@@ -103,8 +110,22 @@ def _convert_input(index: int, x):
     name = _NUMPY_NAMES.get(x.dtype)
     if name is None:
         raise EmberRuntimeError(f"input {index}: numpy dtype {x.dtype} is not one Ember runs")
-    # Not np.ascontiguousarray: it makes a 0-d array 1-d.
-    return (x if x.flags["C_CONTIGUOUS"] else x.copy(order="C"), name)
+    if x.flags["C_CONTIGUOUS"] or (keep_layout and _dense(x.strides, x.shape, x.itemsize)):
+        return (x, name)
+    return (x.copy(order="C"), name)  # not np.ascontiguousarray: it makes a 0-d array 1-d
+
+
+def _dense(strides, shape, unit) -> bool:
+    """Whether strides (in units of `unit`: 1 for torch's, the item size for numpy's) lay out
+    shape densely in some order of its dims."""
+    expected = unit
+    for d in sorted(range(len(shape)), key=lambda d: strides[d]):
+        if shape[d] <= 1:
+            continue
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
 
 
 def _convert_output(value, as_torch: bool):
@@ -136,7 +157,7 @@ class Method:
         """Runs the method. Tensor outputs are torch tensors when any input was one, numpy arrays
         otherwise; scalar outputs are Python numbers."""
         as_torch = any(_is_torch_tensor(x) for x in inputs)
-        args = [_convert_input(i, x) for i, x in enumerate(inputs)]
+        args = [_convert_input(i, x, keep_layout=True) for i, x in enumerate(inputs)]
         outs = self._program._native.execute(self.name, args)
         return [_convert_output(v, as_torch) for v in outs]
 

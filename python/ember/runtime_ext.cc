@@ -5,20 +5,24 @@
 //   p = rt.Program("m.pte", "m.ptd", "mmap", 0)
 //   outs = p.execute("forward", [(numpy_array, "float32")])   # a list of numpy arrays / scalars
 //
-// Inputs are read in place: a C-contiguous buffer of the declared dtype becomes the tensor's
-// storage without a copy (the method copies it into its planned input, as from C++). Outputs are
+// Inputs are read in place: a buffer of the declared dtype laid out in the method input's dim order
+// (C order, or channels-last for a channels-last input) becomes the tensor's storage without a
+// copy (the method copies it into its planned input, as from C++); one in another dense order is
+// first copied into the method's. Outputs are
 // copied out, because the method overwrites them on its next call. Every runtime error raises
 // EmberRuntimeError carrying the runtime's message; nothing here aborts on a caller's input.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +31,7 @@
 #include "runtime/executor/module.h"
 #include "runtime/kernels/cortex_m/cortex_m.h"
 #include "runtime/kernels/portable/portable.h"
+#include "runtime/kernels/portable/util/copy.h"
 #include "runtime/platform/thread_pool.h"
 #include "tools/profile.h"
 
@@ -120,16 +125,33 @@ py::list values_info(const MethodMeta& meta, bool inputs) {
   return out;
 }
 
-// One input's tensor and the sizes it points to, alive for one execute call.
+// One input's tensor and the sizes it points to, alive for one execute call; `owned` holds a
+// copy laid out in the method's dim order where the caller's buffer has another.
 struct InputTensor {
   std::vector<int32_t> sizes;
   Tensor tensor;
+  std::optional<OwnedTensor> owned;
 };
 
-// A tensor over the C-contiguous buffer of `pair` = (buffer, dtype name), read and written in
-// place. `holder` keeps its sizes; `buffer` keeps the buffer's view alive.
+// Whether a buffer of `shape` with byte `strides` is dense in dim order `order` (dims of size 1
+// may have any stride).
+bool dense_in(const py::buffer_info& b, const std::vector<uint8_t>& order) {
+  int64_t expected = b.itemsize;
+  for (size_t i = order.size(); i-- > 0;) {
+    const size_t d = order[i];
+    if (b.shape[d] > 1 && b.strides[d] != expected) return false;
+    expected *= b.shape[d];
+  }
+  return true;
+}
+
+// A tensor over the buffer of `pair` = (buffer, dtype name), dense in some dim order (runtime.py
+// copies other layouts): read in place where that order is the method's input's (`want`, empty
+// for an input the method does not describe as a tensor), else copied into the method's order,
+// as the `ember` command lays out an .npy input. `holder` keeps its sizes (and any copy);
+// `buffer` keeps the buffer's view alive.
 Tensor* tensor_over(py::handle item, InputTensor& holder, py::buffer_info& buffer,
-                    const std::string& what) {
+                    const std::vector<uint8_t>& want, const std::string& what) {
   py::tuple pair = item.cast<py::tuple>();
   const ScalarType dtype = parse_dtype(pair[1].cast<std::string>());
   buffer = pair[0].cast<py::buffer>().request();
@@ -138,21 +160,31 @@ Tensor* tensor_over(py::handle item, InputTensor& holder, py::buffer_info& buffe
     throw RuntimeFailure("InvalidArgument: " + what + ": items of " + std::to_string(b.itemsize) +
                          " bytes for dtype " + to_string(dtype));
   }
-  // C-contiguous only (runtime.py makes a copy otherwise).
-  int64_t expected = b.itemsize;
-  for (py::ssize_t d = b.ndim - 1; d >= 0; --d) {
-    if (b.shape[d] > 1 && b.strides[d] != expected) {
-      throw RuntimeFailure("InvalidArgument: " + what + " is not C-contiguous");
-    }
-    expected *= b.shape[d];
-  }
   holder.sizes.clear();
   for (py::ssize_t s : b.shape) {
     if (s > INT32_MAX) throw RuntimeFailure("InvalidArgument: " + what + " is too large");
     holder.sizes.push_back(static_cast<int32_t>(s));
   }
-  holder.tensor = value_or_raise(Tensor::make(dtype, holder.sizes, {}, b.ptr), what);
-  return &holder.tensor;
+  const auto rank = static_cast<size_t>(b.ndim);
+  // The buffer's own order: the method's where it fits, else C order, else its dims by
+  // decreasing stride.
+  std::vector<uint8_t> order(rank);
+  for (size_t d = 0; d < rank; ++d) order[d] = static_cast<uint8_t>(d);
+  const bool method_order = want.size() == rank && dense_in(b, want);
+  if (method_order) {
+    order = want;
+  } else if (!dense_in(b, order)) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint8_t x, uint8_t y) { return b.strides[x] > b.strides[y]; });
+    if (!dense_in(b, order)) {
+      throw RuntimeFailure("InvalidArgument: " + what + " is not dense in any dim order");
+    }
+  }
+  holder.tensor = value_or_raise(Tensor::make(dtype, holder.sizes, order, b.ptr), what);
+  if (method_order || want.size() != rank) return &holder.tensor;  // the method names a rank error
+  holder.owned = value_or_raise(OwnedTensor::zeros(dtype, holder.sizes, want), what);
+  copy_tensor(holder.tensor, holder.owned->tensor());
+  return &holder.owned->tensor();
 }
 
 bool is_tensor_item(py::handle item) {
@@ -207,7 +239,7 @@ class KernelCallArgs {
 
   EValue* tensor(py::handle item, const std::string& what) {
     return push(EValue::from_tensor(
-        tensor_over(item, tensors_.emplace_back(), buffers_.emplace_back(), what)));
+        tensor_over(item, tensors_.emplace_back(), buffers_.emplace_back(), {}, what)));
   }
 
   EValue* convert(py::handle item, size_t index) {
@@ -326,6 +358,7 @@ class PyProgram {
   // `inputs`: per input either (buffer, dtype name) for a tensor, or an int, float or bool.
   py::list execute(const std::string& name, const py::list& inputs) {
     load_method(name);
+    const MethodMeta meta = value_or_raise(module_->method_meta(name), "method '" + name + "'");
     std::vector<InputTensor> tensors(inputs.size());
     std::vector<py::buffer_info> buffers(inputs.size());
     std::vector<EValue> values(inputs.size());
@@ -340,7 +373,12 @@ class PyProgram {
       } else if (py::isinstance<py::float_>(item)) {
         values[i] = EValue::from_double(item.cast<double>());
       } else if (is_tensor_item(item)) {
-        values[i] = EValue::from_tensor(tensor_over(item, tensors[i], buffers[i], what));
+        std::vector<uint8_t> want;
+        if (i < meta.num_inputs() && value_or_raise(meta.input_tag(i), what) == Tag::Tensor) {
+          const TensorInfo info = value_or_raise(meta.input_tensor_info(i), what);
+          want.assign(info.dim_order.begin(), info.dim_order.end());
+        }
+        values[i] = EValue::from_tensor(tensor_over(item, tensors[i], buffers[i], want, what));
       } else {
         throw RuntimeFailure("InvalidArgument: " + what + " is a " +
                              std::string(py::str(item.get_type().attr("__name__"))) +

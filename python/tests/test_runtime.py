@@ -30,6 +30,15 @@ class ConvNet(torch.nn.Module):
         return self.fc(torch.flatten(y, 1)), y.amax(dim=(2, 3))
 
 
+class ChannelsLastNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+
+    def forward(self, x):
+        return self.conv(x) * 2
+
+
 class Mixed(torch.nn.Module):
     """Two inputs of different dtypes, an int64 output."""
 
@@ -130,6 +139,42 @@ class RuntimeTest(unittest.TestCase):
         self.assert_close(y, want_y)
         self.assert_close(j, want_j)
         self.assertEqual(x[0, 0], 0.0)  # inputs are not written
+
+    def test_inputs_in_any_layout(self):
+        """A channels-last input (ExecuTorch's exporter writes the example's dim order) takes the
+        values in any dense layout: read in place where it is the method's, else laid out in the
+        method's order; other layouts are copied first. A default-order input takes a
+        channels-last tensor too."""
+        from executorch.exir import to_edge
+        torch.manual_seed(0)
+        model = ChannelsLastNet().eval()
+        x = torch.randn(2, 3, 5, 6)
+        channels_last = x.to(memory_format=torch.channels_last)
+        pte = os.path.join(self.dir, "channels_last.pte")
+        with open(pte, "wb") as f:
+            f.write(to_edge(torch.export.export(model, (channels_last,))).to_executorch().buffer)
+        with torch.no_grad():
+            want = model(x)
+        nhwc = x.permute(0, 2, 3, 1).contiguous().numpy()
+        wide = torch.zeros(2, 3, 5, 12)
+        wide[..., ::2] = x
+        arguments = {
+            "channels-last tensor": channels_last,
+            "contiguous tensor": x,
+            "C-order array": x.numpy(),
+            "NCHW view of an NHWC array": nhwc.transpose(0, 3, 1, 2),
+            "strided slice": wide[..., ::2],
+        }
+        method = Program.load(pte).method("forward")
+        self.assertEqual(method.meta.inputs[0].dim_order, (0, 2, 3, 1))
+        for what, argument in arguments.items():
+            with self.subTest(what):
+                got = method(argument)[0]
+                self.assert_close(got, want)
+                self.assertTrue(np.array_equal(np.asarray(argument), x.numpy()))  # not written
+        default, _ = self.compile(model, (x,), "default_order")
+        got = Program.load(default).forward(channels_last)[0]
+        self.assert_close(got, want)
 
     def test_dynamic_batch(self):
         torch.manual_seed(0)
