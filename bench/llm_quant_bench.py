@@ -3,7 +3,7 @@ decode latency against Ember fp32 and ExecuTorch+XNNPACK.
 
     .venv/bin/python bench/llm_quant_bench.py [--threads 1,2] [--rounds 5] [--group 32]
                                               [--config 8da4w|8da8w|int4_weight_only|...]
-                                              [--isa avx2] [--step decode|prefill]
+                                              [--isa avx2|avx2-ember] [--step decode|prefill]
 
 The model is bench/models.py's llama_decode (dim 512, 8 heads, 4 layers, FFN 1536, vocab 32000),
 one decode step (one token) after a prefill, every system starting from the same KV cache; with
@@ -17,6 +17,7 @@ symmetric) is applied with torchao's quantize_ to every Linear, the output head 
 Accuracy: the largest logit difference to the reference over the largest reference logit, and
 whether the top-1 token agrees. Latency: medians of --rounds interleaved rounds of 20 runs.
 --isa avx2 runs every system on its AVX2 path whatever the CPU (run_bench.enter_avx2_path).
+--isa avx2-ember holds only Ember and oneDNN to AVX2, where the CPUID shim cannot work.
 """
 
 import argparse
@@ -38,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 import ember  # noqa: E402
 import models  # noqa: E402
 from ember.runtime import Program  # noqa: E402
-from run_bench import enter_avx2_path, export_executorch  # noqa: E402
+from run_bench import ISA_PATHS, enter_isa_path, export_executorch  # noqa: E402
 
 
 def torchao_config(name, group):
@@ -89,11 +90,11 @@ def main():
     p.add_argument("--group", type=int, default=32)
     p.add_argument("--config", default="8da4w")
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
-    p.add_argument("--isa", choices=["native", "avx2"], default="native")
+    p.add_argument("--isa", choices=list(ISA_PATHS), default="native",
+                   help="; ".join(f"{k}: {v}" for k, v in ISA_PATHS.items()))
     p.add_argument("--step", choices=["decode", "prefill"], default="decode")
     args = p.parse_args()
-    if args.isa == "avx2":  # read when Ember's runtime, oneDNN and XNNPACK first start, below
-        enter_avx2_path(p)
+    isa_path = enter_isa_path(p, args.isa)  # before Ember, oneDNN and the peers start
     name = "llama_" + args.step
     case = models.build([name])[name]
     fp32, inputs = case.module, case.inputs
@@ -117,7 +118,8 @@ def main():
             except Exception as e:  # reported, the rest goes on
                 print(f"ExecuTorch XNNPACK {label}: {type(e).__name__}: {e}"[:300], file=sys.stderr)
     scale = reference.abs().max().item()
-    print(f"\nLlama {args.step} step, {args.config} (group {args.group}), ISA path {args.isa}; "
+    print(f"\nLlama {args.step} step, {args.config} (group {args.group}), ISA path {args.isa} "
+          f"({isa_path}); "
           f"work dir {work}\n")
     print("| system | largest logit difference / largest logit | top-1 = reference |")
     print("|---|---|---|")

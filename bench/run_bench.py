@@ -544,6 +544,27 @@ def enter_avx2_path(parser):
     os.environ.update(env)
 
 
+ISA_PATHS = {
+    "native": "every system on the CPU's own instruction set",
+    "avx2": "every system held to AVX2 (Ember and oneDNN by EMBER_CPU_ISA and "
+            "ONEDNN_MAX_CPU_ISA, the peers by the CPUID shim)",
+    "avx2-ember": "Ember and oneDNN (PyTorch's too) held to AVX2 by EMBER_CPU_ISA and "
+                  "ONEDNN_MAX_CPU_ISA; ONNX Runtime and XNNPACK on the CPU's own instruction set",
+}
+
+
+def enter_isa_path(parser, isa):
+    """--isa of quant_bench.py and llm_quant_bench.py: native, avx2 (enter_avx2_path) or
+    avx2-ember, for a CPU whose CPUID the shim cannot change (no CPUID faulting): Ember's AVX2
+    path, and its int8 / fp32 ratio, measured on any AVX-512 CPU, beside peers that are not held
+    to AVX2. Returns ISA_PATHS[isa], for the report."""
+    if isa == "avx2":
+        enter_avx2_path(parser)
+    elif isa == "avx2-ember":
+        os.environ.update(AVX2_ENV)  # read when Ember's runtime and oneDNN first start
+    return ISA_PATHS[isa]
+
+
 def machine_info():
     cpu = "unknown CPU"
     try:

@@ -122,6 +122,23 @@ class ReportTest(unittest.TestCase):
         self.assertIn("no AMX", rb.bf16_units({"avx512f", "avx512_bf16"}))
         self.assertIn("refused", rb.bf16_units({"avx2", "fma"}))
 
+    def test_avx2_ember_path_holds_ember_and_onednn_only(self):
+        saved = {k: os.environ.get(k) for k in rb.AVX2_ENV}
+        try:
+            for k in rb.AVX2_ENV:
+                os.environ.pop(k, None)
+            self.assertEqual(rb.enter_isa_path(None, "native"), rb.ISA_PATHS["native"])
+            self.assertFalse(any(k in os.environ for k in rb.AVX2_ENV))
+            what = rb.enter_isa_path(None, "avx2-ember")
+            self.assertIn("CPU's own", what)
+            self.assertEqual({k: os.environ[k] for k in rb.AVX2_ENV}, rb.AVX2_ENV)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
     def test_isa_paths_have_pages_of_their_own(self):
         # --isa avx2 forces the AVX2 path on any CPU; auto takes what the CPU has.
         self.assertEqual(rb.isa_path("avx2"), "avx2")
