@@ -365,8 +365,9 @@ TEST(CpuQuant, PointwiseKernelAgainstTheReference) {
   const int64_t m = 61;  // full tiles and single rows
   const double sx = 0.05, so = 0.04;
   const int64_t zx = -3, zo = 9;
+  // 576 input channels: blocks of 24 rows (24, 24, 13), the others one block.
   for (const auto& [k, n] : std::vector<std::pair<int64_t, int64_t>>{
-           {16, 96}, {24, 24}, {144, 40}, {8, 200}, {32, 16}}) {
+           {16, 96}, {24, 24}, {144, 40}, {8, 200}, {32, 16}, {576, 40}}) {
     SCOPED_TRACE(std::to_string(k) + " -> " + std::to_string(n));
     const at::Tensor xu = at::randint(0, 256, {m, k}).to(at::kByte);  // q + 128
     const at::Tensor wq = at::randint(-64, 64, {n, k}).to(at::kChar);
