@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -492,6 +493,82 @@ TEST(CpuQuant, DepthwiseKernelAgainstTheReference) {
     const at::Tensor diff = (got - want.to(at::kFloat)).abs();
     EXPECT_LE(diff.max().item<float>(), 1.f);
     EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / 100 + 1);
+  }
+}
+
+// The integer depthwise row (Kernels::quads_row, then depthwise_u8_row) on every variant this
+// CPU has, 7-bit weights (which every variant takes): the same bytes from each, and variant by
+// variant Requantize's arithmetic computed here one value at a time (the sum of a row's three taps
+// by its weights from the sum's start, padding outside the row; fma by mult, add, clamp, round to
+// nearest even, + shift, saturated to a byte). Channels outside [c_begin, c_end) stay untouched.
+// The AVX-512 variant without VNNI runs only on CPUs without VNNI otherwise.
+TEST(CpuQuant, DepthwiseRowVariantsAgree) {
+  const std::vector<const simd::Kernels*> variants = simd_variants();
+  if (variants.empty()) GTEST_SKIP() << "no AVX2";
+  at::manual_seed(19);
+  const int64_t w = 13, c = 48;
+  const uint8_t pad = 131;  // the input's zero point + 128
+  const at::Tensor x = at::randint(0, 256, {3, w, c}).to(at::kByte);
+  const at::Tensor wq = at::randint(-64, 64, {c, 3, 3}).to(at::kChar);
+  const at::Tensor ws = at::rand({c}) * 0.05 + 0.002, bias = at::randn({c});
+  const auto* q = wq.data_ptr<int8_t>();
+  std::vector<int32_t> sums(static_cast<size_t>(c)), w4(static_cast<size_t>(3 * c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    for (int64_t r = 0; r < 3; ++r) {
+      uint32_t packed = 0;
+      for (int64_t t = 0; t < 3; ++t) {
+        const int8_t v = q[(ch * 3 + r) * 3 + t];
+        sums[ch] += v;
+        packed |= static_cast<uint32_t>(static_cast<uint8_t>(v)) << (8 * t);
+      }
+      w4[r * c + ch] = static_cast<int32_t>(packed);
+    }
+  }
+  const Requantize rq =
+      Requantize::make(sums.data(), ws.data_ptr<float>(), bias.data_ptr<float>(), c, c, 0.03f,
+                       static_cast<float>(pad - 128), Clamp{0.f, 6.f}, 20.f, -7.f);
+  const auto* xb = x.data_ptr<uint8_t>();
+  auto input = [&](int64_t row, int64_t col, int64_t ch) -> int32_t {
+    return col < 0 || col >= w ? pad : xb[(row * w + col) * c + ch];
+  };
+  for (const int64_t stride : {1, 2}) {
+    const int64_t wo = (w - 1) / stride + 1;
+    for (const auto& [c_begin, c_end] :
+         std::vector<std::pair<int64_t, int64_t>>{{0, c}, {16, 32}}) {
+      SCOPED_TRACE("stride " + std::to_string(stride) + ", channels " + std::to_string(c_begin) +
+                   " to " + std::to_string(c_end));
+      std::vector<uint8_t> want(static_cast<size_t>(wo * c), uint8_t{0xAB});
+      for (int64_t ox = 0; ox < wo; ++ox) {
+        for (int64_t ch = c_begin; ch < c_end; ++ch) {
+          int32_t acc = rq.init[static_cast<size_t>(ch)];
+          for (int64_t r = 0; r < 3; ++r) {
+            for (int64_t t = 0; t < 3; ++t) {
+              acc += input(r, ox * stride + t - 1, ch) * q[(ch * 3 + r) * 3 + t];
+            }
+          }
+          const float y =
+              std::clamp(std::fmaf(static_cast<float>(acc), rq.mult[static_cast<size_t>(ch)],
+                                   rq.add[static_cast<size_t>(ch)]),
+                         rq.lo, rq.hi);
+          const auto b = static_cast<int32_t>(std::nearbyint(y)) + rq.shift;
+          want[static_cast<size_t>(ox * c + ch)] = static_cast<uint8_t>(std::clamp(b, 0, 255));
+        }
+      }
+      for (const simd::Kernels* v : variants) {
+        SCOPED_TRACE(v->name);
+        std::vector<int32_t> quads(static_cast<size_t>(3 * w * c));
+        const int32_t* rows[3];
+        for (int64_t r = 0; r < 3; ++r) {
+          v->quads_row(xb + r * w * c, w, c, stride, pad, quads.data() + r * w * c);
+          rows[r] = quads.data() + r * w * c;
+        }
+        std::vector<uint8_t> got(static_cast<size_t>(wo * c + 1), uint8_t{0xAB});  // + a guard
+        v->depthwise_u8_row(rows, wo, c, w4.data(), rq, c_begin, c_end, got.data());
+        EXPECT_EQ(got.back(), 0xAB) << "wrote past the output";
+        got.pop_back();
+        EXPECT_EQ(got, want);
+      }
+    }
   }
 }
 
