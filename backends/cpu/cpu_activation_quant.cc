@@ -211,6 +211,11 @@ std::optional<ActivationChain> activation_chain_of(const Node& n) {
 Why check_activation_quantize(const Node& n) {
   if (n.op() == "aten::sub" && !check_activation_dequantize(n)) return std::nullopt;
   if (activation_chain_of(n)) return std::nullopt;
+  if (n.op() == "aten::sub") {
+    // The backend has no float subtraction: it claims sub only inside that pattern.
+    return "a subtraction; the cpu backend runs aten::sub only as part of a dynamically "
+           "quantized activation (torchao's 8da) read by a grouped integer linear";
+  }
   return "not part of a dynamically quantized activation (torchao's 8da) read by a grouped "
          "integer linear";
 }

@@ -491,6 +491,21 @@ TEST(CpuBackend, MatmulOverOneElementStaysPortable) {
   EXPECT_TRUE(compiler_backend()->support().check(*nodes[1]).supported);
 }
 
+// A float subtraction stays portable, and the reason says so (it named torchao's pattern only).
+TEST(CpuBackend, FloatSubtractionStaysPortableSayingWhy) {
+  auto program = parse_text(
+      "graph(\n    %x: f32[3, 4],\n    %y: f32[3, 4]\n) {\n"
+      "  %s: f32[3, 4] = aten::sub.Tensor(self=%x, other=%y, alpha=1)\n"
+      "  return (%s)\n}\n");
+  ASSERT_TRUE(program);
+  const ir::Node* sub = *program->graph().nodes().begin();
+  partition::Support s = compiler_backend()->support().check(*sub);
+  EXPECT_FALSE(s.supported);
+  EXPECT_NE(s.reason.find("a subtraction; the cpu backend runs aten::sub only as part of"),
+            std::string::npos)
+      << s.reason;
+}
+
 // A dynamic size other than the batch stays portable, with the reason.
 TEST(CpuBackend, OtherDynamicSizesStayPortable) {
   auto program = parse_text(

@@ -14,6 +14,7 @@ constexpr const char* kExtraSchemas[] = {
      "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, "
      "Tensor)"),
     "aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+    "aten::matmul(Tensor self, Tensor other) -> Tensor",
     ("aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
      "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> "
      "Tensor"),

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "compiler/import/pt2.h"
 #include "compiler/import/pt2_internal.h"
 
 namespace ember::importer::pt2_internal {
@@ -342,6 +343,102 @@ json Translator::translate_node(const json& node, Scope& scope, const std::strin
   return out;
 }
 
+void Translator::claim_outputs(const json& nodes, Scope& scope, const std::string& where) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string nw = at(where + ".nodes", i);
+    for (const auto& [n, type] : output_names(field(nodes[i], "outputs", nw), nw + ".outputs")) {
+      if (scope.names.count(n) != 0) fail(nw, "value '" + n + "' is defined twice");
+      scope.names[n] = claim(n);
+    }
+  }
+}
+
+void Translator::translate_nodes(const json& nodes, Scope& scope, const std::string& where,
+                                 int depth, json& out) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string nw = at(where + ".nodes", i);
+    if (inline_wrapper(nodes[i], scope, nw, depth, out)) continue;
+    json n = translate_node(nodes[i], scope, nw, depth);
+    if (!n.is_null()) out.push_back(std::move(n));
+  }
+}
+
+bool Translator::inline_wrapper(const json& node, Scope& scope, const std::string& where, int depth,
+                                json& nodes) {
+  const std::string target = as_string(field(node, "target", where), where + ".target");
+  const bool grad = target == "torch.ops.higher_order.wrap_with_set_grad_enabled";
+  const bool autocast = target == "torch.ops.higher_order.wrap_with_autocast";
+  if (!grad && !autocast) return false;
+  std::string name = where;
+  if (const json* n = optional_field(node, "name"); n != nullptr && n->is_string())
+    name = "node " + n->get<std::string>();
+  const std::string w = name + " (" + target + ")";
+  // wrap_with_set_grad_enabled(enabled, body, *operands): grad mode changes nothing a program
+  // computes. wrap_with_autocast(device_type, dtype, enabled, cache_enabled, body, *operands):
+  // an enabled autocast casts its ops' operands, which the body does not show.
+  const size_t body_at = grad ? 1 : 4;
+  const json& inputs = as_array(field(node, "inputs", w), w + ".inputs");
+  if (inputs.size() <= body_at) fail(w, "fewer arguments than the wrapper takes");
+  auto arg = [&](size_t i) -> const json& { return field(inputs[i], "arg", at(w + ".inputs", i)); };
+  if (autocast) {
+    auto [kind, enabled] = union_of(arg(2), at(w + ".inputs", 2));
+    if (kind != "as_bool" || !enabled->is_boolean()) fail(w, "autocast's enabled is not a bool");
+    if (enabled->get<bool>()) {
+      auto [dkind, device] = union_of(arg(0), at(w + ".inputs", 0));
+      auto [tkind, dtype] = union_of(arg(1), at(w + ".inputs", 1));
+      const std::string d = dkind == "as_string" ? as_string(*device, w) : "?";
+      const std::string t = tkind == "as_scalar_type" ? dtype_of_code(as_int(*dtype, w), w)
+                                                      : std::string("its default dtype");
+      throw ImportError{w + ": a torch.autocast('" + d + "', " + t +
+                        ") region; Ember does not apply autocast's casts itself, so the region "
+                        "is not inlined" +
+                        std::string(kPt2DecomposeHint) +
+                        " (it writes autocast's casts into the graph)"};
+    }
+  }
+  auto [gkind, g] = union_of(arg(body_at), at(w + ".inputs", body_at));
+  if (gkind != "as_graph") fail(at(w + ".inputs", body_at), "expected a graph");
+  if (depth >= kMaxDepth) fail(w, "subgraphs nest too deeply");
+  const std::string bw = w + " body";
+  const json& body = field(*g, "graph", bw);
+  const json& body_inputs = as_array(field(body, "inputs", bw), bw + ".inputs");
+  const size_t operands = inputs.size() - body_at - 1;
+  if (body_inputs.size() != operands) {
+    fail(w, "the body takes " + std::to_string(body_inputs.size()) + " inputs but is given " +
+                std::to_string(operands) + " operands");
+  }
+  Scope inner;
+  inner.tensor_values = optional_field(body, "tensor_values");
+  for (size_t i = 0; i < operands; ++i) {
+    const std::string iw = at(bw + ".inputs", i);
+    auto [kind, v] = union_of(body_inputs[i], iw);
+    if (kind != "as_tensor") fail(iw, "a body input of kind '" + kind + "'");
+    const std::string inner_name = as_string(field(*v, "name", iw), iw + ".name");
+    if (inner.names.count(inner_name) != 0) fail(iw, "input '" + inner_name + "' is named twice");
+    const std::string aw = at(w + ".inputs", body_at + 1 + i);
+    auto [akind, a] = union_of(arg(body_at + 1 + i), aw);
+    if (akind != "as_tensor") fail(aw, "an operand of kind '" + akind + "'; expected a tensor");
+    inner.names[inner_name] = lookup(scope, as_string(field(*a, "name", aw), aw), aw);
+  }
+  const json& body_nodes = as_array(field(body, "nodes", bw), bw + ".nodes");
+  claim_outputs(body_nodes, inner, bw);
+  translate_nodes(body_nodes, inner, bw, depth + 1, nodes);
+  const json& body_outputs = as_array(field(body, "outputs", bw), bw + ".outputs");
+  const auto outer = output_names(field(node, "outputs", w), w + ".outputs");
+  if (outer.size() != body_outputs.size()) {
+    fail(w, "the wrapper has " + std::to_string(outer.size()) + " outputs but its body " +
+                std::to_string(body_outputs.size()));
+  }
+  for (size_t i = 0; i < outer.size(); ++i) {
+    const std::string ow = at(bw + ".outputs", i);
+    auto [kind, v] = union_of(body_outputs[i], ow);
+    if (kind != "as_tensor" || outer[i].second != "tensor") fail(ow, "a non-tensor output");
+    // The wrapper's output names the body's value from here on.
+    scope.names[outer[i].first] = lookup(inner, as_string(field(*v, "name", ow), ow), ow);
+  }
+  return true;
+}
+
 json Translator::translate_graph(const json& graph, const std::string& where, int depth,
                                  json* signature) {
   Scope scope;
@@ -360,13 +457,7 @@ json Translator::translate_graph(const json& graph, const std::string& where, in
     scope.names[input_names.back()] = claim(input_names.back());
   }
   // Every name this graph defines is claimed before any subgraph claims its own.
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const std::string nw = at(where + ".nodes", i);
-    for (const auto& [n, type] : output_names(field(nodes[i], "outputs", nw), nw + ".outputs")) {
-      if (scope.names.count(n) != 0) fail(nw, "value '" + n + "' is defined twice");
-      scope.names[n] = claim(n);
-    }
-  }
+  claim_outputs(nodes, scope, where);
   json out;
   json jinputs = json::array();
   for (size_t i = 0; i < input_names.size(); ++i) {
@@ -376,10 +467,7 @@ json Translator::translate_graph(const json& graph, const std::string& where, in
   }
   out["inputs"] = jinputs;
   json jnodes = json::array();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    json n = translate_node(nodes[i], scope, at(where + ".nodes", i), depth);
-    if (!n.is_null()) jnodes.push_back(std::move(n));
-  }
+  translate_nodes(nodes, scope, where, depth, jnodes);
   out["nodes"] = jnodes;
   const json& outputs = as_array(field(graph, "outputs", where), where + ".outputs");
   json jout = json::array();

@@ -100,8 +100,20 @@ class Translator {
   std::vector<json> module_stack(const json& node);
   json translate_node(const json& node, Scope& scope, const std::string& where, int depth);
 
+  // torch.export's wrapper higher-order ops (`wrap_with_set_grad_enabled`, and
+  // `wrap_with_autocast` where the autocast is disabled) are inlined: their body's nodes are
+  // appended to `nodes`, the n-th body input bound to the n-th operand and the wrapper's n-th
+  // output to the body's n-th output, never by name (contract C5). False for any other node.
+  bool inline_wrapper(const json& node, Scope& scope, const std::string& where, int depth,
+                      json& nodes);
+
   // {"inputs", "nodes", "outputs"}; for the top-level graph, `signature` gets each input's kind.
   json translate_graph(const json& graph, const std::string& where, int depth, json* signature);
+  // Claims a name for every value `nodes` define, in `scope`.
+  void claim_outputs(const json& nodes, Scope& scope, const std::string& where);
+  // Translates `nodes` in `scope` (wrappers inlined) onto `out`.
+  void translate_nodes(const json& nodes, Scope& scope, const std::string& where, int depth,
+                       json& out);
 
   // ---- signature and weights ----------------------------------------------------------------
 

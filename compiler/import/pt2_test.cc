@@ -364,6 +364,176 @@ TEST(Pt2, ReadsSymbolicSizes) {
   EXPECT_EQ(d.value, 16);
 }
 
+// ---- wrappers (contract C5) --------------------------------------------------------------------
+
+json aten_node(const std::string& op, const std::string& a, const std::string& b,
+               const std::string& out) {
+  return {{"target", "torch.ops.aten." + op + ".Tensor"},
+          {"inputs",
+           {{{"name", "self"}, {"arg", tensor_arg(a)}, {"kind", 1}},
+            {{"name", "other"}, {"arg", tensor_arg(b)}, {"kind", 1}}}},
+          {"outputs", {tensor_arg(out)}},
+          {"name", out}};
+}
+
+json positional(const json& arg) { return {{"name", ""}, {"arg", arg}, {"kind", 1}}; }
+
+// A body graph: inputs named `names`, output sub(names[0], names[1]) (not symmetric, so a
+// binding by name instead of position shows).
+json sub_body(const std::vector<std::string>& names) {
+  json values = {{"r", meta({4})}};
+  json inputs = json::array();
+  for (const std::string& n : names) {
+    values[n] = meta({4});
+    inputs.push_back(tensor_arg(n));
+  }
+  return {{"name", "submod_1"},
+          {"graph",
+           {{"inputs", inputs},
+            {"outputs", {tensor_arg("r")}},
+            {"nodes", {aten_node("sub", names[0], names[1], "r")}},
+            {"tensor_values", values}}}};
+}
+
+// model_json() with inputs p_w, x, y and the nodes w = target(leading..., body, operands...)
+// and add(w, p_w).
+json wrapped_model(const std::string& target, const json& leading, const json& body,
+                   const std::vector<std::string>& operands) {
+  json model = model_json();
+  json& graph = model["graph_module"]["graph"];
+  json inputs = json::array();
+  for (const json& a : leading) inputs.push_back(positional(a));
+  inputs.push_back(positional({{"as_graph", body}}));
+  for (const std::string& o : operands) inputs.push_back(positional(tensor_arg(o)));
+  json wrapper = {
+      {"target", target}, {"inputs", inputs}, {"outputs", {tensor_arg("w")}}, {"name", "wrap"}};
+  graph["nodes"] = {wrapper, aten_node("add", "w", "p_w", "add")};
+  graph["inputs"] = {tensor_arg("p_w"), tensor_arg("x"), tensor_arg("y")};
+  graph["tensor_values"] = {
+      {"p_w", meta({4})}, {"x", meta({4})}, {"y", meta({4})}, {"w", meta({4})}, {"add", meta({4})}};
+  json& specs = model["graph_module"]["signature"]["input_specs"];
+  specs.push_back({{"user_input", {{"arg", tensor_arg("y")}}}});
+  return model;
+}
+
+json set_grad(bool enabled) { return json::array({{{"as_bool", enabled}}}); }
+
+// The imported graph's sub node: its self and other as indexes of the graph's inputs.
+std::pair<int, int> sub_operands(const ir::Program& program) {
+  const auto& inputs = program.graph().inputs();
+  auto index = [&](const ir::Arg* a) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (a != nullptr && a->kind() == ir::ArgKind::Value && a->as_value() == inputs[i])
+        return static_cast<int>(i);
+    return -1;
+  };
+  for (const ir::Node* n : program.graph().nodes()) {
+    if (n->op() == "aten::sub") return {index(n->arg("self")), index(n->arg("other"))};
+  }
+  return {-2, -2};
+}
+
+// C5 test 1: the body's inputs are named x, y and the wrapper is called with (y, x): the body's
+// x is the program's y.
+TEST(Pt2Wrappers, BodyInputsBindByPositionNotName) {
+  json model = wrapped_model("torch.ops.higher_order.wrap_with_set_grad_enabled", set_grad(false),
+                             sub_body({"x", "y"}), {"y", "x"});
+  auto p = import_entries(archive_entries(model));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  // Inputs: p_w 0, x 1, y 2. sub(body x, body y) = sub(y, x).
+  EXPECT_EQ(sub_operands(**p), std::make_pair(2, 1));
+  for (const ir::Node* n : (*p)->graph().nodes()) {
+    EXPECT_EQ(n->op().find("higher_order"), std::string::npos) << "the wrapper is inlined";
+    if (n->op() == "aten::add") {  // add(w, p_w): w is the body's output, sub's result
+      const ir::Arg* self = n->arg("self");
+      ASSERT_NE(self, nullptr);
+      ASSERT_NE(self->as_value()->producer(), nullptr);
+      EXPECT_EQ(self->as_value()->producer()->op(), "aten::sub");
+    }
+  }
+  // Body inputs named unlike anything outside bind the same way.
+  json renamed = wrapped_model("torch.ops.higher_order.wrap_with_set_grad_enabled", set_grad(true),
+                               sub_body({"arg1_1", "arg0_1"}), {"x", "y"});
+  auto q = import_entries(archive_entries(renamed));
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(sub_operands(**q), std::make_pair(1, 2));
+}
+
+// C5 test 2: the same wrapper called with (x, x).
+TEST(Pt2Wrappers, OneOperandTwice) {
+  json model = wrapped_model("torch.ops.higher_order.wrap_with_set_grad_enabled", set_grad(false),
+                             sub_body({"x", "y"}), {"x", "x"});
+  auto p = import_entries(archive_entries(model));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(sub_operands(**p), std::make_pair(1, 1));
+}
+
+json autocast_args(bool enabled) {
+  return json::array({{{"as_string", "cpu"}},
+                      {{"as_scalar_type", 13}},  // bfloat16
+                      {{"as_bool", enabled}},
+                      {{"as_bool", false}}});
+}
+
+TEST(Pt2Wrappers, DisabledAutocastIsInlinedAnEnabledOneRefused) {
+  const std::string target = "torch.ops.higher_order.wrap_with_autocast";
+  auto p = import_entries(archive_entries(
+      wrapped_model(target, autocast_args(false), sub_body({"a", "b"}), {"y", "x"})));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(sub_operands(**p), std::make_pair(2, 1));
+
+  auto q = import_entries(archive_entries(
+      wrapped_model(target, autocast_args(true), sub_body({"a", "b"}), {"y", "x"})));
+  ASSERT_FALSE(q.ok());
+  const std::string m = q.status().message();
+  EXPECT_NE(m.find("node wrap (torch.ops.higher_order.wrap_with_autocast)"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("torch.autocast('cpu', bfloat16)"), std::string::npos) << m;
+  EXPECT_NE(m.find("run_decompositions"), std::string::npos) << m;
+}
+
+TEST(Pt2Wrappers, NestedWrappersAreInlined) {
+  // set_grad(false) { set_grad(true) { sub(a, b) } } called with (y, x).
+  json inner = {{"target", "torch.ops.higher_order.wrap_with_set_grad_enabled"},
+                {"inputs",
+                 {positional({{"as_bool", true}}), positional({{"as_graph", sub_body({"b", "a"})}}),
+                  positional(tensor_arg("a")), positional(tensor_arg("b"))}},
+                {"outputs", {tensor_arg("inner_out")}},
+                {"name", "inner"}};
+  json outer_body = {
+      {"name", "submod_0"},
+      {"graph",
+       {{"inputs", {tensor_arg("a"), tensor_arg("b")}},
+        {"outputs", {tensor_arg("inner_out")}},
+        {"nodes", {inner}},
+        {"tensor_values", {{"a", meta({4})}, {"b", meta({4})}, {"inner_out", meta({4})}}}}}};
+  auto p = import_entries(
+      archive_entries(wrapped_model("torch.ops.higher_order.wrap_with_set_grad_enabled",
+                                    set_grad(false), outer_body, {"y", "x"})));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  // Outer body: a = y, b = x; inner body (named b, a) gets (a, b) = (y, x): sub(y, x).
+  EXPECT_EQ(sub_operands(**p), std::make_pair(2, 1));
+}
+
+TEST(Pt2Wrappers, MalformedWrappersAreRefused) {
+  const std::string target = "torch.ops.higher_order.wrap_with_set_grad_enabled";
+  auto expect_refused = [](const json& model, const std::string& needle) {
+    auto p = import_entries(archive_entries(model));
+    ASSERT_FALSE(p.ok());
+    EXPECT_NE(p.status().message().find(needle), std::string::npos) << p.status().message();
+  };
+  expect_refused(wrapped_model(target, set_grad(false), sub_body({"a", "b"}), {"x"}),
+                 "the body takes 2 inputs but is given 1 operands");
+  expect_refused(wrapped_model(target, set_grad(false), sub_body({"a", "b"}), {"x", "nope"}),
+                 "unknown value 'nope'");
+  json model = wrapped_model(target, set_grad(false), sub_body({"a", "b"}), {"x", "y"});
+  model["graph_module"]["graph"]["nodes"][0]["outputs"].push_back(tensor_arg("w2"));
+  expect_refused(model, "the wrapper has 2 outputs but its body 1");
+  json no_graph = wrapped_model(target, set_grad(false), sub_body({"a", "b"}), {"x", "y"});
+  no_graph["graph_module"]["graph"]["nodes"][0]["inputs"][1]["arg"] = {{"as_int", 3}};
+  expect_refused(no_graph, "expected a graph");
+}
+
 // Truncations and flipped bytes anywhere in a whole archive: an error or a program, never a crash.
 TEST(Pt2, MalformedArchivesNeverCrash) {
   const Bytes zip = make_zip(archive_entries(model_json()));

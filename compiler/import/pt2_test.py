@@ -86,6 +86,36 @@ class TrainingIrOps(torch.nn.Module):
                 *torch.nn.functional.adaptive_max_pool2d(a, (3, 2), return_indices=True))
 
 
+class C5NoGrad(torch.nn.Module):
+    """C5 test 3's snippet in a no_grad block: torch.export (grad enabled) writes it as
+    wrap_with_set_grad_enabled, which Ember inlines."""
+
+    def forward(self, x, y):
+        with torch.no_grad():
+            r = y @ x - y
+        return r + 1
+
+
+class C5AutocastOff(torch.nn.Module):
+    """A disabled autocast region: wrap_with_autocast(..., enabled=False), its body's inputs
+    named arg1_1, arg0_1 and given (y, x): bound by position."""
+
+    def forward(self, x, y):
+        with torch.autocast("cpu", enabled=False):
+            r = y @ x - y
+        return r
+
+
+class C5Autocast(torch.nn.Module):
+    """C5 test 3: the matmul runs in bfloat16 in eager. Saved as is, the region is refused (Ember
+    does not apply autocast's casts itself); after run_decompositions the casts are in the graph."""
+
+    def forward(self, x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            r = y @ x - y
+        return r
+
+
 class Erfinv(torch.nn.Module):
     def forward(self, x):
         return torch.erfinv(x)
@@ -115,6 +145,10 @@ def models():
         "dynamic": (MLP, (rand(4, 4),), ({0: torch.export.Dim("batch", min=1, max=16)},),
                     [(rand(n, 4),) for n in (1, 7, 16)]),
         "cond": (Cond, (rand(3),), None, [(torch.ones(3),), (-torch.ones(3),)]),
+        "c5_no_grad": (C5NoGrad, (rand(4, 4), rand(4, 4)), None, [(rand(4, 4), rand(4, 4))]),
+        "c5_autocast_off": (C5AutocastOff, (rand(4, 4), rand(4, 4)), None,
+                            [(rand(4, 4), rand(4, 4))]),
+        "c5_autocast": (C5Autocast, (rand(4, 4), rand(4, 4)), None, [(rand(4, 4), rand(4, 4))]),
         "training_ir_ops": (TrainingIrOps, (rand(3, 4), rand(4), torch.tensor(1.5),
                                             rand(1, 2, 7, 5)), None,
                             [(rand(3, 4), rand(4), torch.tensor(-0.5), rand(1, 2, 7, 5))]),
@@ -125,17 +159,35 @@ def models():
     return result
 
 
-def save(module, example, dynamic, path, decompose):
-    with torch.no_grad():
+# Exported with grad enabled, as a user who does not wrap export in no_grad does: a no_grad block
+# in forward then becomes a wrapper (under no_grad it changes nothing and leaves no trace).
+EXPORT_WITH_GRAD = {"c5_no_grad"}
+
+# The wrapper each model's training IR must hold (else the test would not test inlining).
+WRAPPERS = {"c5_no_grad": "torch.ops.higher_order.wrap_with_set_grad_enabled",
+            "c5_autocast_off": "torch.ops.higher_order.wrap_with_autocast",
+            "c5_autocast": "torch.ops.higher_order.wrap_with_autocast"}
+
+
+def save(module, example, dynamic, path, decompose, grad=False):
+    with torch.set_grad_enabled(grad):
         ep = torch.export.export(module, example, dynamic_shapes=dynamic)
         if decompose:
             ep = ep.run_decompositions()
     torch.export.save(ep, path)
 
 
+def model_json_text(pt2):
+    with zipfile.ZipFile(pt2) as z:
+        return next(z.read(n) for n in z.namelist() if n.endswith("/models/model.json")).decode()
+
+
 # Training-IR forms Ember does not lower, refused with the decomposition hint (their core-ATen
-# variant must pass): cond's branch calls aten::linear on a 1-D input.
-REFUSED_TRAINING_IR = {"cond": "aten::linear.default"}
+# variant must pass): cond's branch calls aten::linear on a 1-D input; an enabled autocast
+# region, whose casts only torch's decomposition writes.
+REFUSED_TRAINING_IR = {"cond": ("aten::linear.default",),
+                       "c5_autocast": ("node sub (torch.ops.higher_order.wrap_with_autocast)",
+                                       "torch.autocast('cpu', bfloat16)")}
 
 
 def check_model(args, name, spec):
@@ -153,9 +205,11 @@ def check_model(args, name, spec):
         tag = f"{name}_{variant}"
         pt2 = os.path.join(args.work, tag + ".pt2")
         pte = os.path.join(args.work, tag + ".pte")
-        save(copy.deepcopy(module), example, dynamic, pt2, decompose)
+        save(copy.deepcopy(module), example, dynamic, pt2, decompose, name in EXPORT_WITH_GRAD)
+        if not decompose and name in WRAPPERS and WRAPPERS[name] not in model_json_text(pt2):
+            raise AssertionError(f"{tag}: torch.export no longer writes {WRAPPERS[name]}")
         if not decompose and name in REFUSED_TRAINING_IR:
-            expect_refused(args, pt2, REFUSED_TRAINING_IR[name], "run_decompositions")
+            expect_refused(args, pt2, *REFUSED_TRAINING_IR[name], "run_decompositions")
             continue
         r = run([args.ember, "compile", pt2, "-o", pte])
         if r.returncode != 0:
@@ -209,6 +263,11 @@ def check_refusals(args):
         path = os.path.join(args.work, f"refuse_erfinv_{int(decompose)}.pt2")
         save(Erfinv(), (torch.rand(4) - 0.5,), None, path, decompose)
         expect_refused(args, path, "aten::erfinv", "run_decompositions")
+
+    # Training IR's matmul is lowered for two matrices; a batched one is refused with the hint.
+    path = os.path.join(args.work, "refuse_batched_matmul.pt2")
+    save(C5AutocastOff(), (torch.randn(2, 3, 3), torch.randn(2, 3, 3)), None, path, False)
+    expect_refused(args, path, "matmul is lowered for two matrices only", "run_decompositions")
 
     # A compressed entry is refused naming it.
     path = os.path.join(args.work, "refuse_deflated.pt2")

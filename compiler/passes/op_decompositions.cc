@@ -180,6 +180,22 @@ ir::Status lower_fill_tensor(ir::Program&, ir::Node* node) {
   return replace_with(node, k->output());
 }
 
+ir::Status lower_matmul(ir::Program&, ir::Node* node) {
+  ir::Value* self = tensor_arg(*node, "self");
+  ir::Value* other = tensor_arg(*node, "other");
+  if (self == nullptr || other == nullptr || self->tensor_type().rank() != 2 ||
+      other->tensor_type().rank() != 2) {
+    return ir::Status::error(
+        node_error(*node,
+                   "matmul is lowered for two matrices only; save the program after "
+                   "`ep = ep.run_decompositions()` for other ranks"));
+  }
+  ir::Node* k = add_kernel_node(*node->owner(), "aten::mm.out",
+                                {{"self", ir::Arg::value(self)}, {"mat2", ir::Arg::value(other)}},
+                                {node->output(0)->type()}, node->name(), node);
+  return replace_with(node, k->output());
+}
+
 ir::Status lower_mv(ir::Program&, ir::Node* node) {
   ir::Value* self = tensor_arg(*node, "self");
   ir::Value* vec = tensor_arg(*node, "vec");

@@ -21,6 +21,9 @@ ir::Status lower_eye(ir::Program& program, ir::Node* node);
 ir::Status lower_fill_tensor(ir::Program& program, ir::Node* node);
 // mv(self[n, m], vec[m]) = mm(self, vec viewed [m, 1]) viewed [n].
 ir::Status lower_mv(ir::Program& program, ir::Node* node);
+// matmul(self[n, k], other[k, m]) = mm(self, other); other ranks are refused naming the node
+// (core ATen's decomposition, run_decompositions, covers them).
+ir::Status lower_matmul(ir::Program& program, ir::Node* node);
 // linalg_vector_norm(self, ord, dim, keepdim) and norm.ScalarOpt_dim(self, p, dim, keepdim):
 // sum(|x|^ord)^(1/ord); ord 0: count of non-zeros; +-inf: amax / amin of |x|.
 ir::Status lower_vector_norm(ir::Program& program, ir::Node* node);

@@ -83,6 +83,7 @@ constexpr LoweringRule kRules[] = {
      nullptr},
     {"aten::linear.default", nullptr, nullptr, lower_linear, nullptr},
     {"aten::linalg_vector_norm.default", nullptr, nullptr, lower_vector_norm, nullptr},
+    {"aten::matmul.default", nullptr, nullptr, lower_matmul, nullptr},
     {"aten::max.dim", "aten::max.dim_max", nullptr, nullptr, nullptr},
     {"aten::max_pool2d.default", nullptr, nullptr, lower_max_pool2d, nullptr},
     {"aten::mean.dim", "aten::mean.out", nullptr, nullptr, nullptr},

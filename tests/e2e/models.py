@@ -56,6 +56,20 @@ class BufferViewAutocast(BufferViewAdd):  # C1 test 3, autocast
         return x + self.buf
 
 
+class C5Autocast(torch.nn.Module):  # C5 test 3: the wrapped block's operands swapped
+    def forward(self, x, y):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            r = y @ x - y
+        return r
+
+
+class C5NoGrad(torch.nn.Module):  # C5: the same block in no_grad, operands swapped
+    def forward(self, x, y):
+        with torch.no_grad():
+            r = y @ x - y
+        return r
+
+
 class DynamicFlatten(torch.nn.Module):  # a dynamic batch through a reshape (sym_size)
     def __init__(self):
         super().__init__()
@@ -493,6 +507,10 @@ def models():
         "c8_stack_two_users": (StackTwoUsers, [(r(3, 4), r(3, 4))], None, True),
         "c9_select_element": (SelectElement, [(torch.tensor([1.5, -2.0, 3.25]),)], None, True),
         "c10_rmsnorm": (lambda: torch.nn.RMSNorm(64), [(r(2, 5, 64),)], None, True),
+        # C5: blocks torch.export wraps (autocast, no_grad), inlined binding by position; eager
+        # runs the autocast block's matmul in bfloat16.
+        "c5_autocast": (C5Autocast, [(r(4, 4), r(4, 4)), (r(4, 4), r(4, 4))], None, True),
+        "c5_no_grad": (C5NoGrad, [(r(4, 4), r(4, 4))], None, True),
         "c10_rmsnorm_no_eps_no_weight": (
             lambda: torch.nn.RMSNorm(64, eps=None, elementwise_affine=False),
             [(r(2, 5, 64),)], None, True),
