@@ -546,14 +546,19 @@ TEST(Pt2, MalformedArchivesNeverCrash) {
     bad[i] ^= 0x5A;
     (void)import_pt2(share(bad));
   }
-  // The same for flipped bytes inside model.json, past the CRC check (recomputed here).
-  const std::string text = model_json().dump();
-  for (size_t i = 0; i < text.size(); i += 5) {
-    std::string bad = text;
-    bad[i] = static_cast<char>(bad[i] ^ 0x21);
-    std::vector<Entry> entries = archive_entries(model_json());
-    entries[3].data = bad;
-    (void)import_entries(entries);
+  // The same for flipped bytes inside model.json, past the CRC check (recomputed here), of the
+  // plain model and of one with a wrapper to inline.
+  const json wrapped = wrapped_model("torch.ops.higher_order.wrap_with_autocast",
+                                     autocast_args(false), sub_body({"a", "b"}), {"y", "x"});
+  for (const json& model : {model_json(), wrapped}) {
+    const std::string text = model.dump();
+    for (size_t i = 0; i < text.size(); i += 5) {
+      std::string bad = text;
+      bad[i] = static_cast<char>(bad[i] ^ 0x21);
+      std::vector<Entry> entries = archive_entries(model);
+      entries[3].data = bad;
+      (void)import_entries(entries);
+    }
   }
 }
 
