@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/cpu_testing.h"
+#include "backends/cpu/test/testing.h"
 
 namespace {
 

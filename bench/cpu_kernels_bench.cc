@@ -1,7 +1,7 @@
 // Ember's own cpu-backend kernels alone: at MobileNetV2's shapes, batch 1, the fp32 3x3 depthwise
-// convolution (depthwise.h), the same of int8 values, uint8 in and out (QuantDepthwise3x3), and
-// the int8 1x1 convolution (QuantPointwise, quant_gemm.h); at BERT's and Llama's linear layers
-// over a 128-token sequence, the packed GEMM (packed_gemm.h).
+// convolution (kernels/depthwise.h), the same of int8 values, uint8 in and out (QuantDepthwise3x3),
+// and the int8 1x1 convolution (QuantPointwise, kernels/quant_gemm.h); at BERT's and Llama's linear
+// layers over a 128-token sequence, the packed GEMM (packed_gemm.h).
 //
 //   build/release/bench/ember_cpu_kernels_bench --benchmark_repetitions=10
 //     --benchmark_report_aggregates_only=true
@@ -17,9 +17,9 @@
 #include <random>
 #include <vector>
 
-#include "backends/cpu/depthwise.h"
-#include "backends/cpu/own_kernels.h"
-#include "backends/cpu/quant_gemm.h"
+#include "backends/cpu/kernels/depthwise.h"
+#include "backends/cpu/kernels/policy.h"
+#include "backends/cpu/kernels/quant_gemm.h"
 #include "runtime/kernels/gemm/packed_gemm.h"
 
 namespace {
@@ -63,7 +63,7 @@ void BM_QuantDepthwise(benchmark::State& state) {
   const Shape s = shape_of(state);
   std::mt19937 gen(2);
   // 8-bit weights, [-127, 127], or 7-bit, [-64, 63], which Ember's kernel sums in integers
-  // without VNNI too (depthwise.h).
+  // without VNNI too (kernels/depthwise.h).
   const bool seven = state.range(4) == 7;
   std::uniform_int_distribution<int> byte(0, 255), weight(seven ? -64 : -127, seven ? 63 : 127);
   std::vector<int8_t> w(static_cast<size_t>(s.c * 9));

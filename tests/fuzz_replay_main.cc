@@ -1,5 +1,5 @@
 // The fuzz targets (LLVMFuzzerTestOneInput of runtime/executor/*_fuzz.cc,
-// compiler/import/exported_program_fuzz.cc and backends/cpu/cpu_graph_fuzz.cc) outside libFuzzer:
+// compiler/import/exported_program_fuzz.cc and backends/cpu/graph/graph_fuzz.cc) outside libFuzzer:
 // in every gcc build, so that they compile there, and as CTest tests (fuzz_replay_*) that run
 // their seed inputs, each also mutated `--mutations N` times (bytes overwritten, runs flipped, cut
 // or repeated; deterministic from `--seed`), under ASan and UBSan in the sanitizer build.

@@ -1,5 +1,5 @@
 // The compile side of the `cpu` backend (oneDNN): which nodes it runs exactly, and how a partition
-// becomes its processed blob (backends/cpu/graph_format.h) and named data.
+// becomes its processed blob (backends/cpu/graph/graph_format.h) and named data.
 //
 //   ember::cpu::register_compiler_backend();                   // once, before compiling
 //   const partition::CompilerBackend* b = ember::cpu::compiler_backend();

@@ -5,9 +5,9 @@
 //   const ember::Backend* b = ember::cpu::runtime_backend();
 //   Result<DelegateHandle*> h = b->init(ctx, &blob, specs); // then execute(), destroy()
 //
-// init validates the whole blob (graph_format.h), reads the weights from the context's named data
-// (every key must be there with its exact size), creates the oneDNN primitives with the layouts
-// oneDNN prefers (blocked activations stay blocked between ops; weights are reordered once,
+// init validates the whole blob (graph/graph_format.h), reads the weights from the context's named
+// data (every key must be there with its exact size), creates the oneDNN primitives with the
+// layouts oneDNN prefers (blocked activations stay blocked between ops; weights are reordered once,
 // here), and allocates every buffer, the scratchpad included: those it keeps (weights in their
 // final layouts, activations, scratchpad) from the context's method allocator, the rest from
 // the heap; summarize() reports both (`ember inspect MODEL.pte --memory` prints it). A method
@@ -19,8 +19,8 @@
 // primitives at every call. Where they beat oneDNN 2.6 on fp32, Ember's own AVX-512 kernels run
 // instead (compile spec "ember_kernels" = "on" (default) | "off"): MobileNet's inverted residual
 // blocks whose expanded tensor outgrows a core's L2 cache, fused into one pass
-// (inverted_residual.h), the other 3x3 depthwise convolutions (depthwise.h), 1x1 convolutions of
-// channels-last tensors and one-row matmuls by a constant matrix (packed_gemm.h).
+// (kernels/inverted_residual.h), the other 3x3 depthwise convolutions (kernels/depthwise.h), 1x1
+// convolutions of channels-last tensors and one-row matmuls by a constant matrix (packed_gemm.h).
 // EMBER_CPU_VERBOSE=1 prints a line per execution of one, in the shape of oneDNN's ONEDNN_VERBOSE
 // lines. A bf16 program (compile spec "precision" = "bf16") on a CPU where bf16_supported() is
 // false is refused at init with NotSupported and a message that names the CPU's instruction set. A
@@ -51,17 +51,18 @@ bool int8_7bit_supported();
 // What a delegate runs, chosen at init (tests and tools): oneDNN primitives, and Ember's own
 // kernels (the "ember_kernels" compile spec, on by default, fp32 on AVX-512 CPUs).
 struct DelegateSummary {
-  int onednn_steps = 0;              // primitives and reorders
-  int inverted_residual_blocks = 0;  // fused 1x1 -> 3x3 depthwise -> 1x1 (inverted_residual.h)
-  int depthwise_steps = 0;           // 3x3 depthwise convolutions (depthwise.h)
-  int pointwise_steps = 0;           // 1x1 convolutions of channels-last tensors (packed_gemm.h)
-  int matvec_steps = 0;              // one-row matmuls by a constant matrix (packed_gemm.h)
-  int exact_steps = 0;        // relu/hardtanh clamps, max pooling, softmax NaN rows (nan_exact.h)
-  int int8_convolutions = 0;  // quantized convolutions computed in integers (cpu_quant.cc)
+  int onednn_steps = 0;  // primitives and reorders
+  int inverted_residual_blocks =
+      0;                    // fused 1x1 -> 3x3 depthwise -> 1x1 (kernels/inverted_residual.h)
+  int depthwise_steps = 0;  // 3x3 depthwise convolutions (kernels/depthwise.h)
+  int pointwise_steps = 0;  // 1x1 convolutions of channels-last tensors (packed_gemm.h)
+  int matvec_steps = 0;     // one-row matmuls by a constant matrix (packed_gemm.h)
+  int exact_steps = 0;  // relu/hardtanh clamps, max pooling, softmax NaN rows (kernels/nan_exact.h)
+  int int8_convolutions = 0;  // quantized convolutions computed in integers (onednn/quant_conv.cc)
   int int8_chained = 0;       // tensors handed from step to step as uint8 (int8 + 128)
-  int int8_elementwise = 0;   // quantizes to uint8 and adds of uint8 values (cpu_quant.cc)
+  int int8_elementwise = 0;   // quantizes to uint8 and adds of uint8 values (onednn/quant_conv.cc)
   int int8_matmuls = 0;       // quantized linear layers computed in integers
-  int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (quant_gemm.h)
+  int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (kernels/quant_gemm.h)
   int dot_matmuls = 0;        // of which in integers, of dynamically quantized inputs (8da4w)
   // Memory, in bytes. The buffers the build keeps, by use, taken from the method allocator of
   // BackendInitContext (from the heap where the context has none): weights reordered into the

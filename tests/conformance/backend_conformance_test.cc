@@ -58,8 +58,8 @@ struct KnownFailure {
   at::ScalarType dtype;
   const char* bug;
 };
-// None today: issue 20's relu/hardtanh, max pooling and softmax bugs are fixed (nan_exact.h), and
-// edge_cases.cc pins them.
+// None today: issue 20's relu/hardtanh, max pooling and softmax bugs are fixed
+// (kernels/nan_exact.h), and edge_cases.cc pins them.
 constexpr std::array<KnownFailure, 0> kKnownFailures{};
 
 const KnownFailure* known_failure(const std::string& flow, const std::string& label,

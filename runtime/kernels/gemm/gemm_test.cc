@@ -1,7 +1,7 @@
 // ember_gemm itself: both front-ends on every ISA variant this CPU has (not only the one
 // cpu_isa() picks), float and double, edge sizes and strides, against a reference summed in long
 // double. The kernels' conformance with ATen is tests/kernels/linalg_test.cc (mm, convolution)
-// and backends/cpu/own_kernels_test.cc (the packed GEMM through the backend).
+// and backends/cpu/kernels/kernels_test.cc (the packed GEMM through the backend).
 #include <gtest/gtest.h>
 
 #include <cmath>

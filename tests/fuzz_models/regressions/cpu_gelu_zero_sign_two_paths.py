@@ -4,7 +4,7 @@ ATen's CPU gelu has two paths: a contiguous float32 tensor of more than one elem
 oneDNN's gelu_erf (use_mkldnn), which gives +0.0 for -0.0 and below about -5.5; a one-element or
 strided tensor, or torch.backends.mkldnn off, gets ATen's formula x / 2 * (1 + erf(x / sqrt 2)),
 which gives -0.0 there. So eager's x / gelu(x) is -inf here and +inf on one element. Ember's cpu
-backend computes the formula on any size (backends/cpu/nan_exact.cc); the oracle accepts either
+backend computes the formula on any size (backends/cpu/kernels/nan_exact.cc); the oracle accepts either
 path's result (fuzz_models.py: run_eager onednn=False), as both are PyTorch's.
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""

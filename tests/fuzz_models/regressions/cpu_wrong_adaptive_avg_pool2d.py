@@ -2,7 +2,7 @@
 cpu gave `wrong`: call 0 output 0 (float32): 1 of 1 elements differ; at [0, 0, 0, 0]: got np.float32(-inf), eager np.float32(-2.5e+37)
 
 oneDNN's average pooling sums in float: -3e38 + -3e38 overflows to -inf, where ATen's mean is
-finite. Fixed: the cpu backend sums each non-finite output again in double (cpu_exact.cc,
+finite. Fixed: the cpu backend sums each non-finite output again in double (onednn/exact.cc,
 add_avg_pool_redo_step; CpuBackendNan.AvgPoolSumsExactNearFloatMax).
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""

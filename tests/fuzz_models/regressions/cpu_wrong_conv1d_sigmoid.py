@@ -34,4 +34,4 @@ CALLS = 1
 FLOWS = ['cpu']
 FOUND = "wrong"
 # Fixed: oneDNN ran this convolution by GEMM, whose reference logistic post-op maps NaN to 0; the
-# cpu backend now computes sigmoid itself (nan_exact.h), NaN kept.
+# cpu backend now computes sigmoid itself (kernels/nan_exact.h), NaN kept.

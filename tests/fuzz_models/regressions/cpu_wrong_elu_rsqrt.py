@@ -4,7 +4,7 @@ elu(-0.0)).
 
 oneDNN's elu gives +0.0 for -0.0 where ATen's (x > 0 ? x : alpha * expm1(x)) gives -0.0, so
 rsqrt gave +inf for ATen's -inf, and a softmax row holding +inf is NaN. Fixed: elu is Ember's own
-step on the cpu backend (nan_exact.cc, elu_in_place; CpuBackend.EluOnlyWhereExact).
+step on the cpu backend (kernels/nan_exact.cc, elu_in_place; CpuBackend.EluOnlyWhereExact).
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""
 

@@ -3,7 +3,7 @@ cpu gave `wrong`: call 0 output 0 (float32): 1 of 1 elements differ; at [0, 0, 0
 
 The cpu backend's gelu (oneDNN's gelu_erf) of -3e38 was +0.0 where ATen's is -0.0
 (x / 2 * (1 + erf(x / sqrt 2)) with 1 + erf = +0), and x / gelu(x) turned the sign of that zero
-into -inf against +inf. Fixed: the exact gelu is Ember's own kernel (backends/cpu/nan_exact.cc),
+into -inf against +inf. Fixed: the exact gelu is Ember's own kernel (backends/cpu/kernels/nan_exact.cc),
 never oneDNN's.
 
 A fixed Ember matches eager or refuses with an error; fuzz_models.py ctest fails on wrong, crash or invalid."""

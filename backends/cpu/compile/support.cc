@@ -1,0 +1,616 @@
+// The cpu backend's support table: what it claims, op by op, and the reason for every node it
+// leaves portable (exact or refused: contract C30).
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/compile/internal.h"
+#include "backends/cpu/cpu_compiler.h"
+#include "backends/cpu/graph/graph_format.h"
+
+namespace ember::cpu::internal {
+
+using ir::Arg;
+using ir::ArgKind;
+using ir::DType;
+using ir::Node;
+using ir::Value;
+using partition::OpRule;
+using partition::OpSupportTable;
+
+// ---------------------------------------------------------------------------------------------
+// Argument helpers. Absent arguments take the schema default the caller passes.
+
+std::optional<std::vector<int64_t>> int_list(const Node& n, const char* name, size_t count,
+                                             std::vector<int64_t> fallback) {
+  const Arg* a = n.arg(name);
+  if (a == nullptr || a->is_none()) return fallback;
+  if (a->kind() == ArgKind::Int) return std::vector<int64_t>(count, a->as_int());
+  if (a->kind() != ArgKind::List) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Arg& item : a->as_list()) {
+    if (item.kind() != ArgKind::Int) return std::nullopt;  // symbolic sizes are not static
+    out.push_back(item.as_int());
+  }
+  if (out.empty()) return fallback;
+  if (out.size() == 1 && count > 1) out.assign(count, out[0]);
+  return out;
+}
+
+std::optional<double> number(const Node& n, const char* name, double fallback) {
+  const Arg* a = n.arg(name);
+  if (a == nullptr || a->is_none()) return fallback;
+  if (a->kind() == ArgKind::Int || a->kind() == ArgKind::Bool) return double(a->as_int());
+  if (a->kind() == ArgKind::Float) return a->as_float();
+  return std::nullopt;
+}
+
+Value* value_arg(const Node& n, const char* name) {
+  const Arg* a = n.arg(name);
+  return a != nullptr && a->kind() == ArgKind::Value ? a->as_value() : nullptr;
+}
+
+std::vector<int64_t> static_dims(const Value& v) {
+  std::vector<int64_t> d;
+  for (const ir::Dim& dim : v.tensor_type().shape) d.push_back(dim.value);
+  return d;
+}
+
+// The right padding that gives `out` positions with oneDNN's floor division: the left padding
+// when that works (PyTorch pads symmetrically), else the exact value (ceil mode; a trailing
+// remainder PyTorch drops).
+int64_t right_padding(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  auto size = [&](int64_t pr) { return (in + pad + pr - k) / stride + 1; };
+  if (in + 2 * pad - k >= 0 && size(pad) == out) return pad;
+  return std::max<int64_t>(0, (out - 1) * stride + k - in - pad);
+}
+
+int64_t normalize_dim(int64_t d, int64_t rank) { return d < 0 ? d + rank : d; }
+
+std::optional<std::vector<int64_t>> reduced_dims(const Node& n, int64_t rank) {
+  auto dims = int_list(n, "dim", 0, {});
+  if (!dims) return std::nullopt;
+  std::vector<int64_t> out;
+  if (dims->empty()) {  // no dims: all of them
+    for (int64_t d = 0; d < rank; ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : *dims) {
+    d = normalize_dim(d, rank);
+    if (d < 0 || d >= rank) return std::nullopt;
+    out.push_back(d);
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) return std::nullopt;
+  return out;
+}
+
+bool is_global_pool_mean(const Node& n) {
+  if (n.op() != "aten::mean") return false;
+  const auto rank = static_cast<int64_t>(value_arg(n, "self")->tensor_type().rank());
+  return rank == 4 && reduced_dims(n, rank) == std::vector<int64_t>{2, 3};
+}
+
+std::optional<SliceParams> slice_params(const Node& n) {
+  const Value* in = value_arg(n, "self");
+  if (in == nullptr) return std::nullopt;
+  const std::vector<int64_t> sd = static_dims(*in);
+  const auto rank = static_cast<int64_t>(sd.size());
+  const bool select = n.op() == "aten::select" || n.op() == "aten::select_copy";
+  auto dim = number(n, "dim", 0);
+  if (!dim || rank == 0) return std::nullopt;
+  SliceParams p;
+  p.dim = normalize_dim(static_cast<int64_t>(*dim), rank);
+  if (p.dim < 0 || p.dim >= rank) return std::nullopt;
+  const int64_t size = sd[p.dim];
+  if (select) {
+    auto index = number(n, "index", 0);
+    if (!index) return std::nullopt;
+    p.start = static_cast<int64_t>(*index);
+    if (p.start < 0) p.start += size;
+    if (p.start < 0 || p.start >= size) return std::nullopt;
+    p.length = 1;
+    return p;
+  }
+  auto step = number(n, "step", 1);
+  if (!step || *step != 1) return std::nullopt;
+  // PyTorch's bounds: negative ones count from the end; both clamped to [0, size].
+  auto bound = [&](const char* name, int64_t fallback) -> std::optional<int64_t> {
+    auto v = number(n, name, static_cast<double>(fallback));
+    if (!v) return std::nullopt;
+    const Arg* a = n.arg(name);
+    int64_t x = a != nullptr && a->kind() == ArgKind::Int ? a->as_int() : static_cast<int64_t>(*v);
+    if (x < 0) x += size;
+    return std::clamp<int64_t>(x, 0, size);
+  };
+  auto start = bound("start", 0), end = bound("end", size);
+  if (!start || !end) return std::nullopt;
+  p.start = *start;
+  p.length = std::max<int64_t>(0, *end - *start);
+  if (static_dims(*n.output())[p.dim] != p.length) return std::nullopt;
+  return p;
+}
+
+// A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
+bool is_dynamic_batch(const ir::TensorType& t) {
+  if (t.shape.empty() || t.shape[0].is_static()) return false;
+  const std::string& e = t.shape[0].expr;
+  if (std::isdigit(static_cast<unsigned char>(e[0]))) return false;
+  for (char c : e) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  for (size_t i = 1; i < t.shape.size(); ++i) {
+    if (!t.shape[i].is_static()) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Every tensor the node reads or writes has static sizes but for a dynamic batch (dim 0 a bare
+// symbol): the runtime half builds its primitives at init for the upper bounds, and again for
+// each batch size a call brings, so every op is exact at every size. Any other dynamic size
+// (a dynamic sequence length, a batch folded into another dim) stays portable.
+// `reshape`: the node is a view or reshape, whose symbolic size arguments (a view to [batch, -1]
+// reads sym_size) are taken where its output is a dynamic batch: the sizes of a build follow from
+// its batch, so the value is not read.
+Why all_static(const Node& n, bool reshape = false) {
+  Why why;
+  const bool sizes_follow_batch = reshape && n.num_outputs() == 1 && n.output()->is_tensor() &&
+                                  is_dynamic_batch(n.output()->tensor_type());
+  auto check = [&](const Value* v) {
+    if (!why && !v->is_tensor() && !sizes_follow_batch) {
+      why = "reads the symbolic size %" + v->name() +
+            " (the cpu backend takes one only as a view's batch size)";
+    }
+    if (!why && v->is_tensor() && !v->tensor_type().is_static() &&
+        !is_dynamic_batch(v->tensor_type())) {
+      why = "dynamic shape on %" + v->name() + " (" + ir::to_string(v->type()) +
+            "): the cpu backend takes a dynamic batch (dim 0) only";
+    }
+    // oneDNN takes no empty tensor (a zero-size batched matmul divides by zero inside it); the
+    // portable kernels handle them. An empty dynamic batch is the runtime half's
+    // (runtime/cpu_runtime.cc). Unused results are never computed (batch norm's empty statistics).
+    const bool computed = v->producer() != &n || v->has_uses() || v == n.output(0);
+    if (!why && v->is_tensor() && computed) {
+      for (const ir::Dim& d : v->tensor_type().shape) {
+        if (d.is_static() && d.value == 0) {
+          why = "empty tensor %" + v->name() + " (" + ir::to_string(v->type()) +
+                "): oneDNN takes none";
+          break;
+        }
+      }
+    }
+  };
+  for (const Value* v : n.operands()) check(v);
+  for (size_t i = 0; i < n.num_outputs(); ++i) check(n.output(i));
+  return why;
+}
+
+Why outputs_unused_from(const Node& n, size_t first, const char* what) {
+  for (size_t i = first; i < n.num_outputs(); ++i) {
+    if (n.output(i)->has_uses()) return std::string(what) + " output is used";
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-op checks beyond dtype and rank (the table's `extra`).
+
+Why check_conv(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  Value* in = value_arg(n, "input");
+  Value* w = value_arg(n, "weight");
+  if (in == nullptr || w == nullptr) return "input and weight must be tensors";
+  const size_t rank = in->tensor_type().rank();
+  if (rank < 3 || rank > 5) return "convolution of rank " + std::to_string(rank) + " input";
+  const size_t r = rank - 2;
+  for (const char* name : {"stride", "padding", "dilation", "output_padding"}) {
+    if (!int_list(n, name, r, std::vector<int64_t>(r, 0)) ||
+        int_list(n, name, r, std::vector<int64_t>(r, 0))->size() != r) {
+      return std::string(name) + " is not a static list of " + std::to_string(r);
+    }
+  }
+  if (!number(n, "groups", 1) || !number(n, "transposed", 0)) return "groups/transposed unknown";
+  return std::nullopt;
+}
+
+Why check_batch_norm(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  if (n.op() == "aten::native_batch_norm") {
+    auto training = number(n, "training", 1);
+    if (!training || *training != 0) return "batch norm in training mode";
+  }
+  if (value_arg(n, "running_mean") == nullptr || value_arg(n, "running_var") == nullptr) {
+    return "batch norm without running statistics";
+  }
+  if (value_arg(n, "input")->tensor_type().rank() < 2) return "batch norm of rank < 2";
+  return outputs_unused_from(n, 1, "batch norm statistics");
+}
+
+Why check_pool_common(const Node& n, size_t* r) {
+  if (auto w = all_static(n)) return w;
+  const size_t rank = value_arg(n, "self")->tensor_type().rank();
+  if (rank != 4) return "pooling of a rank " + std::to_string(rank) + " input";
+  *r = 2;
+  for (const char* name : {"kernel_size", "stride", "padding", "dilation"}) {
+    auto l = int_list(n, name, 2, {1, 1});
+    if (!l || l->size() != 2) return std::string(name) + " is not a static list of 2";
+  }
+  return std::nullopt;
+}
+
+Why check_max_pool(const Node& n) {
+  size_t r = 0;
+  if (auto w = check_pool_common(n, &r)) return w;
+  return outputs_unused_from(n, 1, "max pooling indices");
+}
+
+Why check_avg_pool(const Node& n) {
+  size_t r = 0;
+  if (auto w = check_pool_common(n, &r)) return w;
+  auto ceil_mode = number(n, "ceil_mode", 0);
+  if (!ceil_mode || *ceil_mode != 0) {
+    return "avg_pool2d with ceil_mode (its divisor for clipped windows differs from oneDNN's)";
+  }
+  const Arg* div = n.arg("divisor_override");
+  if (div != nullptr && !div->is_none()) return "avg_pool2d with divisor_override";
+  return std::nullopt;
+}
+
+Why check_adaptive_avg_pool(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const auto in = static_dims(*value_arg(n, "self"));
+  if (in.size() != 4) return "adaptive pooling of a rank " + std::to_string(in.size()) + " input";
+  auto out = int_list(n, "output_size", 2, {});
+  if (!out || out->size() != 2) return "output_size is not a static list of 2";
+  for (size_t i = 0; i < 2; ++i) {
+    if ((*out)[i] <= 0 || in[2 + i] % (*out)[i] != 0) {
+      return "adaptive pooling whose windows differ in size (input not a multiple of output)";
+    }
+  }
+  return std::nullopt;
+}
+
+// mean.dim and sum.dim_IntList: over H and W of NCHW a global pooling, over other dims a Reduce.
+Why check_reduce(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const int64_t rank = static_cast<int64_t>(value_arg(n, "self")->tensor_type().rank());
+  const auto dims = reduced_dims(n, rank);
+  if (!dims) return "reduction dims are not static dims of the input";
+  const std::vector<int64_t> sizes = static_dims(*value_arg(n, "self"));
+  if (!is_global_pool_mean(n) &&
+      std::all_of(dims->begin(), dims->end(), [&](int64_t d) { return sizes[d] == 1; })) {
+    return "reduction over dims of size 1 only (oneDNN takes none)";
+  }
+  const Arg* dtype = n.arg("dtype");
+  if (dtype != nullptr && !dtype->is_none()) return n.op() + " with a dtype";
+  return std::nullopt;
+}
+
+// aten::pow.Tensor_Scalar with the exponents whose ATen result the backend computes exactly.
+Why check_pow(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Arg* e = n.arg("exponent");
+  if (e == nullptr || (e->kind() != ArgKind::Int && e->kind() != ArgKind::Float)) {
+    return "pow with a non-constant exponent";
+  }
+  const double x = e->kind() == ArgKind::Int ? double(e->as_int()) : e->as_float();
+  if (x != 2 && x != 0.5 && x != -0.5) {
+    return "pow with exponent " + std::to_string(x) + " (the cpu backend takes 2, 0.5 and -0.5)";
+  }
+  return std::nullopt;
+}
+
+Why check_slice(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto p = slice_params(n);
+  if (!p) return "slice with a step other than 1, or non-static bounds";
+  if (p->dim == 0 && is_dynamic_batch(value_arg(n, "self")->tensor_type())) {
+    return "slice of a dynamic batch dim";
+  }
+  return std::nullopt;
+}
+
+Why check_clone(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Arg* f = n.arg("memory_format");
+  if (f != nullptr && !f->is_none() && f->kind() == ArgKind::MemoryFormat &&
+      f->as_text() == "channels_last") {
+    return "clone to channels-last";
+  }
+  return std::nullopt;
+}
+
+Why check_binary(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  Value* a = value_arg(n, "self");
+  Value* b = value_arg(n, "other");
+  if (a == nullptr || b == nullptr) return "scalar operand";
+  const auto out = static_dims(*n.output());
+  // One operand has the result's shape; the other broadcasts to it.
+  const auto& full = static_dims(*a) == out ? *b : *a;
+  if (static_dims(*a) != out && static_dims(*b) != out) return "both operands broadcast";
+  const auto small = static_dims(full);
+  if (small.size() > out.size()) return "operand of higher rank than the result";
+  for (size_t i = 0; i < small.size(); ++i) {
+    const int64_t o = out[out.size() - small.size() + i];
+    if (small[i] != 1 && small[i] != o) return "operand does not broadcast";
+  }
+  return std::nullopt;
+}
+
+Why check_static(const Node& n) { return all_static(n); }
+
+// `check`, and int8 tensors only in torchao's per-token activation quantization.
+std::function<Why(const Node&)> int8_only_in_activation_quant(Why (*check)(const Node&)) {
+  return [check](const Node& n) -> Why {
+    bool int8 = false;
+    for (const ir::NamedArg& a : n.args()) {
+      if (a.value.kind() == ArgKind::Value && a.value.as_value()->is_tensor()) {
+        int8 = int8 || a.value.as_value()->tensor_type().dtype == DType::Int8;
+      }
+    }
+    for (size_t i = 0; i < n.num_outputs(); ++i) {
+      int8 = int8 || (n.output(i)->is_tensor() && n.output(i)->tensor_type().dtype == DType::Int8);
+    }
+    if (int8) return check_activation_quantize(n);
+    return check(n);
+  };
+}
+
+Why check_softmax(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto h = number(n, "half_to_float", 0);
+  if (!h || *h != 0) return "softmax with half_to_float";
+  return std::nullopt;
+}
+
+Why check_layer_norm(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  auto shape = int_list(n, "normalized_shape", 0, {});
+  if (!shape || shape->size() != 1) return "layer norm over more than the last dim";
+  // oneDNN 2.6's layer normalization takes tensors of rank 2 to 5 only (it refuses the
+  // primitive at init otherwise).
+  const size_t rank = value_arg(n, "input")->tensor_type().rank();
+  if (rank < 2 || rank > 5) {
+    return "layer norm of a rank " + std::to_string(rank) + " input (oneDNN takes ranks 2 to 5)";
+  }
+  return outputs_unused_from(n, 1, "layer norm statistics");
+}
+
+Why check_reshape_like(const Node& n) {
+  if (auto w = all_static(n, /*reshape=*/true)) return w;
+  if (n.op() == "aten::_reshape_alias") {
+    // A reshape only when the strides are the contiguous ones of the new sizes.
+    auto size = int_list(n, "size", 0, {});
+    auto stride = int_list(n, "stride", 0, {});
+    if (!size || !stride || size->size() != stride->size()) return "non-static reshape";
+    int64_t expect = 1;
+    for (size_t i = size->size(); i-- > 0;) {
+      if ((*size)[i] != 1 && (*stride)[i] != expect) return "_reshape_alias with strides";
+      expect *= (*size)[i];
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// A product over one element (K = 1, an outer product): ATen's result is the product itself,
+// -0.0 for 0 * -x, where oneDNN's sum starts from +0.0 and gives +0.0 (a later division or atan2
+// shows the sign: fuzzer seed 106352). The portable mm computes that product alone. `a` names the
+// operand whose last dim is K.
+Why check_depth(const Node& n, const char* a) {
+  if (auto w = all_static(n)) return w;
+  const Value* v = value_arg(n, a);
+  if (v != nullptr && v->is_tensor() && v->tensor_type().rank() >= 1 &&
+      static_dims(*v).back() == 1) {
+    return "a matmul over one element (K = 1): oneDNN's sum of 0 * -x is +0.0, ATen's -0.0";
+  }
+  return std::nullopt;
+}
+
+const OpSupportTable& support_table() {
+  static const OpSupportTable* table = [] {
+    auto* t = new OpSupportTable("cpu", {DType::Float32}, kMaxCpuRank);
+    const std::vector<DType> f32_i64 = {DType::Float32, DType::Int64};
+    t->add({.op = "aten::convolution", .extra = check_conv});
+    t->add({.op = "aten::native_batch_norm", .extra = check_batch_norm});
+    t->add({.op = "aten::_native_batch_norm_legit_no_training", .extra = check_batch_norm});
+    t->add({.op = "aten::addmm",
+            .attrs = {{"beta", {1.0}}, {"alpha", {1.0}}},
+            .extra = [](const Node& n) -> Why {
+              if (auto w = check_depth(n, "mat1")) return w;
+              Value* bias = value_arg(n, "self");
+              if (bias == nullptr || bias->tensor_type().rank() > 2) return "addmm bias rank";
+              const auto out = static_dims(*n.output());
+              const auto b = static_dims(*bias);
+              for (size_t i = 0; i < b.size(); ++i) {
+                const int64_t o = out[out.size() - b.size() + i];
+                if (b[i] != 1 && b[i] != o) return "addmm bias does not broadcast";
+              }
+              return std::nullopt;
+            }});
+    t->add({.op = "aten::mm", .extra = [](const Node& n) { return check_depth(n, "self"); }});
+    t->add({.op = "aten::bmm", .extra = [](const Node& n) { return check_depth(n, "self"); }});
+    t->add(
+        {.op = "aten::max_pool2d_with_indices", .output_dtypes = f32_i64, .extra = check_max_pool});
+    t->add({.op = "aten::avg_pool2d", .extra = check_avg_pool});
+    t->add({.op = "aten::adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
+    t->add({.op = "aten::_adaptive_avg_pool2d", .extra = check_adaptive_avg_pool});
+    t->add({.op = "aten::mean", .overload = "dim", .extra = check_reduce});
+    t->add({.op = "aten::sum", .overload = "dim_IntList", .extra = check_reduce});
+    t->add({.op = "aten::pow", .overload = "Tensor_Scalar", .extra = check_pow});
+    for (const char* op : {"aten::sqrt", "aten::rsqrt", "aten::neg"}) {
+      t->add({.op = op, .overload = "default", .extra = check_static});
+    }
+    for (const char* op : {"aten::slice", "aten::slice_copy"}) {
+      t->add({.op = op, .overload = "Tensor", .extra = check_slice});
+    }
+    for (const char* op : {"aten::select", "aten::select_copy"}) {
+      t->add({.op = op, .overload = "int", .extra = check_slice});
+    }
+    t->add({.op = "aten::clone", .extra = check_clone});
+    // The condition a bool tensor (an input or a constant), the values float32; an attention
+    // mask's masked_fill.
+    t->add({.op = "aten::where",
+            .overload = "self",
+            .arg_dtypes = {{"condition", {DType::Bool}}},
+            .extra = check_static});
+    for (const char* op : {"aten::relu", "aten::sigmoid", "aten::silu", "aten::hardswish",
+                           "aten::tanh", "aten::hardtanh"}) {
+      t->add({.op = op, .overload = "default", .extra = check_static});
+    }
+    t->add({.op = "aten::gelu", .overload = "default", .extra = [](const Node& n) -> Why {
+              if (auto w = all_static(n)) return w;
+              const Arg* a = n.arg("approximate");
+              if (a != nullptr && a->kind() == ArgKind::String && a->as_text() != "none" &&
+                  a->as_text() != "tanh") {
+                return "gelu approximate=" + a->as_text();
+              }
+              return std::nullopt;
+            }});
+    // C30: oneDNN's ELU has no scale or input_scale; only plain ELU (any alpha) is exact.
+    t->add({.op = "aten::elu",
+            .overload = "default",
+            .attrs = {{"scale", {1.0}}, {"input_scale", {1.0}}},
+            .extra = check_static});
+    // An int8 operand only inside torchao's per-token quantization (compile/activation_quant.cc).
+    t->add({.op = "aten::add",
+            .overload = "Tensor",
+            .dtypes = {DType::Float32, DType::Int8},
+            .attrs = {{"alpha", {1.0}}},
+            .extra = int8_only_in_activation_quant(check_binary)});
+    t->add({.op = "aten::mul", .overload = "Tensor", .extra = check_binary});
+    t->add({.op = "aten::_softmax", .extra = check_softmax});
+    t->add({.op = "aten::native_layer_norm", .extra = check_layer_norm});
+    t->add({.op = "aten::cat", .extra = check_static});
+    t->add({.op = "quantized_decomposed::quantize_per_tensor",
+            .overload = "default",
+            .output_dtypes = {DType::Int8},
+            .extra = check_quantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_tensor",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}}},
+            .extra = check_dequantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_channel",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scales", {DType::Float32}},
+                           {"zero_points", {DType::Int64, DType::Int32}}},
+            .extra = check_dequantize});
+    // torchao's dynamically quantized activation: its quantization (min, max, scale, zero point,
+    // rounding) and dequantize, (float(q) - float(zero point)) * scale, only as the input of a
+    // grouped integer linear (GroupQuantMatMul), which computes them (compile/activation_quant.cc).
+    t->add({.op = "aten::sub",
+            .overload = "Tensor",
+            .arg_dtypes = {{"self", {DType::Float32, DType::Int64}}},
+            .extra = check_activation_quantize});
+    for (const char* op :
+         {"aten::amin", "aten::amax", "aten::full_like", "aten::minimum", "aten::maximum",
+          "aten::div", "aten::clamp", "aten::round", "aten::reciprocal"}) {
+      t->add({.op = op, .extra = check_activation_quantize});
+    }
+    t->add({.op = "aten::_to_copy",
+            .dtypes = {DType::Float32, DType::Int8},
+            .extra = check_activation_quantize});
+    // PT2E's dynamically quantized activation (is_dynamic=True): its parameters, quantize and
+    // dequantize, only as the input of linears by int8 weights (GroupQuantMatMul, per tensor),
+    // which compute them (compile/quant_ops.cc, dynamic_chain).
+    t->add({.op = "quantized_decomposed::choose_qparams",
+            .overload = "tensor",
+            .output_dtypes = {DType::Float64, DType::Int64},
+            .extra = check_dynamic_quantize});
+    t->add({.op = "quantized_decomposed::quantize_per_tensor",
+            .overload = "tensor",
+            .arg_dtypes = {{"scale", {DType::Float64}}, {"zero_point", {DType::Int64}}},
+            .output_dtypes = {DType::Int8},
+            .extra = check_dynamic_quantize});
+    t->add({.op = "quantized_decomposed::dequantize_per_tensor",
+            .overload = "tensor",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scale", {DType::Float64}},
+                           {"zero_point", {DType::Int64}}},
+            .extra = check_dynamic_quantize});
+    // int32 or int64 zero points only: PyTorch subtracts an int8 one in int8, wrapping around.
+    t->add({.op = "quantized_decomposed::dequantize_per_channel_group",
+            .overload = "default",
+            .arg_dtypes = {{"input", {DType::Int8}},
+                           {"scales", {DType::Float32}},
+                           {"zero_points", {DType::Int64, DType::Int32}}},
+            .extra = check_dequantize});
+    for (const char* op :
+         {"aten::view", "aten::view_copy", "aten::_unsafe_view", "aten::_reshape_alias",
+          "aten::reshape", "aten::squeeze", "aten::unsqueeze", "aten::flatten", "aten::t",
+          "aten::t_copy", "aten::permute", "aten::permute_copy", "aten::transpose"}) {
+      t->add({.op = op,
+              .dtypes = {DType::Float32, DType::Int8},
+              .extra = int8_only_in_activation_quant(check_reshape_like)});
+    }
+    t->set_claimed_with(quantized_input_pattern);
+    return t;
+  }();
+  return *table;
+}
+
+}  // namespace ember::cpu::internal
+
+namespace ember::cpu {
+namespace {
+
+using internal::build_graph;
+using internal::support_table;
+
+class CpuCompilerBackend final : public partition::CompilerBackend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  const partition::BackendSupport& support() const override { return support_table(); }
+  ir::StatusOr<partition::PreprocessResult> preprocess(
+      const ir::Program& partition,
+      std::span<const partition::CompileSpecEntry> specs) const override {
+    Precision precision = Precision::Fp32;
+    for (const auto& s : specs) {
+      const std::string value(s.value.begin(), s.value.end());
+      if (s.key == "precision") {
+        if (value == "bf16") {
+          precision = Precision::Bf16;
+        } else if (value != "fp32") {
+          return ir::Status::error("cpu backend: precision '" + value +
+                                   "' (expected fp32 or bf16)");
+        }
+      } else if (s.key == "fp32_winograd" || s.key == "ember_kernels" || s.key == "int8") {
+        if (value != "on" && value != "off") {
+          return ir::Status::error("cpu backend: " + s.key + " '" + value +
+                                   "' (expected on or off)");
+        }
+      } else if (s.key == "num_threads") {
+        if (value.empty() || value.size() > 4 ||
+            value.find_first_not_of("0123456789") != std::string::npos) {
+          return ir::Status::error("cpu backend: num_threads '" + value + "' is not a count");
+        }
+      } else {
+        return ir::Status::error("cpu backend: unknown compile spec '" + s.key + "'");
+      }
+    }
+    return build_graph(partition, precision);
+  }
+};
+
+}  // namespace
+
+const partition::CompilerBackend* compiler_backend() {
+  static const CpuCompilerBackend backend;
+  return &backend;
+}
+
+ir::Status register_compiler_backend() {
+  return partition::register_compiler_backend(compiler_backend());
+}
+
+}  // namespace ember::cpu

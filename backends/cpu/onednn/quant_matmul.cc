@@ -1,0 +1,421 @@
+// The cpu delegate's quantized linear layers and matmuls (docs/backends/cpu.md "Quantized
+// programs"): by weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN
+// as onednn/quant_conv.cc's convolutions; by weights quantized by groups of a row
+// (GroupQuantMatMul): torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels
+// (kernels/quant_gemm.h); of two quantized activations (a MatMul with their parameters:
+// attention's), on oneDNN.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/quant_gemm.h"
+#include "backends/cpu/kernels/simd_kernels.h"
+#include "backends/cpu/onednn/delegate.h"
+#include "backends/cpu/onednn/own_steps.h"
+#include "backends/cpu/onednn/quant_util.h"
+
+namespace ember::cpu::delegate {
+
+void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
+  // A dynamically quantized input (7 inputs), or a float one the op quantizes (ints [group,
+  // InputQuant]), may have any shape of m * k elements.
+  const bool quantize = op.ints.size() == 2;
+  const bool dynamic = op.inputs.size() == 7 || quantize;
+  const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
+  memory::dims ad = dims_of(op.inputs[0]);
+  if (dynamic && wd.size() == 2 && od.size() == 2) ad = {od[0], checked_numel(ad) / od[0]};
+  if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
+      od[1] != wd[0] || checked_numel(graph_.tensors[op.inputs[0]].dims) != ad[0] * ad[1]) {
+    refuse("grouped quantized matmul sizes disagree");
+  }
+  const int64_t m = ad[0], k = ad[1], n = wd[0], group = op.ints[0];
+  const WeightStorage storage = graph_.tensors[op.inputs[1]].storage;
+  const int64_t bits = storage == WeightStorage::Int4 ? 4 : 8;
+  if (k % group != 0 || (bits == 4 && group % 2 != 0)) {
+    refuse("grouped quantized matmul: the group size does not divide the rows");
+  }
+  const int64_t count = n * (k / group);
+  auto floats = [&](int32_t id, const char* what) -> const float* {
+    if (checked_numel(graph_.tensors[id].dims) != count) {
+      refuse(std::string("grouped quantized matmul: one ") + what + " a group");
+    }
+    return data_as<float>(as(id, plain_md(dims_of(id), dt::f32)));
+  };
+  const float* scales = floats(op.inputs[3], "scale");
+  const float* zeros = op.inputs[4] >= 0 ? floats(op.inputs[4], "zero point") : nullptr;
+  const float* bias = nullptr;
+  if (op.inputs[2] >= 0) {
+    if (checked_numel(graph_.tensors[op.inputs[2]].dims) != n) {
+      refuse("grouped quantized matmul: bias size differs from the output features");
+    }
+    bias = data_as<float>(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)));
+  }
+  const auto* stored = data_as<uint8_t>(src_memory(op.inputs[1]));
+  std::vector<int8_t> q(static_cast<size_t>(n * k));
+  for (size_t i = 0; i < q.size(); ++i) {
+    if (bits == 8) {
+      q[i] = static_cast<int8_t>(stored[i]);
+    } else {  // two's complement nibbles, the low one first
+      const auto nibble = static_cast<uint8_t>((stored[i / 2] >> (i % 2 ? 4 : 0)) & 0xF);
+      q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+    }
+  }
+  if (quantize && op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor) && zeros == nullptr &&
+      group == k && try_dynamic_int8_matmul(op, q.data(), scales, bias, m, k, n)) {
+    return;
+  }
+  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
+  const memory dst = make_output(op, plain_md(od, dt::f32));
+  memory zero_points, input_scales;  // a's, one a row (7 inputs)
+  if (op.inputs.size() == 7) {
+    for (int32_t id : {op.inputs[5], op.inputs[6]}) {
+      if (checked_numel(graph_.tensors[id].dims) != m) {
+        refuse("grouped quantized matmul: one input zero point and scale a row");
+      }
+    }
+    zero_points = as(op.inputs[5], plain_md(dims_of(op.inputs[5]), dt::f32));
+    input_scales = as(op.inputs[6], plain_md(dims_of(op.inputs[6]), dt::f32));
+  }
+  // A quantized input (8da) by a weight of zero points 0 runs in integers from AVX2 up; the rest
+  // on the float kernel.
+  std::shared_ptr<DotPackedMatrix> dot;
+  std::shared_ptr<QuantPackedMatrix> packed;
+  if (const int dot_bits = dynamic && own_kernels_supported()
+                               ? DotPackedMatrix::fits(q.data(), zeros, k, n, group)
+                               : 0) {
+    dot = std::make_shared<DotPackedMatrix>(
+        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits, weight_storage()));
+  } else {
+    packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
+        q.data(), scales, zeros, bias, k, n, group, bits, weight_storage()));
+  }
+  std::optional<InputQuantizer> quantizer;
+  if (quantize) {
+    quantizer = {op.floats[0], op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor)};
+  }
+  add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_, quantizer, a,
+                                       zero_points, input_scales, dst));
+}
+
+bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, const float* scales,
+                                          const float* bias, int64_t m, int64_t k, int64_t n) {
+  // Without VNNI oneDNN adds pairs of u8 x s8 products in 16 bits, which saturate: Ember's kernel
+  // (dot_gemm) runs those. The largest sum, k products of 255 by 128, fits int32. The weight
+  // scales positive: the signs of the weights are their integers' (the non-finite case below).
+  const simd::Kernels* kernels = simd::kernels();
+  if (!int8_ || !int8_any_weights_ || kernels == nullptr ||
+      static_cast<double>(k) * 255 * 128 > 2147483647.0) {
+    return false;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    if (!(scales[j] > 0) || !std::isfinite(scales[j])) return false;
+  }
+  // oneDNN computes sum (q - zp) w times the weight scales: its output scales are constants
+  // (runtime ones take it from brgemm to its slower gemm:jit: 0.50 against 0.33 ms for
+  // 128x768x768), and its source zero point the call's. A step after it multiplies by the
+  // call's scale and adds the bias.
+  const memory::dims ad = {m, k}, od = {m, n};
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, std::vector<float>(scales, scales + n));
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  const dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc(memory::desc(ad, dt::u8, tag::ab), memory::desc({k, n}, dt::s8, tag::any),
+                         memory::desc(), plain_md(od, dt::f32)),
+      attr, engine_);
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+                      const_cast<int8_t*>(q));  // the weight [n][k] read as [k][n]
+  const memory wei = buffer(pd.weights_desc(), Held::Weights);
+  reorder_now(w_view, wei);
+  // What the quantize step sets at each call: the uint8 source (q + 128), its zero point + 128,
+  // and the scale and zero point for the step after.
+  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
+  const memory src = scratch_activation(memory::desc(ad, dt::u8, tag::ab));
+  const memory zp = buffer(memory::desc({1}, dt::s32, tag::x), Held::Activations);
+  const memory params = buffer(memory::desc({2}, dt::f32, tag::x), Held::Activations);
+  const memory b = bias ? buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights) : memory();
+  if (bias) std::copy_n(bias, n, data_as<float>(b));
+  // Weight row j's sign: 1 where every dequantized weight is positive, -1 where every one is
+  // negative, 0 where one is 0 or the signs differ.
+  const memory signs = buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights);
+  for (int64_t j = 0; j < n; ++j) {
+    bool pos = true, neg = true;
+    for (int64_t i = 0; i < k; ++i) {
+      pos = pos && q[j * k + i] > 0;
+      neg = neg && q[j * k + i] < 0;
+    }
+    data_as<int8_t>(signs)[j] = static_cast<int8_t>(pos ? 1 : neg ? -1 : 0);
+  }
+  const int64_t count = m * k;
+  const float eps = op.floats[0];
+  OwnStep quantize{OwnKind::Int8Elementwise,
+                   "reorder,ember:quantize_per_tensor_u8,,,",
+                   "src_f32::" + dims_text(ad) + " dst_u8::" + dims_text(ad),
+                   {}};
+  const int threads = threads_;
+  quantize.run = [=](void*) {
+    const float* x = data_as<float>(a);
+    const TensorQParams p = per_tensor_qparams(x, count, eps);
+    auto* u = data_as<uint8_t>(src);
+    split(count, threads, [&](int64_t begin, int64_t len) {
+      kernels->quantize_u8(x + begin, u + begin, len, p.inverse, static_cast<float>(p.zero_point));
+    });
+    *data_as<int32_t>(zp) = p.zero_point + 128;
+    data_as<float>(params)[0] = p.scale;
+    data_as<float>(params)[1] = static_cast<float>(p.zero_point);
+  };
+  add_own_step(std::move(quantize));
+  const memory dst = make_output(op, pd.dst_desc());
+  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, src},
+                              {DNNL_ARG_WEIGHTS, wei},
+                              {DNNL_ARG_DST, dst},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}});
+  ++int8_matmuls_;
+  // y = y * scale + bias. A scale that is not finite (inf or NaN in the input) makes every
+  // dequantized value inf or NaN, and the reference's sums NaN; or where the input is all
+  // infinite (every value quantized to 0, dequantized to (0 - zero point) * inf alike), that
+  // value times each row's sign (NaN for 0), plus the bias.
+  OwnStep rescale{OwnKind::Int8Elementwise, "eltwise,ember:scale_bias,,,", dims_text(od), {}};
+  rescale.run = [=](void*) {
+    const float s = data_as<float>(params)[0], z = data_as<float>(params)[1];
+    float* y = data_as<float>(dst);
+    const float* add = bias ? data_as<float>(b) : nullptr;
+    if (std::isfinite(s)) {
+      for (int64_t r = 0; r < m; ++r) {
+        float* row = y + r * n;
+        if (add != nullptr) {
+          for (int64_t j = 0; j < n; ++j) row[j] = row[j] * s + add[j];
+        } else {
+          for (int64_t j = 0; j < n; ++j) row[j] *= s;
+        }
+      }
+      return;
+    }
+    const uint8_t* u = data_as<uint8_t>(src);
+    const bool nan =
+        std::isnan(s) || std::find(u, u + count, static_cast<uint8_t>(z + 128.f)) != u + count;
+    const float v = nan ? NAN : (0.f - z) * s;
+    for (int64_t j = 0; j < n; ++j) {
+      const int8_t sign = data_as<int8_t>(signs)[j];
+      const float yj = (sign == 0 ? NAN : v * static_cast<float>(sign)) + (add ? add[j] : 0.f);
+      for (int64_t r = 0; r < m; ++r) y[r * n + j] = yj;
+    }
+  };
+  add_own_step(std::move(rescale));
+  return true;
+}
+
+void CpuDelegate::add_to_u8_step(const memory& src_f32, const memory& src_u8, float scale,
+                                 float zero_point) {
+  // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer and
+  // either rounding gives that integer: exact. Ember's quantize_u8 where its kernels run
+  // (oneDNN's reorders of the BERT encoder's 72 linears took 3.2 ms at 1 thread, these 1.7).
+  if (const simd::Kernels* kernels = simd::kernels()) {
+    OwnStep to_u8{OwnKind::Int8Elementwise,
+                  "eltwise,ember:quantize_u8,forward_inference,,",
+                  "alg:quantize_per_tensor " + dims_text(src_f32.get_desc().dims()),
+                  {}};
+    const int64_t count = checked_numel(src_f32.get_desc().dims());
+    const int threads = threads_;
+    const float inv = 1.f / scale;
+    to_u8.run = [kernels, src_f32, src_u8, count, threads, inv, zero_point](void*) {
+      const float* x = data_as<float>(src_f32);
+      auto* u = data_as<uint8_t>(src_u8);
+      split(count, threads, [&](int64_t begin, int64_t len) {
+        kernels->quantize_u8(x + begin, u + begin, len, inv, zero_point);
+      });
+    };
+    add_own_step(std::move(to_u8));
+    return;
+  }
+  dnnl::primitive_attr to_u8;
+  to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  to_u8.set_output_scales(0, {1.f / scale});
+  to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(zero_point + 128.f)});
+  dnnl::reorder::primitive_desc pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(), to_u8);
+  add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+}
+
+bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
+                                   size_t fused) {
+  const simd::Kernels* kernels = simd::kernels();
+  // Measured against oneDNN's gemm:jit without VNNI only (with VNNI oneDNN's brgemm takes
+  // MobileNetV2's classifier in 0.05 ms). Without VNNI the kernel's pmaddubsw pairs saturate
+  // unless the weights fit 7 bits (oneDNN may have VNNI where Ember's kernels are capped).
+  if (!own_kernels_ || kernels == nullptr || kernels->vnni || k % 4 != 0 ||
+      fused + 2 != op.post_ops.size() || !seven_bits(q, n * k)) {
+    return false;
+  }
+  const PostOp &quantize = op.post_ops[fused], &dequantize = op.post_ops[fused + 1];
+  Clamp c;
+  for (size_t i = 0; i < fused; ++i) {
+    if (!is_clamp(op.post_ops[i], &c)) return false;
+  }
+  return !quantize.is_sum && !dequantize.is_sum && quantize.alg == EltwiseAlg::Quantize &&
+         dequantize.alg == EltwiseAlg::Dequantize && quantize.beta == dequantize.beta &&
+         int8_params(quantize.alpha, quantize.beta) &&
+         int8_params(dequantize.alpha, dequantize.beta);
+}
+
+void CpuDelegate::build_quant_matmul(const OpDesc& op) {
+  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
+                     od = dims_of(op.output);
+  if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
+      od[1] != wd[0]) {
+    refuse("quantized matmul sizes disagree");
+  }
+  const int64_t k = ad[1], n = wd[0];
+  const QuantOperands operands = quant_operands(op, wd, "quantized matmul");
+  const float src_scale = operands.src_scale, src_zp = operands.src_zp;
+  const float* scales = operands.scales;
+  const memory& q_m = operands.q_m;
+  const int8_t* q = operands.q;
+
+  if (op.inputs[2] >= 0) {
+    const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
+    if (count != n) refuse("quantized matmul: bias size differs from the output features");
+  }
+  if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
+    // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
+    memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
+    dequantize_per_channel(q, scales, n * k, k, data_as<float>(w));
+    graph_.tensors[op.inputs[1]].dims = {k, n};
+    graph_.tensors[op.inputs[1]].dim_order = {1, 0};
+    graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;
+    md_[op.inputs[1]] = w.get_desc();
+    mem_[op.inputs[1]] = w;
+    OpDesc mm = op;
+    mm.kind = OpKind::MatMul;
+    mm.inputs.resize(3);
+    mm.floats.clear();
+    return build_matmul(mm, dt::f32);
+  }
+  // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
+  const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
+  const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
+  const float shift = src_zp + 128.f;
+  add_to_u8_step(src_f32, src_u8, src_scale, src_zp);
+  const size_t fused = before_requantize(op);
+  if (own_quant_linear(op, q, k, n, fused)) {
+    // Ember's int8 1x1 kernel (QuantPointwise: a linear layer is a 1x1 convolution of m
+    // pixels) writes the requantized bytes, then a step dequantizes them into the float output
+    // as the reference's dequantize does. Without VNNI oneDNN 2.6 runs this matmul on its
+    // gemm:jit, which took 0.43 ms for MobileNetV2's classifier (1x1280 by 1280x1000, AVX2).
+    const memory b = op.inputs[2] >= 0 ? as(op.inputs[2], plain_md({n}, dt::f32)) : memory();
+    auto kernel = std::make_shared<QuantPointwise>(
+        QuantPointwise::pack(q, scales, op.inputs[2] >= 0 ? data_as<float>(b) : nullptr, k, n,
+                             src_scale, src_zp, clamps_in(op, 0, fused), op.post_ops[fused].alpha,
+                             op.post_ops[fused].beta, weight_storage()));
+    const memory u8 = scratch_activation(memory::desc(od, dt::u8, tag::ab));
+    OwnStep mm = quant_pointwise_step(std::move(kernel), ad[0], 1, 1, threads_, src_u8, u8);
+    mm.what = "matmul,ember:linear_u8,forward_inference,,";
+    mm.problem = dims_text(ad) + ":" + dims_text({k, n}) + ":" + dims_text(od);
+    add_own_step(std::move(mm));
+    ++int8_matmuls_;
+    const PostOp& dq = op.post_ops[fused + 1];
+    const memory dst = make_output(op, plain_md(od, dt::f32));
+    const int64_t count = ad[0] * n;
+    const float scale = dq.alpha, out_shift = dq.beta + 128.f;
+    OwnStep s{OwnKind::Int8Elementwise,
+              "eltwise,ember:dequantize_u8,forward_inference,,",
+              "alg:dequantize_per_tensor " + dims_text(od),
+              {}};
+    s.run = [u8, dst, count, scale, out_shift](void*) {
+      simd::kernels()->dequantize_u8(data_as<uint8_t>(u8), data_as<float>(dst), count, out_shift,
+                                     scale);
+    };
+    add_own_step(std::move(s));
+    return;
+  }
+  // Output feature c's integer sum times src_scale * scales[c]; the bias added before that scale
+  // (oneDNN 2.x's order, for matmul as for convolution: measured), so divided by it.
+  std::vector<float> out_scales(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) out_scales[c] = src_scale * scales[c];
+  const memory::desc bias_md =
+      op.inputs[2] >= 0 ? memory::desc({1, n}, dt::f32, tag::ab) : memory::desc();
+  memory bias;
+  if (op.inputs[2] >= 0) {
+    const memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
+    bias = buffer(bias_md, Held::Weights);
+    for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
+  }
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_output_scales(1 << 1, out_scales);
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_post_ops(onednn_post_ops({op.post_ops.data(), fused}));
+  dnnl::matmul::desc d(src_u8.get_desc(), memory::desc({k, n}, dt::s8, tag::any), bias_md,
+                       plain_md(od, dt::f32));
+  dnnl::matmul::primitive_desc pd(d, attr, engine_);
+  // The weight [N, K] read as [K, N].
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+                      q_m.get_data_handle());
+  memory wei = buffer(pd.weights_desc(), Held::Weights);
+  reorder_now(w_view, wei);
+  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+  *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
+  memory dst = make_output(op, pd.dst_desc());
+  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
+                                              {DNNL_ARG_WEIGHTS, wei},
+                                              {DNNL_ARG_DST, dst},
+                                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
+  if (op.inputs[2] >= 0) args.emplace_back(DNNL_ARG_BIAS, bias);
+  add_step<dnnl::matmul>(pd, std::move(args));
+  ++int8_matmuls_;
+  add_post_op_steps(op, fused, dst);
+}
+
+bool CpuDelegate::try_int8_matmul(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
+                                  const memory::dims& od) {
+  // Without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits, which activations (any of
+  // int8's values) can saturate: such matmuls stay float.
+  if (op.floats.size() != 4 || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
+  const float sa = op.floats[0], za = op.floats[1], sb = op.floats[2], zb = op.floats[3];
+  if (!int8_params(sa, za) || !int8_params(sb, zb)) return false;
+  // The largest sum, k products of 255 steps by 255, must fit oneDNN's int32 accumulator and
+  // stay a finite float32 when scaled (float32's own sum would overflow there; the float matmul
+  // and its redo handle that).
+  const double k = static_cast<double>(ad.back()), largest = 65025.0 * k;
+  if (largest > 2147483647.0 || !(largest * sa * sb < 1e37)) return false;
+  // The operands' integers, read through any strides (a permuted view): a's + 128 as uint8, b's
+  // as int8, each exact (x / scale lands within rounding of an integer, PyTorch's q - zero point).
+  auto integers = [&](int32_t id, const memory::dims& d, dt type, float scale, float shift) {
+    const memory from = src_memory(id);
+    if (from.get_desc().dims() != d) refuse("matmul operand view");
+    memory to = scratch_activation(plain_md(d, type));
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_output_scales(0, {1.f / scale});
+    attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
+    dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
+    add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    return to;
+  };
+  const memory a = integers(op.inputs[0], ad, dt::u8, sa, za + 128.f);
+  const memory b = integers(op.inputs[1], bd, dt::s8, sb, zb);
+  // sum((qa - za) * (qb - zb)) * sa * sb: the reference's value up to its float rounding.
+  dnnl::primitive_attr attr = attr_for(op);
+  attr.set_output_scales(0, {sa * sb});
+  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+  attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
+  dnnl::matmul::desc d(a.get_desc(), b.get_desc(), memory::desc(), plain_md(od, dt::f32));
+  dnnl::matmul::primitive_desc pd(d, attr, engine_);
+  auto zero_point = [&](float z) {
+    const memory m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+    *data_as<int32_t>(m) = static_cast<int32_t>(z);
+    return m;
+  };
+  const memory za_m = zero_point(za + 128.f), zb_m = zero_point(zb);
+  memory dst = make_output(op, pd.dst_desc());
+  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, a},
+                              {DNNL_ARG_WEIGHTS, b},
+                              {DNNL_ARG_DST, dst},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, za_m},
+                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, zb_m}});
+  ++int8_matmuls_;
+  add_post_op_steps(op, fused_post_ops(op).size(), dst);
+  return true;
+}
+
+}  // namespace ember::cpu::delegate

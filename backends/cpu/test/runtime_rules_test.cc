@@ -1,0 +1,164 @@
+// The runtime's rules, as the cpu backend keeps them: what a delegate may and may not change of
+// its caller's process.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "backends/cpu/kernels/policy.h"
+#include "backends/cpu/test/test_util.h"
+
+namespace ember::cpu {
+namespace {
+
+// Every test's run() (test/test_util.h) checks that execute makes no heap allocation with
+// HeapCount; here, that the count can fail: it sees allocations, on this thread and on others.
+TEST(CpuRuntimeRules, HeapCountSeesAllocations) {
+  ember::testing::HeapCount heap;
+  EXPECT_EQ(heap.count(), 0);
+  auto one = std::make_unique<int>(1);
+  EXPECT_EQ(heap.count(), 1);
+  std::unique_ptr<int> other;
+  std::thread t([&] { other = std::make_unique<int>(2); });  // the thread's state, and the int
+  t.join();
+  EXPECT_GE(heap.count(), 2);
+  EXPECT_EQ(heap.onednn(), 0);
+}
+
+// A delegate runs oneDNN on its own thread count ("num_threads"), and leaves the calling
+// thread's OpenMP thread count as it found it: no process state of the caller's changes.
+TEST(CpuRuntimeRules, CallersOpenMpThreadsLeftAsFound) {
+  at::Tensor x = at::randn({4, 8}), w = at::randn({8, 8});
+  const at::Tensor want = at::relu(at::mm(x, w));
+  Prog p;
+  auto xi = p.input("x", x);
+  auto mm = p.node("mm", want, "aten::mm.default(self=" + xi + ", mat2=" + p.weight("w", w) + ")");
+  p.outputs = {p.node("y", want, "aten::relu.default(self=" + mm + ")")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  const Compiled c = compile(*program);
+  static const std::string two = "2";
+  const CompileSpec threads{"num_threads", {reinterpret_cast<const uint8_t*>(two.data()), 1}};
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(3);
+  auto out = run(c, {x}, {want}, {threads});
+  EXPECT_EQ(omp_get_max_threads(), 3);
+  omp_set_num_threads(before);
+  ASSERT_EQ(out.size(), 1u);
+  expect_close(out[0], want, 1e-5, 1e-5);
+}
+
+// The buffers a delegate keeps (weights in oneDNN's layouts, activations, the scratchpad) come
+// from the method allocator init is given, as the summary counts them; the results are those of
+// a delegate on the heap, bit for bit. A pool too small fails init, naming the bytes.
+TEST(CpuRuntimeRules, BuffersComeFromTheMethodAllocator) {
+  at::manual_seed(5);
+  at::Tensor x = at::randn({1, 8, 12, 12}), w = at::randn({16, 8, 3, 3}), bias = at::randn({16});
+  at::Tensor fc = at::randn({10, 16 * 12 * 12});
+  const at::Tensor conv = at::relu(at::conv2d(x, w, bias, 1, 1));
+  const at::Tensor want = at::mm(conv.reshape({1, -1}), fc.t());
+  Prog p;
+  auto xi = p.input("x", x);
+  auto c1 = p.node("c", conv,
+                   "aten::convolution.default(input=" + xi + ", weight=" + p.weight("w", w) +
+                       ", bias=" + p.weight("b", bias) +
+                       ", stride=[1, 1], padding=[1, 1], dilation=[1, 1], transposed=false, "
+                       "output_padding=[0, 0], groups=1)");
+  auto r = p.node("r", conv, "aten::relu.default(self=" + c1 + ")");
+  auto flat =
+      p.node("f", conv.reshape({1, -1}), "aten::view.default(self=" + r + ", size=[1, -1])");
+  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
+  p.outputs = {p.node("y", want, "aten::mm.default(self=" + flat + ", mat2=" + t + ")")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  const Compiled c = compile(*program);
+  const std::vector<CompileSpec> own_kernels_off = {switched("ember_kernels", false)};
+
+  DelegateSummary on_heap;
+  const auto heap_out = run(c, {x}, {want}, own_kernels_off, &on_heap);
+  ASSERT_EQ(heap_out.size(), 1u);
+  expect_close(heap_out[0], want, 1e-4, 1e-4);
+  EXPECT_FALSE(on_heap.from_method_allocator);
+
+  std::vector<uint8_t> pool((size_t{16} << 20) + 64);
+  auto* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(pool.data()) + 63) & ~uintptr_t{63});
+  MemoryAllocator allocator(base, size_t{16} << 20);
+  DelegateSummary in_pool;
+  const auto pool_out = run(c, {x}, {want}, own_kernels_off, &in_pool, &allocator);
+  ASSERT_EQ(pool_out.size(), 1u);
+  EXPECT_TRUE(at::equal(pool_out[0], heap_out[0]));
+  EXPECT_TRUE(in_pool.from_method_allocator);
+  // The convolution's and the matmul's weights, reordered: at least their floats.
+  EXPECT_GE(in_pool.weight_bytes, static_cast<size_t>(w.numel() + fc.numel()) * 4);
+  EXPECT_GT(in_pool.activation_bytes, 0u);
+  EXPECT_EQ(in_pool.weight_bytes, on_heap.weight_bytes);
+  const size_t kept = in_pool.weight_bytes + in_pool.activation_bytes + in_pool.scratchpad_bytes;
+  // Each buffer starts on a cache line: at most 63 bytes of padding apiece.
+  EXPECT_GE(allocator.handed_out(), kept);
+  EXPECT_LT(allocator.handed_out(), kept + 64 * 64);
+
+  MemoryAllocator tiny(base, 4096);
+  BlobMap map(&c.result.named_data);
+  BackendInitContext ctx{&tiny, "forward", &map};
+  std::vector<uint8_t> blob = c.result.processed;
+  FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+  Result<DelegateHandle*> h = runtime_backend()->init(ctx, &buf, own_kernels_off);
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error(), Error::MemoryAllocationFailed);
+  EXPECT_NE(std::string(last_error_message()).find("the method allocator has no room for"),
+            std::string::npos)
+      << last_error_message();
+}
+
+// Ember's own kernels pack their weights into the method allocator too (PackedMatrix::pack's
+// storage): a one-row linear layer, a matrix-vector step.
+TEST(CpuRuntimeRules, OwnKernelsPackIntoTheMethodAllocator) {
+  if (!own_kernels_supported()) GTEST_SKIP() << "Ember's kernels need AVX2";
+  at::manual_seed(6);
+  const at::Tensor x = at::randn({1, 300}), fc = at::randn({70, 300}), bias = at::randn({70});
+  const at::Tensor want = at::addmm(bias, x, fc.t());
+  Prog p;
+  auto xi = p.input("x", x);
+  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
+  p.outputs = {p.node("y", want,
+                      "aten::addmm.default(self=" + p.weight("b", bias) + ", mat1=" + xi +
+                          ", mat2=" + t + ", beta=1, alpha=1)")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  const Compiled c = compile(*program);
+  DelegateSummary on_heap;
+  const auto heap_out = run(c, {x}, {want}, {}, &on_heap);
+  ASSERT_EQ(heap_out.size(), 1u);
+  EXPECT_EQ(on_heap.matvec_steps, 1);
+  expect_close(heap_out[0], want, 1e-4, 1e-4);
+
+  const size_t packed = PackedMatrix::storage_bytes(300, 70);
+  std::vector<uint8_t> pool((size_t{1} << 20) + 64);
+  auto* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(pool.data()) + 63) & ~uintptr_t{63});
+  MemoryAllocator allocator(base, size_t{1} << 20);
+  DelegateSummary in_pool;
+  const auto pool_out = run(c, {x}, {want}, {}, &in_pool, &allocator);
+  ASSERT_EQ(pool_out.size(), 1u);
+  EXPECT_EQ(in_pool.matvec_steps, 1);
+  EXPECT_TRUE(at::equal(pool_out[0], heap_out[0]));
+  EXPECT_GE(in_pool.weight_bytes, packed);
+  EXPECT_GE(allocator.handed_out(), packed);
+
+  // Room for less than the packed weight: refused, saying so.
+  MemoryAllocator small(base, packed / 2);
+  BlobMap map(&c.result.named_data);
+  BackendInitContext ctx{&small, "forward", &map};
+  std::vector<uint8_t> blob = c.result.processed;
+  FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+  Result<DelegateHandle*> h = runtime_backend()->init(ctx, &buf, {});
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.error(), Error::MemoryAllocationFailed);
+}
+
+}  // namespace
+}  // namespace ember::cpu
