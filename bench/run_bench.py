@@ -277,6 +277,22 @@ def prepare_model(name, work, force):
     return d, meta
 
 
+def add_baseline_configs(build_dir, systems):
+    """Adds '<config> (baseline)' to EMBER_CONFIGS for each Ember configuration in `systems`,
+    compiled and run by the binaries of another build (`build_dir`); returns their names."""
+    added = []
+    for name in [s for s in systems if s in EMBER_CONFIGS]:
+        base = dict(EMBER_CONFIGS[name])
+        base["ember"] = os.path.join(build_dir, "tools", "ember")
+        base["runner"] = os.path.join(build_dir, "bench", "ember_bench_runner")
+        for tool in (base["ember"], base["runner"]):
+            if not os.access(tool, os.X_OK):
+                sys.exit(f"--baseline: {tool} is not an executable (build that tree in release)")
+        EMBER_CONFIGS[name + " (baseline)"] = base
+        added.append(name + " (baseline)")
+    return added
+
+
 def compile_ember(args, d, meta, config):
     """Compiles one Ember configuration; returns (pte, ptd) or a reason string."""
     if "ember" in meta["export_errors"]:
@@ -286,7 +302,8 @@ def compile_ember(args, d, meta, config):
     for p in (pte, ptd):
         if os.path.exists(p):
             os.remove(p)
-    cmd = [args.ember, "compile", os.path.join(d, "model.ep"), "-o", pte, "--ptd", ptd]
+    cmd = [EMBER_CONFIGS[config].get("ember", args.ember), "compile", os.path.join(d, "model.ep"),
+           "-o", pte, "--ptd", ptd]
     cmd += EMBER_CONFIGS[config]["compile"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
@@ -343,7 +360,8 @@ def worker_command(args, system, model, d, meta, artifacts, threads, out_dir, wa
     inputs = [(n, os.path.join(d, p)) for n, p in meta["inputs"]]
     if system in EMBER_CONFIGS:
         pte, ptd = artifacts[system]
-        cmd = [args.runner, pte, "--threads", str(threads)] + (["--ptd", ptd] if ptd else [])
+        runner = EMBER_CONFIGS[system].get("runner", args.runner)
+        cmd = [runner, pte, "--threads", str(threads)] + (["--ptd", ptd] if ptd else [])
     elif system == EAGER:
         cmd = [sys.executable, os.path.join(HERE, "eager_worker.py"), model]
     elif system == XNNPACK:
@@ -775,6 +793,11 @@ def main():
     p.add_argument("--budget", type=float, help="seconds of timed runs per system and cell")
     p.add_argument("--pause", type=float, help="seconds between two systems' runs")
     p.add_argument("--work", default=os.path.join(ROOT, "out", "bench"))
+    p.add_argument("--baseline", metavar="BUILD_DIR",
+                   help="also time each Ember configuration of --systems as another build compiles "
+                        "and runs it (BUILD_DIR/tools/ember, BUILD_DIR/bench/ember_bench_runner), "
+                        "as '<configuration> (baseline)', in the same interleaved rounds: a change's "
+                        "before and after in one run")
     p.add_argument("--ember", default=os.path.join(ROOT, "build", "release", "tools", "ember"))
     p.add_argument("--runner", default=os.path.join(ROOT, "build", "release", "bench",
                                                     "ember_bench_runner"))
@@ -805,6 +828,8 @@ def main():
     for k in plan:
         if getattr(args, k) is not None:
             plan[k] = getattr(args, k)
+    if args.baseline:
+        args.systems += add_baseline_configs(os.path.abspath(args.baseline), args.systems)
     if plan["rounds"] * plan["per_round"] < 20:
         log("warning: fewer than 20 timed runs per system")
 

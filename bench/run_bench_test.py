@@ -117,6 +117,28 @@ class ReportTest(unittest.TestCase):
         self.assertGreaterEqual(rb.DEFAULT["rounds"] * rb.DEFAULT["per_round"], 20)
         self.assertGreaterEqual(rb.QUICK["rounds"] * rb.QUICK["per_round"], 20)
 
+    def test_baseline_configs_use_the_other_build(self):
+        with tempfile.TemporaryDirectory() as build:
+            for sub, name in (("tools", "ember"), ("bench", "ember_bench_runner")):
+                os.makedirs(os.path.join(build, sub))
+                path = os.path.join(build, sub, name)
+                open(path, "w").close()
+                os.chmod(path, 0o755)
+            saved = dict(rb.EMBER_CONFIGS)
+            try:
+                added = rb.add_baseline_configs(build, ["Ember cpu fp32", rb.ORT])
+                self.assertEqual(added, ["Ember cpu fp32 (baseline)"])
+                c = rb.EMBER_CONFIGS["Ember cpu fp32 (baseline)"]
+                self.assertEqual(c["compile"], rb.EMBER_CONFIGS["Ember cpu fp32"]["compile"])
+                self.assertEqual(c["ember"], os.path.join(build, "tools", "ember"))
+                self.assertEqual(c["runner"], os.path.join(build, "bench", "ember_bench_runner"))
+                self.assertNotIn("ember", rb.EMBER_CONFIGS["Ember cpu fp32"])
+            finally:
+                rb.EMBER_CONFIGS.clear()
+                rb.EMBER_CONFIGS.update(saved)
+            with self.assertRaises(SystemExit):
+                rb.add_baseline_configs(os.path.join(build, "missing"), ["Ember cpu fp32"])
+
     def test_bf16_units_follow_the_cpu_flags(self):
         self.assertIn("AMX tiles", rb.bf16_units({"avx512_bf16", "amx_bf16"}))
         self.assertIn("no AMX", rb.bf16_units({"avx512f", "avx512_bf16"}))

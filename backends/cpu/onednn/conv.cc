@@ -110,8 +110,8 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
   }
   dnnl::primitive_attr attr = attr_for(op);
   memory::desc src_md, wei_md, dst_md;
-  dnnl::primitive prim;
-  Step step;
+  dnnl::primitive prim, alt;
+  size_t scratch = 0;
   dnnl::convolution_forward::primitive_desc alt_pd;
   if (!transposed) {
     dnnl::convolution_forward::primitive_desc pd;
@@ -141,11 +141,11 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
     src_md = pd.src_desc();
     wei_md = pd.weights_desc();
     dst_md = pd.dst_desc();
-    step.prim = dnnl::convolution_forward(pd);
-    note_scratchpad(pd, &step);
+    prim = dnnl::convolution_forward(pd);
+    scratch = scratch_bytes(pd);
     if (alt_pd) {
-      step.alt = dnnl::convolution_forward(alt_pd);
-      note_scratchpad(alt_pd, &step);
+      alt = dnnl::convolution_forward(alt_pd);
+      scratch = std::max(scratch, scratch_bytes(alt_pd));
     }
   } else {
     dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
@@ -155,29 +155,31 @@ void CpuDelegate::build_conv(const OpDesc& op, dt wdt) {
     src_md = pd.src_desc();
     wei_md = pd.weights_desc();
     dst_md = pd.dst_desc();
-    step.prim = dnnl::deconvolution_forward(pd);
-    note_scratchpad(pd, &step);
+    prim = dnnl::deconvolution_forward(pd);
+    scratch = scratch_bytes(pd);
   }
   memory src = as(op.inputs[0], src_md);
   memory wei = reorder_weight(w_view, op.inputs[1], wei_md);
   memory dst = make_output(op, dst_md);
-  step.args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+  StepArgs args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   memory bias;
   if (has_bias) {
     bias = view(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)), bias_md);
-    step.args.emplace_back(DNNL_ARG_BIAS, bias);
+    args.emplace_back(DNNL_ARG_BIAS, bias);
   }
   // The exact redo reads the weights in a blocked layout: Winograd's own is not one, the direct
   // convolution's (which runs for inputs Winograd cannot take) is.
   memory redo_w = wei_md.data.format_kind == dnnl_blocked ? wei : memory();
   if (alt_pd) {
-    step.guard = src;
-    step.guard_floats = static_cast<int64_t>(src_md.get_size() / sizeof(float));
-    step.alt_args = step.args;
-    step.alt_args[1].second = reorder_weight(w_view, op.inputs[1], alt_pd.weights_desc());
-    if (!redo_w) redo_w = step.alt_args[1].second;
+    StepArgs alt_args = args;
+    alt_args[1].second = reorder_weight(w_view, op.inputs[1], alt_pd.weights_desc());
+    if (!redo_w) redo_w = alt_args[1].second;
+    add(std::make_unique<GuardedPrimitiveStep>(
+        std::move(prim), std::move(args), std::move(alt), std::move(alt_args), scratch, src,
+        static_cast<int64_t>(src_md.get_size() / sizeof(float)), kWinogradMaxInput));
+  } else {
+    add(std::make_unique<PrimitiveStep>(std::move(prim), std::move(args), scratch));
   }
-  steps_.push_back(std::move(step));
   // As for matmuls (build_matmul): oneDNN's float sums overflow in an order of their own near
   // float32's maximum, and only the raw sum (plus bias) shows it; a fused sum or element-wise
   // post-op (clamps never fuse) keeps oneDNN's result, and so does a transposed convolution

@@ -247,10 +247,7 @@ void CpuDelegate::build(const NamedDataMap* named) {
   // Of the storage views were made of, keep what a step reads; weights only reordered or
   // packed elsewhere are freed with it (release_weights dropped the rest).
   std::vector<void*> used;
-  for (const Step& s : steps_) {
-    for (const auto& [arg, m] : s.args) used.push_back(m.get_data_handle());
-    for (const auto& [arg, m] : s.alt_args) used.push_back(m.get_data_handle());
-  }
+  for (const auto& s : steps_) s->handles(&used);
   std::sort(used.begin(), used.end());
   std::erase_if(viewed_, [&](const memory& m) {
     return !std::binary_search(used.begin(), used.end(), m.get_data_handle());
@@ -260,37 +257,9 @@ void CpuDelegate::build(const NamedDataMap* named) {
       memory::desc({static_cast<int64_t>(std::max<size_t>(scratch_bytes_, 1))}, dt::u8, tag::a),
       Held::Scratchpad);
   scratch_data_ = scratch_.get_data_handle();
-  for (Step& s : steps_) {
-    if (s.uses_scratchpad) s.args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
-    for (auto& [arg, m] : s.args) s.c_args.push_back({arg, m.get()});
-    if (s.alt && s.uses_scratchpad) s.alt_args.emplace_back(DNNL_ARG_SCRATCHPAD, scratch_);
-    for (auto& [arg, m] : s.alt_args) s.alt_c_args.push_back({arg, m.get()});
-    s.name = step_name(s);
-  }
+  for (const auto& s : steps_) s->finish(scratch_);
   const size_t grown = std::max(heap_in_use(), heap_before) - heap_before;
   heap_bytes_ = grown - std::min(grown, allocator_heap_);
-}
-
-std::string CpuDelegate::step_name(const Step& s) {
-  if (!s.kernel) {
-    const auto kind = static_cast<dnnl_primitive_kind_t>(s.prim.get_kind());
-    std::string name = dnnl_prim_kind2str(kind);
-    // A convolution or matmul in integers says so (`ember run --profile`): its source is int8.
-    const_dnnl_primitive_desc_t pd = nullptr;
-    if ((kind == dnnl_convolution || kind == dnnl_matmul) &&
-        dnnl_primitive_get_primitive_desc(s.prim.get(), &pd) == dnnl_success) {
-      const dnnl_memory_desc_t* src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
-      if (src != nullptr && (src->data_type == dnnl_u8 || src->data_type == dnnl_s8)) {
-        name += " int8";
-      }
-    }
-    return name;
-  }
-  // Own steps describe themselves as oneDNN's verbose lines do: "kind,ember:impl,...".
-  const size_t kind_end = s.what.find(',');
-  const size_t impl_end = s.what.find(',', kind_end == std::string::npos ? 0 : kind_end + 1);
-  if (kind_end == std::string::npos || impl_end == std::string::npos) return "ember";
-  return s.what.substr(kind_end + 1, impl_end - kind_end - 1) + " " + s.what.substr(0, kind_end);
 }
 
 Error CpuDelegate::execute(std::span<EValue*> args, ExecutionObserver* observer) {
@@ -327,46 +296,14 @@ Error CpuDelegate::execute(std::span<EValue*> args, ExecutionObserver* observer)
       if (omp_get_max_threads() != previous) omp_set_num_threads(previous);
     }
   } omp_threads(threads_);
-  for (Step& s : steps_) {
+  const RunContext ctx{stream_.get(), scratch_data_, threads_, verbose_};
+  for (const auto& s : steps_) {
     const uint64_t start = observer != nullptr ? now_ns() : 0;
-    if (Error e = run_step(s); e != Error::Ok) return e;
-    if (observer != nullptr) observer->on_delegate_step("cpu", s.name.c_str(), start, now_ns());
+    if (Error e = s->run(ctx); e != Error::Ok) return e;
+    if (observer != nullptr) observer->on_delegate_step("cpu", s->name().c_str(), start, now_ns());
   }
   if (dnnl_stream_wait(stream_.get()) != dnnl_success) {
     return fail(Error::Internal, "cpu delegate: oneDNN stream wait failed");
-  }
-  return Error::Ok;
-}
-
-Error CpuDelegate::run_step(Step& s) {
-  if (s.kernel) {
-    if (!verbose_) {
-      s.kernel(scratch_data_);
-      return Error::Ok;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    s.kernel(scratch_data_);
-    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
-    // oneDNN's verbose line shape, on stdout as oneDNN's, so that the two interleave in
-    // execution order (bench/layer_report.py reads both).
-    std::printf("ember_verbose,exec,cpu,%s,,%s,%.4f\n", s.what.c_str(), s.problem.c_str(),
-                ms.count());
-    return Error::Ok;
-  }
-  bool primary = true;
-  if (s.alt) {
-    void* p = nullptr;
-    dnnl_memory_get_data_handle(s.guard.get(), &p);
-    primary = p != nullptr &&
-              all_within(static_cast<const float*>(p), s.guard_floats, kWinogradMaxInput, threads_);
-  }
-  const std::vector<dnnl_exec_arg_t>& c_args = primary ? s.c_args : s.alt_c_args;
-  const dnnl_status_t st =
-      dnnl_primitive_execute(primary ? s.prim.get() : s.alt.get(), stream_.get(),
-                             static_cast<int>(c_args.size()), c_args.data());
-  if (st != dnnl_success) {
-    return fail(Error::Internal, "cpu delegate: oneDNN execution failed (status %d)",
-                static_cast<int>(st));
   }
   return Error::Ok;
 }
@@ -478,11 +415,12 @@ void CpuDelegate::add_reorder(const memory& from, const memory& to) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
-  Step s;
-  s.prim = dnnl::reorder(pd);
-  s.args = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-  note_scratchpad(pd, &s);
-  steps_.push_back(std::move(s));
+  add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+void CpuDelegate::add(std::unique_ptr<Step> step) {
+  scratch_bytes_ = std::max(scratch_bytes_, step->scratch_bytes());
+  steps_.push_back(std::move(step));
 }
 
 dnnl::primitive_attr CpuDelegate::attr_for(const OpDesc& op) {
@@ -674,12 +612,13 @@ DelegateSummary CpuDelegate::summary() const {
   out.int8_convolutions = int8_convolutions_;
   out.int8_chained = static_cast<int>(u8_tensors_.size());
   out.int8_matmuls = int8_matmuls_;
-  for (const Step& s : steps_) {
-    if (!s.kernel) {
+  for (const auto& s : steps_) {
+    const std::optional<OwnKind> own = s->own_kind();
+    if (!own) {
       ++out.onednn_steps;
       continue;
     }
-    switch (s.own) {
+    switch (*own) {
       case OwnKind::InvertedResidual:
         ++out.inverted_residual_blocks;
         break;

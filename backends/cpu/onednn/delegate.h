@@ -28,6 +28,7 @@
 #include "backends/cpu/cpu_runtime.h"
 #include "backends/cpu/graph/graph_format.h"
 #include "backends/cpu/onednn/own_steps.h"
+#include "backends/cpu/onednn/step.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "oneapi/dnnl/dnnl_debug.h"
 #include "runtime/executor/observer.h"
@@ -105,29 +106,6 @@ struct DelegateOptions {
   bool int8 = true;         // "int8": quantized convolutions in integers where the CPU has VNNI
 };
 
-struct Step {
-  dnnl::primitive prim;  // a oneDNN primitive, or
-  std::function<void(void*)>
-      kernel;     // one of Ember's own kernels (onednn/own_steps.h): its kind, and for
-  OwnKind own{};  // EMBER_CPU_VERBOSE its name and problem
-  std::string what;
-  std::string problem;
-  std::vector<std::pair<int, memory>> args;  // kept alive; c_args points into their handles
-  std::vector<dnnl_exec_arg_t> c_args;
-  bool uses_scratchpad = false;
-  // A guarded Winograd convolution (onednn/conv.cc): `prim` runs only when every float of `guard`
-  // (its source) is at most kWinogradMaxInput in magnitude; otherwise `alt`, the direct
-  // convolution over the same source and destination, with its own weights.
-  memory guard;
-  int64_t guard_floats = 0;
-  dnnl::primitive alt;
-  std::vector<std::pair<int, memory>> alt_args;
-  std::vector<dnnl_exec_arg_t> alt_c_args;
-  // What a profile calls the step: oneDNN's primitive kind ("convolution"), or Ember's kernel
-  // with its kind ("ember:depthwise convolution"). Set when the build is complete.
-  std::string name;
-};
-
 // What a new buffer of the build holds, for where it comes from and the memory report.
 enum class Held {
   Activations,  // written at every call: intermediates, uint8 copies of sources
@@ -156,9 +134,6 @@ class CpuDelegate {
   Held held_for(int32_t id) const {
     return graph_.tensors[id].kind == TensorKind::Weight ? Held::Weights : Held::Activations;
   }
-  // Runs one step (a oneDNN primitive or one of Ember's own kernels).
-  Error run_step(Step& s);
-  static std::string step_name(const Step& s);
   void bind(const memory& m, int arg);
   // Whether `m` is a caller buffer (bound at execute), and which argument.
   int bound_arg(const memory& m) const;
@@ -180,14 +155,13 @@ class CpuDelegate {
   // Runs a reorder at init (weights: once, never again).
   void reorder_now(memory from, memory to);
   void add_reorder(const memory& from, const memory& to);
+  // The bytes of scratchpad a primitive of `pd` needs (its user scratchpad).
   template <typename PD>
-  void note_scratchpad(const PD& pd, Step* s) {
-    const size_t bytes = pd.scratchpad_desc().get_size();
-    if (bytes > 0) {
-      scratch_bytes_ = std::max(scratch_bytes_, bytes);
-      s->uses_scratchpad = true;
-    }
+  static size_t scratch_bytes(const PD& pd) {
+    return pd.scratchpad_desc().get_size();
   }
+  // Appends a step (the scratchpad grows to what it needs).
+  void add(std::unique_ptr<Step> step);
   memory::dims dims_of(int32_t id) const { return to_dims(graph_.tensors[id].dims); }
   // The primitive's attributes: its post-ops before the first clamp (fused_post_ops).
   dnnl::primitive_attr attr_for(const OpDesc& op);
@@ -217,9 +191,6 @@ class CpuDelegate {
   using InPlaceKernel = std::function<void(float* y, int64_t n, int threads)>;
   void add_in_place_step(const memory& src, const memory& dst, bool zero_stays_zero,
                          std::string name, std::string info, InPlaceKernel kernel);
-  // Marks the memories the last step (an own step) reads as its args, so that build keeps the
-  // storage of those that are views.
-  void keep_storage(std::initializer_list<memory> reads);
   // dst = layer norm of each row (the last dim) of plain float32 src, with optional [n] gamma and
   // beta (empty memories for none), by the portable library's row kernel: statistics and the
   // normalized row in double, as ATen's float64 result rounded (oneDNN's float statistics are
@@ -279,12 +250,8 @@ class CpuDelegate {
   // dead after this op, else a buffer of its own.
   memory make_output(const OpDesc& op, const memory::desc& md);
   template <typename Prim, typename PD>
-  void add_step(const PD& pd, std::vector<std::pair<int, memory>> args) {
-    Step s;
-    s.prim = Prim(pd);
-    s.args = std::move(args);
-    note_scratchpad(pd, &s);
-    steps_.push_back(std::move(s));
+  void add_step(const PD& pd, StepArgs args) {
+    add(std::make_unique<PrimitiveStep>(Prim(pd), std::move(args), scratch_bytes(pd)));
   }
   void check_same_dims(int32_t a, int32_t b);
   // Post-ops of the sum kind need the destination ready before the primitive runs; make_output
@@ -312,7 +279,9 @@ class CpuDelegate {
   // InvertedResidual step; the number of ops it replaced, or 0 (they are then built one by one).
   size_t try_inverted_residual(size_t i);
   static memory::desc nhwc_md(const std::vector<int64_t>& dims);
-  void add_own_step(OwnStep o);
+  // Appends one of Ember's kernels as a step; `reads`: the memories it reads through its
+  // closure, whose storage the build keeps (views of weights included).
+  void add_own_step(OwnStep o, std::initializer_list<memory> reads = {});
   // A 3x3 depthwise convolution (padding 1, stride 1 or 2, channels a multiple of 16) with at
   // most a relu/clip after it, through Ember's kernel (kernels/depthwise.h): faster than
   // oneDNN 2.6's, and it splits the rows evenly between threads. False (nothing built) when it does
@@ -499,7 +468,7 @@ class CpuDelegate {
   std::vector<std::pair<memory, int>> bound_;  // caller buffers: memory -> argument index
   std::vector<memory::desc> arg_md_;           // per argument: the layout it must have
   std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
-  std::vector<Step> steps_;
+  std::vector<std::unique_ptr<Step>> steps_;
   MemoryAllocator* allocator_;
   size_t held_bytes_[3] = {};  // per Held but Transient (summary())
   size_t allocator_heap_ = 0;  // of the heap's growth during build, what allocator_ took

@@ -339,8 +339,7 @@ void CpuDelegate::add_avg_pool_redo_step(const OpDesc& op, const memory& src, co
       }
     }
   };
-  add_own_step(std::move(s));
-  keep_storage({src, dst});
+  add_own_step(std::move(s), {src, dst});
 }
 
 void CpuDelegate::add_softmax_rows_step(const memory& src, const memory& dst, int64_t axis) {
@@ -409,16 +408,7 @@ void CpuDelegate::build_where(const OpDesc& op) {
     where_broadcast(reinterpret_cast<const uint8_t*>(data_of(c)), data_of(a), data_of(b),
                     data_of(dst), shape, threads);
   };
-  add_own_step(std::move(s));
-  keep_storage({reads[0], reads[1], reads[2]});
-}
-
-void CpuDelegate::keep_storage(std::initializer_list<memory> reads) {
-  // Only the run ignores a kernel step's args: build keeps the storage views were made of
-  // where a step's args hold it (a weight's view, such as gamma's, is no owner).
-  for (const memory& m : reads) {
-    if (m) steps_.back().args.emplace_back(DNNL_ARG_SRC, m);
-  }
+  add_own_step(std::move(s), {reads[0], reads[1], reads[2]});
 }
 
 void CpuDelegate::add_layer_norm_step(const memory& src, const memory& gamma, const memory& beta,
@@ -449,8 +439,7 @@ void CpuDelegate::add_layer_norm_step(const memory& src, const memory& gamma, co
       layer_norm_row_f32(x + r * n, y + r * n, n, w, b, eps, &mean, &rstd);
     }
   };
-  add_own_step(std::move(s));
-  keep_storage({src, gamma, beta, dst});
+  add_own_step(std::move(s), {src, gamma, beta, dst});
 }
 
 void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const memory& bias,
@@ -516,8 +505,7 @@ void CpuDelegate::add_matmul_redo_step(const memory& a, const memory& b, const m
       }
     }
   };
-  add_own_step(std::move(s));
-  keep_storage({a, b, bias, dst});
+  add_own_step(std::move(s), {a, b, bias, dst});
 }
 
 void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t m, const memory& a,
@@ -555,8 +543,7 @@ void CpuDelegate::add_matvec_redo_step(std::shared_ptr<PackedMatrix> b, int64_t 
       }
     }
   };
-  add_own_step(std::move(s));
-  keep_storage({a, dst});
+  add_own_step(std::move(s), {a, dst});
 }
 
 void CpuDelegate::add_conv_redo_step(const memory& src, const memory& wei, const memory& bias,
@@ -664,8 +651,7 @@ void CpuDelegate::add_conv_redo_step(const memory& src, const memory& wei, const
       }
     }
   };
-  add_own_step(std::move(s));
-  keep_storage({src, wei, bias, dst});
+  add_own_step(std::move(s), {src, wei, bias, dst});
 }
 
 }  // namespace ember::cpu::delegate

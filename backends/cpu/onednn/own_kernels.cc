@@ -162,14 +162,14 @@ memory::desc CpuDelegate::nhwc_md(const std::vector<int64_t>& dims) {
   return plain_md(to_dims(dims), dt::f32, {0, 2, 3, 1});
 }
 
-void CpuDelegate::add_own_step(OwnStep o) {
-  Step s;
-  s.kernel = std::move(o.run);
-  scratch_bytes_ = std::max(scratch_bytes_, o.scratch_bytes);  // the scratchpad is shared
-  s.own = o.kind;
-  s.what = std::move(o.what);
-  s.problem = std::move(o.problem);
-  steps_.push_back(std::move(s));
+void CpuDelegate::add_own_step(OwnStep o, std::initializer_list<memory> reads) {
+  // The build keeps the storage views were made of where a step holds it (a weight's view,
+  // such as gamma's, is no owner); a kernel reads its memories through its closure.
+  std::vector<memory> keep;
+  for (const memory& m : reads) {
+    if (m) keep.push_back(m);
+  }
+  add(std::make_unique<KernelStep>(std::move(o), std::move(keep)));
 }
 
 int64_t CpuDelegate::depthwise3x3_stride(const OpDesc& op) const {
