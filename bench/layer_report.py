@@ -1,4 +1,4 @@
-"""Per-layer time and FMA-peak share of a program's cpu delegates (issue 6).
+"""Per-layer time and FMA-peak share of a program's cpu delegates: where the time goes.
 
     .venv/bin/python bench/layer_report.py MODEL.pte [--input X.npy]... [--threads N]
                      [--repeat R] [--top K] [--ember build/release/tools/ember]
@@ -173,7 +173,7 @@ def run_report(ember, runner, pte, ptd=None, inputs=(), threads=1, repeat=20, to
     if r.returncode != 0:
         raise RuntimeError("ember run failed: " + (r.stderr or r.stdout).strip()[-500:])
     try:
-        # `ember run --repeat R` executes R times (R calls, since issue 15); the first is left
+        # `ember run --repeat R` executes R times (R calls); the first is left
         # out (cold caches). Splitting into R + 1 found a shorter period that fits a model of
         # repeated identical layers (BERT: one encoder layer reported as the whole model), or none.
         runs = split_executes(parse_exec_lines(r.stdout + r.stderr), max(repeat, 2))[1:]

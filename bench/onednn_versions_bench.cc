@@ -1,4 +1,4 @@
-// Which oneDNN to build on (issue 16): the fp32 primitives the cpu backend leans on, timed alone
+// Which oneDNN to build on: the fp32 primitives the cpu backend leans on, timed alone
 // with the oneDNN a build links. The same source compiles against oneDNN 2.x (Debian's 2.6) and
 // 3.x (PyPI's onednn-devel-cpu-gomp, 3.2 with GNU OpenMP); the build makes the first
 // (build/release/bench/ember_onednn_versions_bench):

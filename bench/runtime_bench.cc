@@ -1,5 +1,5 @@
 // Runtime overhead on ExecuTorch's add.pte: program load, method load, and execute.
-// Goals on this machine (issue 2): execute under 1 us, method load under 20 us.
+// Goals on this machine: execute under 1 us, method load under 20 us.
 //
 //   build/bench/ember_runtime_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
 #include <benchmark/benchmark.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runtime overhead against a baseline build (issue 18): runs two builds of
+"""Runtime overhead against a baseline build: runs two builds of
 bench/runtime_bench.cc (ember_runtime_bench) in alternating rounds, so that both see the same
 machine, and prints per benchmark the 10th percentile and the median over every repetition of
 every round, with the ratio of this build to the baseline.

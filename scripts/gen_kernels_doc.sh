@@ -88,7 +88,7 @@ torch_version=$(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo u
   echo "to the portable kernels). all: every dtype ATen runs; —: none; n/a: no functional op lowers"
   echo "to this kernel (in-place kernels, ops PyTorch 1.13 lacks); c, (c: ...): the compiler refuses"
   echo "the op (at these dtypes), though the kernel runs it; ✗ᵏ: a known failure at these dtypes"
-  echo "(issue 20), included in the dtypes before it. The per-dtype tables are in"
+  echo "(a backend bug the suite lists), included in the dtypes before it. The per-dtype tables are in"
   echo "[backends/conformance.md](backends/conformance.md)."
   echo
   # The op list is the op manifest's (ops/manifest.json): each kernel with its dtype cells from the
@@ -175,7 +175,7 @@ PY
   echo "the case's inputs, then compared with ATen exactly as the kernel suite compares the kernel."
   echo "Flows: \`portable\` (no backend), \`loopback\` and \`cpu\` (delegated to that backend)."
   echo "A node a backend claims and gets wrong fails the suite, as does one it leaves to the"
-  echo "portable kernels; known failures (issue 20) are listed in the suite, and it fails when one"
+  echo "portable kernels; known failures (bugs not fixed yet) are listed in the suite, and it fails when one"
   echo "of them passes."
   echo
   echo "- ✓: matches ATen; for a backend, the backend ran the node (it claimed it)."
@@ -183,7 +183,7 @@ PY
   echo "- ·: ATen refuses this dtype for the op, and so does Ember."
   echo "- n/a: no functional op lowers to this kernel (the kernel suite checks it directly)."
   echo "- c: the compiler refuses the op at this dtype; the kernel suite checks the kernel directly."
-  echo "- ✗ᵏ: a known failure (issue 20); ✗: a failure."
+  echo "- ✗ᵏ: a known failure (a backend bug the suite lists); ✗: a failure."
   echo
   echo "Nodes with several results that a backend takes only when the others are unused (max"
   echo "pooling's indices, normalization statistics) run with the first result alone; the others come"

@@ -49,7 +49,7 @@ const std::vector<Flow>& flows() {
   return all;
 }
 
-// Known backend bugs (issue 20): each entry fails today, and the suite reports it with the values
+// Known backend bugs: each entry fails today, and the suite reports it with the values
 // it got; remove an entry when its fix lands (the suite fails on an entry that passes). Nothing
 // else may fail.
 struct KnownFailure {
@@ -58,8 +58,8 @@ struct KnownFailure {
   at::ScalarType dtype;
   const char* bug;
 };
-// None today: issue 20's relu/hardtanh, max pooling and softmax bugs are fixed
-// (kernels/nan_exact.h), and edge_cases.cc pins them.
+// None today: the NaN and infinity bugs of relu/hardtanh, max pooling and softmax are fixed
+// (backends/cpu/kernels/nan_exact.h), and edge_cases.cc pins them.
 constexpr std::array<KnownFailure, 0> kKnownFailures{};
 
 const KnownFailure* known_failure(const std::string& flow, const std::string& label,
@@ -306,7 +306,7 @@ void run_flow(std::string_view name) {
                                   (claimed ? ", claimed" : ", portable") + ") / " +
                                   short_name(dtype) + ": " + why;
         if (k != nullptr) {
-          std::printf("known failure (issue 20: %s): %s\n", k->bug, where.c_str());
+          std::printf("known failure (%s): %s\n", k->bug, where.c_str());
         } else {
           ADD_FAILURE() << where;
         }

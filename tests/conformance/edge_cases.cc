@@ -1,5 +1,5 @@
 // Edge-value sweep cases for the ops a backend is most tempted to get wrong with NaN and
-// infinities (issue 20): they join the kernel suite's rows of the same label in the backend
+// infinities: they join the kernel suite's rows of the same label in the backend
 // conformance suite, so that each of these bugs fails the suite if it comes back.
 //   relu, relu6 (hardtanh 0..6): NaN stays NaN; +-inf clamp.
 //   max pooling: a window holding NaN gives NaN, a window of NaN alone too (a 1x1 window, as

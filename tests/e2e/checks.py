@@ -53,7 +53,7 @@ CPU_EXPECT = {
 
 
 def check_cpu(args, name, pte):
-    """The cpu backend (issue 6): what it must take and what it must leave portable (C30)."""
+    """The cpu backend: what it must take and what it must leave portable (C30)."""
     info = inspect_json(args, pte)
     method = info["methods"][0]
     delegates = method["delegates"]

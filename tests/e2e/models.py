@@ -327,7 +327,7 @@ class SeluCelu(torch.nn.Module):  # C30 test 2: ELU with scale or input_scale, n
         return torch.nn.functional.selu(x) + torch.nn.functional.celu(x, 2.0)
 
 
-class WrittenBuffer(torch.nn.Module):  # issue 20: buffers written in forward persist across calls
+class WrittenBuffer(torch.nn.Module):  # found by the fuzzer: buffers written in forward persist
     def __init__(self):
         super().__init__()
         self.register_buffer("acc", torch.zeros(3))
@@ -341,7 +341,7 @@ class WrittenBuffer(torch.nn.Module):  # issue 20: buffers written in forward pe
         return x * 2
 
 
-class OddStateSizes(torch.nn.Module):  # issue 20: 1-byte and odd-sized constants and state
+class OddStateSizes(torch.nn.Module):  # found by the fuzzer: 1-byte and odd-sized constants, state
     def __init__(self):
         super().__init__()
         self.register_buffer("u8", torch.tensor([1, 2, 3], dtype=torch.uint8))
@@ -356,7 +356,7 @@ class OddStateSizes(torch.nn.Module):  # issue 20: 1-byte and odd-sized constant
         return x * self.w + self.u8 + self.i8 + self.h.float(), torch.where(self.flags, x, -x)
 
 
-# Issue 20: a zero-sized constant beside state. Zero-sized state itself is checked by
+# Found by the fuzzer: a zero-sized constant beside state. Zero-sized state itself is checked by
 # EmitProgram.ZeroSizedStateKeepsTheSegmentHeader: ExecuTorch's exporter writes such a program
 # without a mutable data segment, which Ember's runtime refuses today (left to the runtime).
 class ZeroSizedState(torch.nn.Module):
@@ -394,8 +394,9 @@ EXECUTORCH_EXPORTER_DIFFERS = {
 
 
 class CopyIntoBuffer(torch.nn.Module):
-    """Issue 20: copy_ into a buffer broadcasts the source to the buffer's shape and casts it to
-    the buffer's dtype; the buffer keeps its own shape and dtype, and persists across calls."""
+    """Found by the fuzzer: copy_ into a buffer broadcasts the source to the buffer's shape and
+    casts it to the buffer's dtype; the buffer keeps its own shape and dtype, and persists across
+    calls."""
 
     def __init__(self):
         super().__init__()
@@ -547,14 +548,15 @@ def models():
         # C30 (the cpu backend; run by --model c30).
         "c30_elu": (EluFamily, [(r(4, 16) * 3,)], None, True),
         "c30_selu_celu": (SeluCelu, [(r(4, 16) * 3,)], None, True),
-        # torchvision's ConvNeXt and Swin Transformer classes, small (full size: issue 15);
-        # last, so that the inputs drawn for the models above stay the same.
+        # torchvision's ConvNeXt and Swin Transformer classes, at a size CI's time allows; last, so
+        # that the inputs drawn for the models above stay the same.
         "convnext": (small_convnext, [(r(1, 3, 32, 32),)], None, True),
         "swin": (small_swin, [(r(1, 3, 64, 64),)], None, True),
         # as_strided of a computed tensor: a gather from its storage (as_strided_copy.out).
         "as_strided": (lambda: Fn(lambda x: torch.relu(x).as_strided((3, 3), (7, 1), 2) * 2),
                        [(r(4, 6),)], None, True),
-        # Issue 20: programs the fuzzer found refused at load or run, and its frequent ops.
+        # Programs the differential fuzzer found refused at load or run, and the ops it used most
+        # that lacked a kernel.
         "written_buffer": (WrittenBuffer, [(r(3),), (r(3),), (r(3),)], None, True),
         "odd_state_sizes": (OddStateSizes, [(r(3),), (r(3),)], None, True),
         "zero_sized_state": (ZeroSizedState, [(r(3),), (r(3),)], None, True),
@@ -576,7 +578,7 @@ def models():
               torch.tensor([1.0, 0.25, -3.0, 5.0]).half(),
               torch.tensor([0.5, 0.0, 1.5, -1.0]), torch.tensor([1.0, 2.0, 2.0, 0.0]))],
             None, True),
-        "issue20_ops": (
+        "fuzzer_found_ops": (
             # bucketize and adaptive_max_pool2d are checked by compiler/import/pt2_test.py:
             # ExecuTorch's exporter (run here on every model) refuses them, no core ATen ops.
             lambda: Fn(lambda x, b: (

@@ -1,4 +1,4 @@
-"""Ember's differential fuzzer (issue 20): random valid PyTorch programs (gen.py), exported with
+"""Ember's differential fuzzer: random valid PyTorch programs (gen.py), exported with
 ember.export, compiled and run by each flow (portable, `--backend cpu`, `--backend loopback`)
 through the batch driver ember_fuzz_runner, and compared with eager PyTorch.
 
