@@ -5,10 +5,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/kernel_eval.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/partition/backend.h"
-#include "compiler/passes/kernel_eval.h"
-#include "compiler/passes/op_table.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/plan/memory_planner.h"
 
 namespace ember::lower {
@@ -21,7 +21,7 @@ ShapeDynamism dynamism_of(const ir::TensorType& t) {
 
 emit::TensorSpec tensor_spec(const ir::TensorType& t) {
   emit::TensorSpec s;
-  s.dtype = passes::to_scalar_type(t.dtype);
+  s.dtype = ops::to_scalar_type(t.dtype);
   for (const ir::Dim& d : t.shape) s.sizes.push_back(static_cast<int32_t>(d.value));
   s.dynamism = dynamism_of(t);
   return s;
@@ -237,12 +237,12 @@ class Emitter {
       case ir::ArgKind::String:
         return method_.add(a.as_text());
       case ir::ArgKind::DType:
-        return method_.add(static_cast<int64_t>(passes::to_scalar_type(a.as_dtype())));
+        return method_.add(static_cast<int64_t>(ops::to_scalar_type(a.as_dtype())));
       case ir::ArgKind::Layout:
       case ir::ArgKind::Device:
         return method_.add(int64_t{0});
       case ir::ArgKind::MemoryFormat:
-        return method_.add(passes::memory_format_code(a.as_text()));
+        return method_.add(ops::memory_format_code(a.as_text()));
       case ir::ArgKind::Value: {
         auto it = index_.find(a.as_value());
         if (it == index_.end())
@@ -333,23 +333,23 @@ class Emitter {
     const auto* table = options_.delegates;
     if (index == nullptr || inputs == nullptr || table == nullptr || index->as_int() < 0 ||
         static_cast<size_t>(index->as_int()) >= table->size()) {
-      return ir::Status::error(passes::node_error(n, "a delegate call without its blob"));
+      return ir::Status::error(ir::node_error(n, "a delegate call without its blob"));
     }
     const partition::LoweredDelegate& d = (*table)[static_cast<size_t>(index->as_int())];
     const int64_t at = instruction_count();
     std::vector<int32_t> args;
     for (const ir::Arg& a : inputs->as_list()) {
       if (a.kind() != ir::ArgKind::Value) {
-        return ir::Status::error(passes::node_error(n, "a delegate argument is not a value"));
+        return ir::Status::error(ir::node_error(n, "a delegate argument is not a value"));
       }
       ir::StatusOr<int32_t> v = arg_value(a, at);
-      if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      if (!v.ok()) return ir::Status::error(ir::node_error(n, v.status().message()));
       args.push_back(*v);
     }
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       const ir::Value* v = n.output(i);
       if (!v->is_tensor()) {
-        return ir::Status::error(passes::node_error(n, "a delegate output is not a tensor"));
+        return ir::Status::error(ir::node_error(n, "a delegate output is not a tensor"));
       }
       const int32_t idx = add_result(v, at);
       use(v, at);
@@ -368,23 +368,23 @@ class Emitter {
   }
 
   ir::Status emit_node(const ir::Node& n) {
-    if (passes::is_delegate_call(n)) return emit_delegate(n);
+    if (ops::is_delegate_call(n)) return emit_delegate(n);
     if (n.num_subgraphs() > 0) return emit_control_flow(n);
     if (is_alias_view(n)) return emit_alias_view(n);
     const std::string op = n.qualified_op();
-    const bool prim = passes::is_prim_op(op);
-    if (!prim && !passes::is_lowered(n)) {
-      return ir::Status::error(passes::node_error(n, "reached emit without being lowered"));
+    const bool prim = ops::is_prim_op(op);
+    if (!prim && !ops::is_lowered(n)) {
+      return ir::Status::error(ir::node_error(n, "reached emit without being lowered"));
     }
     const int64_t at = instruction_count();
     std::vector<int32_t> args;
     // A Tensor?[] argument ('o' in the kernel's signature, `index`'s indices) is an optional
     // tensor list in the file even when no entry is None: the kernel accepts only that tag.
-    const char* sig = prim ? nullptr : passes::kernel_signature(op);
+    const char* sig = prim ? nullptr : ops::kernel_signature(op);
     const size_t sig_len = sig == nullptr ? 0 : std::strlen(sig);
     for (size_t i = 0; i < n.args().size(); ++i) {
       ir::StatusOr<int32_t> v = arg_value(n.args()[i].value, at);
-      if (!v.ok()) return ir::Status::error(passes::node_error(n, v.status().message()));
+      if (!v.ok()) return ir::Status::error(ir::node_error(n, v.status().message()));
       if (i < sig_len && sig[i] == 'o') {
         auto* list = std::get_if<emit::TensorListSpec>(&method_.values[static_cast<size_t>(*v)]);
         if (list != nullptr) list->optional = true;
@@ -403,7 +403,7 @@ class Emitter {
       use(v, at);
       outs.push_back(idx);
     }
-    if (passes::is_list_out_kernel(op)) {
+    if (ops::is_list_out_kernel(op)) {
       emit::TensorListSpec list;
       list.items = outs;
       const int32_t l = method_.add(list);
@@ -412,7 +412,7 @@ class Emitter {
     } else {
       args.insert(args.end(), outs.begin(), outs.end());
     }
-    if (!prim && !passes::is_list_out_kernel(op)) {
+    if (!prim && !ops::is_list_out_kernel(op)) {
       if (outs.size() == 1) {
         args.push_back(outs[0]);
       } else {
@@ -461,7 +461,7 @@ class Emitter {
     const ir::Value* in = n.arg("self")->as_value();
     const ir::Value* out = n.output(0);
     ir::StatusOr<int32_t> self = arg_value(*n.arg("self"), at);
-    if (!self.ok()) return ir::Status::error(passes::node_error(n, self.status().message()));
+    if (!self.ok()) return ir::Status::error(ir::node_error(n, self.status().message()));
     // The result's own sizes (the operand's may hold a -1 to infer).
     emit::IntListSpec size;
     for (const ir::Dim& d : out->tensor_type().shape) size.items.push_back(method_.add(d.value));
@@ -485,22 +485,21 @@ class Emitter {
   ir::Status emit_control_flow(const ir::Node& n) {
     if (n.op() != "higher_order::cond" || n.num_subgraphs() != 2) {
       return ir::Status::error(
-          passes::node_error(n, "control flow other than cond (two branches) is not emitted yet"));
+          ir::node_error(n, "control flow other than cond (two branches) is not emitted yet"));
     }
     const ir::Arg* pred = n.arg("pred");
     const ir::Arg* operands = n.arg("operands");
     if (pred == nullptr || pred->kind() != ir::ArgKind::Value) {
-      return ir::Status::error(passes::node_error(n, "cond: the predicate is not a value"));
+      return ir::Status::error(ir::node_error(n, "cond: the predicate is not a value"));
     }
     std::vector<const ir::Value*> ops;
     if (operands != nullptr && !operands->is_none()) {
       if (operands->kind() != ir::ArgKind::List) {
-        return ir::Status::error(passes::node_error(n, "cond: operands is not a list"));
+        return ir::Status::error(ir::node_error(n, "cond: operands is not a list"));
       }
       for (const ir::Arg& a : operands->as_list()) {
         if (a.kind() != ir::ArgKind::Value || index_.count(a.as_value()) == 0) {
-          return ir::Status::error(
-              passes::node_error(n, "cond: an operand is not a computed value"));
+          return ir::Status::error(ir::node_error(n, "cond: an operand is not a computed value"));
         }
         ops.push_back(a.as_value());
       }
@@ -508,11 +507,11 @@ class Emitter {
     const ir::Graph* branches[2] = {n.subgraph(0), n.subgraph(1)};
     for (const ir::Graph* g : branches) {
       if (g->inputs().size() != ops.size() || g->outputs().size() != n.num_outputs()) {
-        return ir::Status::error(passes::node_error(
-            n, "cond: a branch takes " + std::to_string(g->inputs().size()) + " inputs for " +
-                   std::to_string(ops.size()) + " operands and returns " +
-                   std::to_string(g->outputs().size()) + " values for " +
-                   std::to_string(n.num_outputs()) + " results"));
+        return ir::Status::error(
+            ir::node_error(n, "cond: a branch takes " + std::to_string(g->inputs().size()) +
+                                  " inputs for " + std::to_string(ops.size()) +
+                                  " operands and returns " + std::to_string(g->outputs().size()) +
+                                  " values for " + std::to_string(n.num_outputs()) + " results"));
       }
       for (size_t i = 0; i < ops.size(); ++i) {
         index_[g->inputs()[i]] = index_.at(ops[i]);
@@ -524,22 +523,22 @@ class Emitter {
         pred_type.kind == ir::ValueKind::Bool ||
         (pred_type.kind == ir::ValueKind::Tensor && pred_type.tensor.dtype == ir::DType::Bool);
     if (!bool_pred) {
-      return ir::Status::error(passes::node_error(
-          n, "cond: the predicate is " + ir::to_string(pred_type) + ", not a bool"));
+      return ir::Status::error(
+          ir::node_error(n, "cond: the predicate is " + ir::to_string(pred_type) + ", not a bool"));
     }
     for (const ir::Graph* g : branches) {
       for (size_t j = 0; j < n.num_outputs(); ++j) {
         if (g->outputs()[j]->type().kind != n.output(j)->type().kind) {
           return ir::Status::error(
-              passes::node_error(n, "cond: branch output " + std::to_string(j) + " is " +
-                                        ir::to_string(g->outputs()[j]->type()) + ", the result " +
-                                        ir::to_string(n.output(j)->type())));
+              ir::node_error(n, "cond: branch output " + std::to_string(j) + " is " +
+                                    ir::to_string(g->outputs()[j]->type()) + ", the result " +
+                                    ir::to_string(n.output(j)->type())));
         }
       }
     }
     auto pred_index = index_.find(pred->as_value());
     if (pred_index == index_.end()) {
-      return ir::Status::error(passes::node_error(n, "cond: the predicate is not computed"));
+      return ir::Status::error(ir::node_error(n, "cond: the predicate is not computed"));
     }
     // Results: a move target, unless a branch returns one of its inputs.
     const int64_t start = instruction_count();
@@ -581,7 +580,7 @@ class Emitter {
         auto it = index_.find(out);
         if (it == index_.end()) {
           return ir::Status::error(
-              passes::node_error(n, "cond: branch output %" + out->name() + " is not computed"));
+              ir::node_error(n, "cond: branch output %" + out->name() + " is not computed"));
         }
         const int64_t at = instruction_count();
         if (moved[j]) {
