@@ -12,7 +12,7 @@ namespace ember::backends {
 
 ir::Status register_builtin_compiler_backends() {
   static const ir::Status status = [] {
-    // Constant folding runs the registered kernels (compiler/passes/kernel_eval.h).
+    // Constant folding runs the registered kernels (compiler/ops/kernel_eval.h).
     if (register_portable_kernels() != Error::Ok) {
       return ir::Status::error(std::string("cannot register the portable kernels: ") +
                                last_error_message());

@@ -12,17 +12,17 @@ namespace {
 #define EMBER_MANIFEST_PRIM(name, signature)
 #define EMBER_MANIFEST_EXECUTORCH_OP(name) std::string_view(name),
 constexpr std::string_view kOperators[] = {
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
 };
 #undef EMBER_MANIFEST_EXECUTORCH_OP
 #define EMBER_MANIFEST_EXECUTORCH_BACKEND(id) std::string_view(id),
 constexpr std::string_view kBackends[] = {
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
 };
 #undef EMBER_MANIFEST_EXECUTORCH_BACKEND
 #define EMBER_MANIFEST_EXECUTORCH_VERSION(v) v
 constexpr const char* kVersion =
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
     ;
 #undef EMBER_MANIFEST_EXECUTORCH_VERSION
 #undef EMBER_MANIFEST_PRIM

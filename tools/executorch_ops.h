@@ -1,7 +1,7 @@
 // What ExecuTorch's own runtime registers: its operators (portable kernels and prim ops) and
 // delegate backends, as the pip `executorch` that scripts/requirements.lock pins reports them.
 // They come from the op manifest (ops/manifest.json: each op's `executorch` field, then
-// `executorch_only_ops` and `executorch_backends`), compiled in as compiler/passes/op_manifest.inc;
+// `executorch_only_ops` and `executorch_backends`), compiled in as compiler/ops/op_manifest.inc;
 // tools/gen_op_manifest.py writes both and CTest op_manifest_current checks they are current.
 //
 //   if (!executorch_registers_operator("aten::sum.out")) { ... }   // "ns::op.overload"

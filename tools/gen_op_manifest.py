@@ -2,12 +2,12 @@
 with its signature letters, PyTorch's schema, whether ExecuTorch's runtime registers it, the
 library that implements it and the functional ops that lower to it; then the decompositions, and
 what else ExecuTorch's runtime registers (operators Ember lacks, delegate backends).
-Also writes compiler/passes/op_manifest.inc, the table the compiler reads from it (so the compiler
+Also writes compiler/ops/op_manifest.inc, the table the compiler reads from it (so the compiler
 no longer asks the runtime's registry what exists).
 
 Sources: runtime/kernels/portable/ops.inc (portable kernels), runtime/kernels/cortex_m/ops.inc
 (the cortex_m kernels of ExecuTorch's Cortex-M programs), runtime/kernels/prim/prim_ops.cc
-(kPrimKernels), compiler/passes/op_table.cc (kRules), the installed torch (schemas) and
+(kPrimKernels), compiler/ops/op_table.cc (kRules), the installed torch (schemas) and
 the pinned pip executorch (scripts/requirements.lock; what its runtime registers).
 
     .venv/bin/python tools/gen_op_manifest.py          # rewrite both files
@@ -23,11 +23,11 @@ from importlib.metadata import version
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MANIFEST = os.path.join(ROOT, "ops", "manifest.json")
-TABLE = os.path.join(ROOT, "compiler", "passes", "op_manifest.inc")
+TABLE = os.path.join(ROOT, "compiler", "ops", "op_manifest.inc")
 OPS_INC = os.path.join(ROOT, "runtime", "kernels", "portable", "ops.inc")
 CORTEX_M_OPS_INC = os.path.join(ROOT, "runtime", "kernels", "cortex_m", "ops.inc")
 PRIM_CC = os.path.join(ROOT, "runtime", "kernels", "prim", "prim_ops.cc")
-OP_TABLE = os.path.join(ROOT, "compiler", "passes", "op_table.cc")
+OP_TABLE = os.path.join(ROOT, "compiler", "ops", "op_table.cc")
 
 FORMAT = 1
 STR_OR_NULL = r'(nullptr|"(?:[^"\\]|\\.)*")'
@@ -270,7 +270,7 @@ def main():
             print(", ".join(stale) + " is not what the op lists, op_table.cc, torch and executorch "
                   "give; run .venv/bin/python tools/gen_op_manifest.py", file=sys.stderr)
             return 1
-        print("ops/manifest.json and compiler/passes/op_manifest.inc are current")
+        print("ops/manifest.json and compiler/ops/op_manifest.inc are current")
         return 0
     os.makedirs(os.path.dirname(MANIFEST), exist_ok=True)
     for path, text in texts.items():

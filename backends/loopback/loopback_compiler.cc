@@ -6,7 +6,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/emit_program.h"
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::loopback {
@@ -23,7 +23,7 @@ class LoopbackSupport final : public partition::BackendSupport {
     if (node.num_subgraphs() > 0) {
       return partition::Support::no("control flow: a nested program cannot emit it yet");
     }
-    if (passes::is_delegate_call(node)) return partition::Support::no("already delegated");
+    if (ops::is_delegate_call(node)) return partition::Support::no("already delegated");
     for (const ir::Value* v : node.operands()) {
       if (!v->is_tensor()) {
         return partition::Support::no("reads the symbolic size %" + v->name() +
@@ -41,7 +41,7 @@ class LoopbackSupport final : public partition::BackendSupport {
     if (std::optional<std::string> r = partition::data_dependent_shape_reason(node)) {
       return partition::Support::no(*r);
     }
-    const std::string gap = passes::lowering_gap(node);
+    const std::string gap = ops::lowering_gap(node);
     if (!gap.empty()) return partition::Support::no(gap);
     return partition::Support::yes();
   }

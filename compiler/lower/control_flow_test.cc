@@ -7,12 +7,12 @@
 #include <string_view>
 #include <variant>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/lower/emit_program.h"
 #include "compiler/lower/pipeline.h"
-#include "compiler/passes/op_table.h"
-#include "compiler/passes/pass_util.h"
+#include "compiler/ops/op_table.h"
 #include "runtime/kernels/portable/portable.h"
 
 namespace ember::lower {
@@ -58,17 +58,16 @@ TEST(ControlFlow, C4_EveryPassReachesBothBranches) {
   auto parsed = ir::parse_program(kProgram);
   ASSERT_TRUE(parsed.ok()) << parsed.status().message();
   ir::Program& program = **parsed;
-  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  // Constant folding runs registered kernels (compiler/ops/kernel_eval.h).
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_TRUE(run_passes(program, nullptr).ok()) << ir::print_program(program);
   const std::string text = ir::print_program(program);
   int graphs = 0;
-  passes::for_each_graph(program.graph(), [&](const ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](const ir::Graph& g) {
     ++graphs;
     for (const ir::Node* n : g.nodes()) {
       const std::string op = n->qualified_op();
-      EXPECT_TRUE(op == "higher_order::cond.default" || passes::is_prim_op(op) ||
-                  passes::is_lowered(*n))
+      EXPECT_TRUE(op == "higher_order::cond.default" || ops::is_prim_op(op) || ops::is_lowered(*n))
           << op << " is not lowered\n"
           << text;
       for (const char* gone : {"aten::detach", "aten::alias", "aten::_check_tensor_all",
@@ -159,13 +158,13 @@ TEST(ControlFlow, PassThroughBranchIsCopied) {
 // C12: the op set of the compiler's prim lowering and of the runtime's prim ops is one.
 TEST(PrimOps, C12_EveryPrimOpTheCompilerEmitsIsARuntimeKernel) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
-  ASSERT_FALSE(passes::prim_ops().empty());
-  for (std::string_view op : passes::prim_ops()) {
+  ASSERT_FALSE(ops::prim_ops().empty());
+  for (std::string_view op : ops::prim_ops()) {
     EXPECT_NE(find_kernel(op), nullptr) << op;
   }
-  EXPECT_TRUE(passes::is_prim_op("aten::sym_numel.default"));
-  EXPECT_EQ(passes::runtime_op_name("aten::sym_numel.default"), "aten::sym_numel");
-  EXPECT_EQ(passes::runtime_op_name("executorch_prim::gt.Scalar"), "executorch_prim::gt.Scalar");
+  EXPECT_TRUE(ops::is_prim_op("aten::sym_numel.default"));
+  EXPECT_EQ(ops::runtime_op_name("aten::sym_numel.default"), "aten::sym_numel");
+  EXPECT_EQ(ops::runtime_op_name("executorch_prim::gt.Scalar"), "executorch_prim::gt.Scalar");
 }
 
 }  // namespace

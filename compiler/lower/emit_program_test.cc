@@ -24,7 +24,7 @@ std::unique_ptr<ir::Program> lowered(const std::string& text) {
   EXPECT_TRUE(p.ok()) << p.status().message();
   if (!p.ok()) return nullptr;
   auto program = std::move(*p);
-  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  // Constant folding runs registered kernels (compiler/ops/kernel_eval.h).
   EXPECT_EQ(register_portable_kernels(), Error::Ok);
   EXPECT_TRUE(run_passes(*program, nullptr).ok());
   return program;

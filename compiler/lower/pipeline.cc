@@ -9,7 +9,7 @@
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/passes/kernel_eval.h"
+#include "compiler/ops/kernel_eval.h"
 #include "compiler/passes/pass_registry.h"
 #include "compiler/passes/passes.h"
 
@@ -105,7 +105,7 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
     nd.external = options.external_weights;
     auto type = delegation.weight_types.find(blob.key);
     if (type != delegation.weight_types.end()) {
-      nd.dtype = passes::to_scalar_type(type->second.dtype);
+      nd.dtype = ops::to_scalar_type(type->second.dtype);
       for (const ir::Dim& d : type->second.shape) nd.sizes.push_back(static_cast<int32_t>(d.value));
     }
     result.named_data_bytes += blob.data.size();

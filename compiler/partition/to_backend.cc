@@ -10,8 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/passes/op_table.h"
-#include "compiler/passes/pass_util.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/op_table.h"
 
 namespace ember::partition {
 
@@ -25,7 +25,7 @@ class FilteredSupport final : public BackendSupport {
       : inner_(inner), excluded_(std::move(excluded)) {}
   std::string_view name() const override { return inner_.name(); }
   Support check(const ir::Node& node) const override {
-    if (passes::is_delegate_call(node)) {
+    if (ops::is_delegate_call(node)) {
       const ir::Arg* b = node.arg("backend");
       return Support::no("delegated to backend '" + (b != nullptr ? b->as_text() : "?") + "'");
     }
@@ -295,7 +295,7 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
       // Views alone compute nothing: the portable runtime makes them without a copy or a call,
       // where a delegate call would copy (a Llama 8da4w decode step had 29 such partitions).
       if (std::all_of(p.nodes.begin(), p.nodes.end(),
-                      [](const ir::Node* n) { return passes::is_view_node(*n); })) {
+                      [](const ir::Node* n) { return ir::is_view_node(*n); })) {
         result.report += "partition " + std::to_string(pi) + " stays portable: views only (" +
                          node_list(p) + ")\n";
         ++views_only;
@@ -375,7 +375,7 @@ ir::StatusOr<DelegationResult> delegate_to_backends(ir::Program& program,
             p.outputs[i]->type());
       }
       const int64_t index = static_cast<int64_t>(result.delegates.size());
-      ir::Node* call = g.create_node(std::string(passes::kDelegateCallOp), "default",
+      ir::Node* call = g.create_node(std::string(ops::kDelegateCallOp), "default",
                                      {{"backend", ir::Arg::string(backend_name)},
                                       {"index", ir::Arg::integer(index)},
                                       {"inputs", ir::Arg::list(std::move(inputs))}},

@@ -9,7 +9,7 @@
 
 #include "compiler/ir/parser.h"
 #include "compiler/ir/printer.h"
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/passes.h"
 #include "runtime/kernels/portable/portable.h"
 
@@ -94,7 +94,7 @@ TEST(C16, DelegateTakesThePlaceOfThePartitionsLastNode) {
   EXPECT_EQ(node_names(p->graph()), (std::vector<std::string>{"c", "delegate"}));
   const ir::Node* d = find_node(p->graph(), "delegate");
   ASSERT_NE(d, nullptr);
-  EXPECT_TRUE(passes::is_delegate_call(*d));
+  EXPECT_TRUE(ops::is_delegate_call(*d));
   ASSERT_EQ(p->graph().outputs().size(), 1u);
   EXPECT_EQ(p->graph().outputs()[0], d->output(0));
   // c still runs: it is still in the graph, before the delegate, reading x.
@@ -188,7 +188,7 @@ graph(%p_w: f32[2] parameter "w", %x: f32[2]) {
     EXPECT_NE(text.find("parameter \"w\""), std::string::npos) << text;
   }
   for (const ir::Node* n : p->graph().nodes()) {
-    if (!passes::is_delegate_call(*n)) continue;
+    if (!ops::is_delegate_call(*n)) continue;
     for (const ir::Value* v : n->operands()) EXPECT_NE(v->name(), "p_w");
   }
 }
@@ -209,7 +209,7 @@ graph(%c_c: f32[4, 3] constant "c", %x: f32[2, 3]) {
   const std::vector<uint8_t> before(p->find_weight("c")->bytes().begin(),
                                     p->find_weight("c")->bytes().end());
   passes::PassContext ctx;
-  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  // Constant folding runs registered kernels (compiler/ops/kernel_eval.h).
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_TRUE(passes::remove_aliases(*p, ctx).ok());
   ASSERT_TRUE(passes::fold_constants(*p, ctx).ok());
@@ -225,7 +225,7 @@ graph(%c_c: f32[4, 3] constant "c", %x: f32[2, 3]) {
   const std::string lowered = ir::print_program(*p);
   EXPECT_NE(lowered.find("aten::clone.default(self=%c_c"), std::string::npos) << lowered;
   ASSERT_EQ(p->graph().outputs().size(), 1u);
-  EXPECT_TRUE(passes::is_delegate_call(*p->graph().outputs()[0]->producer())) << lowered;
+  EXPECT_TRUE(ops::is_delegate_call(*p->graph().outputs()[0]->producer())) << lowered;
   auto pp = parse(backend.programs[0]);
   ASSERT_NE(pp, nullptr);
   for (const ir::Node* n : pp->graph().nodes()) {

@@ -4,14 +4,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
 
 ir::Status eliminate_dead_code(ir::Program& program, PassContext& ctx) {
-  for_each_graph(program.graph(), [&](ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](ir::Graph& g) {
     std::vector<ir::Node*> nodes;
     for (ir::Node* n : g.nodes()) nodes.push_back(n);
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {

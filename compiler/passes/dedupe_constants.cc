@@ -10,14 +10,14 @@
 #include <string>
 #include <unordered_set>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
 
 ir::Status dedupe_constants(ir::Program& program, PassContext& ctx) {
-  const std::unordered_set<const ir::Value*> written = written_tensors(program);
+  const std::unordered_set<const ir::Value*> written = ir::written_tensors(program);
   ir::Graph& g = program.graph();
   // (type, hash of bytes) → inputs seen with it; bytes are compared in full on a hash match.
   std::map<std::pair<std::string, size_t>, std::vector<ir::Value*>> seen;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -27,7 +27,7 @@ bool is_assertion(const ir::Node& n) {
 }  // namespace
 
 ir::Status drop_assertions(ir::Program& program, PassContext& ctx) {
-  for_each_graph(program.graph(), [&](ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](ir::Graph& g) {
     std::vector<ir::Node*> dead;
     for (ir::Node* n : g.nodes()) {
       if (!is_assertion(*n)) continue;

@@ -9,10 +9,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "compiler/passes/kernel_eval.h"
-#include "compiler/passes/op_table.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/kernel_eval.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -26,10 +26,10 @@ constexpr size_t kMaxSourceFold = 4096;
 }  // namespace
 
 ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
-  const std::unordered_set<const ir::Value*> written = written_tensors(program);
+  const std::unordered_set<const ir::Value*> written = ir::written_tensors(program);
   ir::Graph& g = program.graph();
   std::unordered_map<const ir::Value*, std::string> fqn_of;  // foldable weight inputs
-  std::unordered_map<const ir::Value*, Bytes> data;
+  std::unordered_map<const ir::Value*, ops::Bytes> data;
   for (size_t i = 0; i < g.inputs().size(); ++i) {
     const ir::InputSpec& spec = program.input_spec(i);
     ir::Value* v = g.inputs()[i];
@@ -38,14 +38,14 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
     if (w == nullptr || !w->has_data() || !v->tensor_type().is_static()) continue;
     fqn_of[v] = spec.target;
   }
-  auto constant_bytes = [&](ir::Value* v) -> const Bytes* {
+  auto constant_bytes = [&](ir::Value* v) -> const ops::Bytes* {
     auto it = data.find(v);
     if (it != data.end()) return &it->second;
     auto f = fqn_of.find(v);
     if (f == fqn_of.end()) return nullptr;
     const ir::Weight* w = program.find_weight(f->second);
     std::span<const uint8_t> b = w->bytes();
-    return &(data[v] = Bytes(b.begin(), b.end()));
+    return &(data[v] = ops::Bytes(b.begin(), b.end()));
   };
 
   std::vector<ir::Node*> nodes;
@@ -62,7 +62,7 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
          n->qualified_op().rfind("quantized_decomposed::dequantize_per_channel_group", 0) != 0)) {
       continue;
     }
-    if (is_prim_op(n->qualified_op())) continue;
+    if (ops::is_prim_op(n->qualified_op())) continue;
     // A result that is written later (the clone of a constant, then `y[0:2] = x`) is fresh
     // mutable storage, not a constant: folding it would make the write a write of a constant,
     // and the value returned would miss it (C20).
@@ -75,7 +75,7 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
     size_t tensor_inputs = 0;
     std::string first_fqn;
     for (ir::Value* v : n->operands()) {
-      if (written.count(alias_root(v)) != 0 || fqn_of.count(v) == 0) {
+      if (written.count(ir::alias_root(v)) != 0 || fqn_of.count(v) == 0) {
         foldable = false;
         break;
       }
@@ -98,12 +98,12 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
       out_types.push_back(dense);
     }
     if (!foldable || (tensor_inputs == 0 && out_bytes > kMaxSourceFold)) continue;
-    std::optional<KernelForm> form = direct_kernel_form(*n);
+    std::optional<ops::KernelForm> form = ops::direct_kernel_form(*n);
     if (!form) continue;
-    ir::StatusOr<std::vector<Bytes>> result =
-        eval_kernel(form->op + "." + form->overload, form->args, out_types, constant_bytes);
+    ir::StatusOr<std::vector<ops::Bytes>> result =
+        ops::eval_kernel(form->op + "." + form->overload, form->args, out_types, constant_bytes);
     if (!result.ok()) {
-      ctx.notes.push_back("not folded: " + node_error(*n, result.status().message()));
+      ctx.notes.push_back("not folded: " + ir::node_error(*n, result.status().message()));
       continue;
     }
     for (size_t i = 0; i < n->num_outputs(); ++i) {
@@ -112,7 +112,7 @@ ir::Status fold_constants(ir::Program& program, PassContext& ctx) {
       const std::string base =
           (first_fqn.empty() ? std::string("_const") : first_fqn) + "@" + out->name();
       const std::string fqn = g.unique_name(base);
-      auto storage = std::make_shared<const Bytes>(std::move((*result)[i]));
+      auto storage = std::make_shared<const ops::Bytes>(std::move((*result)[i]));
       ir::Weight w;
       w.name = fqn;
       w.type = out_types[i];

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -98,7 +98,7 @@ class Functionalizer {
     }
     const std::vector<size_t> written = mutated_arguments(*n);
     if (written.empty()) {
-      if (is_view_node(*n)) {
+      if (ir::is_view_node(*n)) {
         ir::Value* parent = original[0].value.as_value();
         alias_[n->output()] = {parent, n};
         const int ver = version_of(root_of(parent));
@@ -108,23 +108,23 @@ class Functionalizer {
     }
     if (written != std::vector<size_t>{0} || n->num_outputs() != 1 ||
         original[0].value.kind() != ir::ArgKind::Value) {
-      return ir::Status::error(node_error(
+      return ir::Status::error(ir::node_error(
           *n,
           "writes an argument other than `self` in place; only self-updating in-place ops "
           "(add_, copy_, index_put_...) are functionalized"));
     }
     if (n->num_subgraphs() > 0) {
-      return ir::Status::error(node_error(*n, "an in-place op with subgraphs"));
+      return ir::Status::error(ir::node_error(*n, "an in-place op with subgraphs"));
     }
     std::string op = n->op();
     if (op.empty() || op.back() != '_') {
-      return ir::Status::error(node_error(*n, "an in-place op whose name does not end in '_'"));
+      return ir::Status::error(ir::node_error(*n, "an in-place op whose name does not end in '_'"));
     }
     op.pop_back();
     const std::string overload = n->overload();
     if (program_.ops().find(op, overload) == nullptr) {
       return ir::Status::error(
-          node_error(*n, "no functional form " + op + "." + overload + " of this in-place op"));
+          ir::node_error(*n, "no functional form " + op + "." + overload + " of this in-place op"));
     }
     ir::Value* target = original[0].value.as_value();
     ir::Node* f = g_.create_node(op, overload, n->args(),
@@ -147,7 +147,7 @@ class Functionalizer {
       v = link.parent;
     }
     if (v->owner() != &g_ || (v->producer() == nullptr && g_.parent_node() != nullptr)) {
-      return ir::Status::error(node_error(
+      return ir::Status::error(ir::node_error(
           *n, "writes a tensor from outside its control-flow branch in place; not supported"));
     }
     const int ver = ++version_[v];
@@ -201,9 +201,9 @@ class Functionalizer {
       std::vector<ir::Arg> size;
       for (const ir::Dim& d : parent->tensor_type().shape) {
         if (!d.is_static()) {
-          return ir::Status::error(node_error(via,
-                                              "a write through a reshaping view of a "
-                                              "dynamic-shape tensor is not supported"));
+          return ir::Status::error(ir::node_error(via,
+                                                  "a write through a reshaping view of a "
+                                                  "dynamic-shape tensor is not supported"));
         }
         size.push_back(ir::Arg::integer(d.value));
       }
@@ -221,7 +221,7 @@ class Functionalizer {
     } else if (op == "aten::permute.default") {
       const ir::Arg* dims = via.arg("dims");
       if (dims == nullptr || dims->kind() != ir::ArgKind::List) {
-        return ir::Status::error(node_error(via, "permute without dims"));
+        return ir::Status::error(ir::node_error(via, "permute without dims"));
       }
       const size_t rank = dims->as_list().size();
       std::vector<ir::Arg> inverse(rank, ir::Arg::integer(0));
@@ -229,17 +229,17 @@ class Functionalizer {
         int64_t d = dims->as_list()[i].as_int();
         if (d < 0) d += static_cast<int64_t>(rank);
         if (d < 0 || d >= static_cast<int64_t>(rank)) {
-          return ir::Status::error(node_error(via, "permute dims out of range"));
+          return ir::Status::error(ir::node_error(via, "permute dims out of range"));
         }
         inverse[static_cast<size_t>(d)] = ir::Arg::integer(static_cast<int64_t>(i));
       }
       new_op = "aten::permute";
       args = {{"self", ir::Arg::value(child)}, {"dims", ir::Arg::list(inverse)}};
     } else {
-      return ir::Status::error(
-          node_error(via,
-                     "an in-place write through this view is not supported (only view, reshape, "
-                     "select, slice, squeeze/unsqueeze, t, transpose and permute)"));
+      return ir::Status::error(ir::node_error(
+          via,
+          "an in-place write through this view is not supported (only view, reshape, "
+          "select, slice, squeeze/unsqueeze, t, transpose and permute)"));
     }
     ir::Node* s =
         g_.create_node(new_op, new_overload, std::move(args),
@@ -261,7 +261,7 @@ class Functionalizer {
 
 ir::Status functionalize(ir::Program& program, PassContext& ctx) {
   std::vector<std::string> errors;
-  for_each_graph(program.graph(), [&](ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](ir::Graph& g) {
     if (&g == &program.graph()) return;
     std::vector<std::pair<ir::Value*, ir::Value*>> written;
     Functionalizer f(program, g);
@@ -295,7 +295,7 @@ ir::Status functionalize(ir::Program& program, PassContext& ctx) {
   for (size_t i = g.outputs().size(); i-- > 0;) {
     const ir::OutputSpec& spec = program.output_spec(i);
     if (spec.kind == ir::OutputKind::UserOutput) continue;
-    ir::Value* root = alias_root(g.outputs()[i]);
+    ir::Value* root = ir::alias_root(g.outputs()[i]);
     if (root != g.outputs()[i] && root->producer() == nullptr && is_target(root, spec)) {
       EMBER_IR_RETURN_IF_ERROR(program.erase_output(i));
     }

@@ -1,21 +1,21 @@
 // lower_to_out_variants: every functional op becomes its out-variant kernel call, or the calls of
-// its decomposition, as the table in op_table.cc says. Runs on every graph (C4).
+// its decomposition, as the table in compiler/ops/op_table.cc says. Runs on every graph (C4).
 #include <vector>
 
-#include "compiler/passes/op_table.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
 
 ir::Status lower_to_out_variants(ir::Program& program, PassContext&) {
   std::vector<std::string> errors;
-  for_each_graph(program.graph(), [&](ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](ir::Graph& g) {
     std::vector<ir::Node*> nodes;
     for (ir::Node* n : g.nodes()) nodes.push_back(n);
     for (ir::Node* n : nodes) {
-      ir::Status s = lower_node(program, n);
+      ir::Status s = ops::lower_node(program, n);
       if (!s.ok()) errors.push_back(s.message());
     }
   });

@@ -6,8 +6,8 @@
 //
 // Each pass registers itself (name, function, what it needs and guarantees) with an EMBER_PASS
 // line in its file (pass_registry.h); the order `ember compile` runs them in is one list of
-// names, compiler/lower/pipeline.cc. Delegate call nodes (op_table.h, kDelegateCallOp) pass
-// through every pass unchanged. Every error names the node, the op, the module path and the
+// names, compiler/lower/pipeline.cc. Delegate call nodes (compiler/ops/op_table.h, kDelegateCallOp)
+// pass through every pass unchanged. Every error names the node, the op, the module path and the
 // reason.
 #pragma once
 

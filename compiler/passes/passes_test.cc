@@ -53,7 +53,8 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
 class Golden : public testing::TestWithParam<Case> {};
 
 TEST_P(Golden, Matches) {
-  // Constant folding runs registered kernels (kernel_eval.h): the portable ones, as in `ember`.
+  // Constant folding runs registered kernels (compiler/ops/kernel_eval.h): the portable ones, as in
+  // `ember`.
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   const Case& c = GetParam();
   const std::string text = read(c.file);

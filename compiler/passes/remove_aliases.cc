@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "compiler/ir/graph_util.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -15,16 +15,18 @@ namespace {
 // as_strided to its input's own sizes and strides reads every element where it is: the input
 // itself. Size-1 dims are skipped: their stride is never used. (torch's decomposition of
 // adaptive_avg_pool2d to 1x1 restrides a mean this way to keep its memory format.) The input must
-// fill its storage (pass_util.h), or its strides are not the ones its dim order implies.
+// fill its storage (compiler/ir/graph_util.h), or its strides are not the ones its dim order
+// implies.
 bool is_identity_as_strided(const ir::Node& n) {
   if (n.num_outputs() != 1 || n.args().empty() || n.args()[0].value.kind() != ir::ArgKind::Value) {
     return false;
   }
   const ir::Value* self = n.args()[0].value.as_value();
   std::vector<int64_t> sizes, dense, size, stride;
-  if (!static_sizes(self->tensor_type(), &sizes) || !dense_strides(self->tensor_type(), &dense) ||
-      !static_int_list(n, "size", &size) || !static_int_list(n, "stride", &stride) ||
-      size != sizes || stride.size() != sizes.size() || !fills_storage(self)) {
+  if (!ir::static_sizes(self->tensor_type(), &sizes) ||
+      !ir::dense_strides(self->tensor_type(), &dense) || !ir::static_int_list(n, "size", &size) ||
+      !ir::static_int_list(n, "stride", &stride) || size != sizes ||
+      stride.size() != sizes.size() || !ir::fills_storage(self)) {
     return false;
   }
   const ir::Arg* offset = n.arg("storage_offset");
@@ -83,7 +85,7 @@ bool is_alias_only(const ir::Node& n) {
 }  // namespace
 
 ir::Status remove_aliases(ir::Program& program, PassContext& ctx) {
-  for_each_graph(program.graph(), [&](ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](ir::Graph& g) {
     std::vector<ir::Node*> dead;
     for (ir::Node* n : g.nodes()) {
       if (!is_alias_only(*n)) continue;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/passes/op_table.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/op_table.h"
 #include "compiler/passes/pass_registry.h"
-#include "compiler/passes/pass_util.h"
 #include "compiler/passes/passes.h"
 
 namespace ember::passes {
@@ -30,11 +30,11 @@ ir::Status report(const std::vector<std::string>& lines, const std::map<std::str
 ir::Status verify_lowerable(const ir::Program& program) {
   std::vector<std::string> lines;
   std::map<std::string, int> ops;
-  for_each_graph(program.graph(), [&](const ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](const ir::Graph& g) {
     for (ir::Node* n : g.nodes()) {
-      const std::string gap = lowering_gap(*n);
+      const std::string gap = ops::lowering_gap(*n);
       if (gap.empty()) continue;
-      lines.push_back(node_error(*n, gap));
+      lines.push_back(ir::node_error(*n, gap));
       ++ops[n->qualified_op()];
     }
   });
@@ -44,27 +44,27 @@ ir::Status verify_lowerable(const ir::Program& program) {
 ir::Status verify_support(const ir::Program& program) {
   std::vector<std::string> lines;
   std::map<std::string, int> ops;
-  for_each_graph(program.graph(), [&](const ir::Graph& g) {
+  ir::for_each_graph(program.graph(), [&](const ir::Graph& g) {
     for (ir::Node* n : g.nodes()) {
       const std::string op = n->qualified_op();
       std::string reason;
       if (n->op() == "higher_order::cond") {
         // Emitted as a JumpFalse chain (emit_program.cc); its branches are checked as graphs.
         if (n->num_subgraphs() != 2) reason = "cond without exactly two branches";
-      } else if (is_delegate_call(*n)) {
+      } else if (ops::is_delegate_call(*n)) {
         continue;  // its backend checked it (compiler/partition/to_backend.h)
       } else if (n->num_subgraphs() > 0) {
         reason = "control flow other than cond is not emitted yet; its subgraphs are checked below";
-      } else if (!is_lowered(*n)) {
-        const std::string gap = lowering_gap(*n);
+      } else if (!ops::is_lowered(*n)) {
+        const std::string gap = ops::lowering_gap(*n);
         reason = "not lowered to an out variant" +
                  (gap.empty() ? std::string(" (lower_to_out did not run on it)") : ": " + gap);
-      } else if (is_prim_op(op)) {
+      } else if (ops::is_prim_op(op)) {
         // C12: the compiler emits only prim ops the runtime registers, with their arguments
         // and then the result once (no repeated out).
-        const std::string name = runtime_op_name(op);
-        const char* sig = kernel_signature(name);
-        if (!kernel_exists(name)) {
+        const std::string name = ops::runtime_op_name(op);
+        const char* sig = ops::kernel_signature(name);
+        if (!ops::kernel_exists(name)) {
           reason = "the runtime has no prim op " + name;
         } else if (sig != nullptr && std::strlen(sig) != n->args().size() + n->num_outputs()) {
           reason = "the prim call has " + std::to_string(n->args().size() + n->num_outputs()) +
@@ -72,9 +72,9 @@ ir::Status verify_support(const ir::Program& program) {
                    std::to_string(std::strlen(sig));
         }
       } else {
-        if (!kernel_exists(op)) {
+        if (!ops::kernel_exists(op)) {
           reason = "no kernel " + op + " in the portable library";
-        } else if (const char* sig = kernel_signature(op); sig != nullptr) {
+        } else if (const char* sig = ops::kernel_signature(op); sig != nullptr) {
           // Schema args, the outs, and the repeated out (or TensorList of outs).
           const size_t expected = std::strlen(sig);
           const size_t got = n->args().size() + n->num_outputs() + 1;
@@ -85,7 +85,7 @@ ir::Status verify_support(const ir::Program& program) {
         }
       }
       if (reason.empty()) continue;
-      lines.push_back(node_error(*n, reason));
+      lines.push_back(ir::node_error(*n, reason));
       ++ops[op];
     }
   });

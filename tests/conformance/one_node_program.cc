@@ -6,8 +6,8 @@
 
 #include "compiler/ir/op_schema.h"
 #include "compiler/ir/verifier.h"
-#include "compiler/passes/kernel_eval.h"
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/kernel_eval.h"
+#include "compiler/ops/op_table.h"
 
 namespace ember::conformance {
 
@@ -21,7 +21,7 @@ constexpr const char* kSchemas[] = {
 std::optional<ir::DType> ir_dtype(ScalarType t) {
   for (int d = 0; d <= static_cast<int>(ir::DType::Complex128); ++d) {
     const auto dtype = static_cast<ir::DType>(d);
-    if (passes::to_scalar_type(dtype) == t) return dtype;
+    if (ops::to_scalar_type(dtype) == t) return dtype;
   }
   return std::nullopt;
 }
@@ -29,7 +29,7 @@ std::optional<ir::DType> ir_dtype(ScalarType t) {
 std::optional<std::string> memory_format_name(int64_t code) {
   for (const char* name :
        {"contiguous_format", "preserve_format", "channels_last", "channels_last_3d"}) {
-    if (passes::memory_format_code(name) == code) return name;
+    if (ops::memory_format_code(name) == code) return name;
   }
   return std::nullopt;
 }
@@ -182,7 +182,7 @@ std::optional<std::vector<KernelArg>> lowering_of(const ir::OpSchema& s, std::st
     args.push_back({a.name, marker});
   }
   ir::Node* node = add_node(p, s, args, std::vector<ir::ValueType>(num_results(s, outs), any));
-  std::optional<passes::KernelForm> form = passes::direct_kernel_form(*node);
+  std::optional<ops::KernelForm> form = ops::direct_kernel_form(*node);
   if (!form || form->op + "." + form->overload != kernel) return std::nullopt;
   std::vector<KernelArg> result;
   for (const ir::NamedArg& k : form->args) {
@@ -375,7 +375,7 @@ ir::StatusOr<OneNodeProgram> build_one_node_program(std::string_view kernel,
     ir::Node* node = add_node(*out.program, s, node_args, out_types);
     for (size_t i = 0; i < node->num_outputs(); ++i) out.program->add_output(node->output(i), {});
     // Whether lowering this node gives the very call the sweep case makes.
-    std::optional<passes::KernelForm> form = passes::direct_kernel_form(*node);
+    std::optional<ops::KernelForm> form = ops::direct_kernel_form(*node);
     out.lowered_as_called =
         form && form->op + "." + form->overload == kernel && form->args.size() == args.size();
     if (!out.lowered_as_called) {

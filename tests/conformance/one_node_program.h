@@ -37,7 +37,7 @@ struct OneNodeProgram {
 // some: ATen's own, as an exported program's operator table would bring them.
 using SchemaSource = std::function<std::vector<std::string>(const std::string& op)>;
 
-// The program whose one node is the functional op that lowers (passes::direct_kernel_form) to
+// The program whose one node is the functional op that lowers (ops::direct_kernel_form) to
 // `kernel` called with `args` (its arguments before the outs, in kernel order), with results typed
 // like `outs`; tensor arguments become graph inputs of their dtype, static shape and dim order,
 // everything else literal arguments. The functional op is the one ATen's naming convention gives

@@ -47,7 +47,7 @@ Result<std::string_view> BlobMap::key(size_t index) const {
 
 ir::StatusOr<partition::PreprocessResult> preprocess_exported_file(
     const std::string& path, const std::vector<partition::CompileSpecEntry>& specs) {
-  // Constant folding runs registered kernels (compiler/passes/kernel_eval.h).
+  // Constant folding runs registered kernels (compiler/ops/kernel_eval.h).
   if (register_portable_kernels() != Error::Ok) return ir::Status::error(last_error_message());
   auto p = importer::import_exported_program_file(path);
   if (!p.ok()) return p.status();

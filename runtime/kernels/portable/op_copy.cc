@@ -1,7 +1,7 @@
 // aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)
 // aten::copy.out(Tensor self, Tensor src, bool non_blocking=False, *, Tensor(a!) out)
 // ExecuTorch's exporter writes a mutated buffer back with copy_ at the end of a method, and keeps
-// copy.out for a functional copy; Ember's own compiler lowers both away (compiler/passes), so
+// copy.out for a functional copy; Ember's own compiler lowers both away (compiler/ops), so
 // these run programs that ExecuTorch wrote.
 #include <algorithm>
 

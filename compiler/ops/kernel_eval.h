@@ -17,7 +17,7 @@
 #include "compiler/ir/status.h"
 #include "runtime/core/scalar_type.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 using Bytes = std::vector<uint8_t>;
 
@@ -38,4 +38,4 @@ ir::StatusOr<std::vector<Bytes>> eval_kernel(const std::string& name,
                                              const std::vector<ir::TensorType>& out_types,
                                              const std::function<const Bytes*(ir::Value*)>& data);
 
-}  // namespace ember::passes
+}  // namespace ember::ops

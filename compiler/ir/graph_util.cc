@@ -1,48 +1,48 @@
-#include "compiler/passes/pass_util.h"
+#include "compiler/ir/graph_util.h"
 
 #include <algorithm>
 #include <iterator>
 #include <string_view>
 
-namespace ember::passes {
+namespace ember::ir {
 
-void for_each_graph(ir::Graph& graph, const std::function<void(ir::Graph&)>& f) {
+void for_each_graph(Graph& graph, const std::function<void(Graph&)>& f) {
   f(graph);
   // Collect first: f may erase nodes of this graph.
-  std::vector<ir::Node*> nodes;
-  for (ir::Node* n : graph.nodes()) nodes.push_back(n);
-  for (ir::Node* n : nodes) {
+  std::vector<Node*> nodes;
+  for (Node* n : graph.nodes()) nodes.push_back(n);
+  for (Node* n : nodes) {
     for (size_t i = 0; i < n->num_subgraphs(); ++i) for_each_graph(*n->subgraph(i), f);
   }
 }
 
-void for_each_graph(const ir::Graph& graph, const std::function<void(const ir::Graph&)>& f) {
+void for_each_graph(const Graph& graph, const std::function<void(const Graph&)>& f) {
   f(graph);
-  for (ir::Node* n : graph.nodes()) {
+  for (Node* n : graph.nodes()) {
     for (size_t i = 0; i < n->num_subgraphs(); ++i) {
-      for_each_graph(static_cast<const ir::Graph&>(*n->subgraph(i)), f);
+      for_each_graph(static_cast<const Graph&>(*n->subgraph(i)), f);
     }
   }
 }
 
-bool is_view_node(const ir::Node& node) {
-  const ir::OpSchema* s = node.schema();
+bool is_view_node(const Node& node) {
+  const OpSchema* s = node.schema();
   return s != nullptr && s->is_view() && node.num_outputs() == 1 && !node.args().empty() &&
-         node.args()[0].value.kind() == ir::ArgKind::Value;
+         node.args()[0].value.kind() == ArgKind::Value;
 }
 
-ir::Value* alias_parent(const ir::Value* v) {
-  const ir::Node* p = v->producer();
+Value* alias_parent(const Value* v) {
+  const Node* p = v->producer();
   if (p == nullptr || p->schema() == nullptr) return nullptr;
   std::optional<size_t> a = p->schema()->aliased_argument(v->output_index());
   if (!a || *a >= p->args().size()) return nullptr;
-  const ir::Arg& arg = p->args()[*a].value;
-  return arg.kind() == ir::ArgKind::Value ? arg.as_value() : nullptr;
+  const Arg& arg = p->args()[*a].value;
+  return arg.kind() == ArgKind::Value ? arg.as_value() : nullptr;
 }
 
-ir::Value* alias_root(ir::Value* v) {
+Value* alias_root(Value* v) {
   for (int guard = 0; guard < 100000; ++guard) {
-    ir::Value* p = alias_parent(v);
+    Value* p = alias_parent(v);
     if (p == nullptr) return v;
     v = p;
   }
@@ -51,24 +51,24 @@ ir::Value* alias_root(ir::Value* v) {
 
 namespace {
 
-void mark_written(const ir::Graph& graph, std::unordered_set<const ir::Value*>& out) {
-  for (ir::Node* n : graph.nodes()) {
-    for (size_t index : ir::mutated_arguments(*n)) {
+void mark_written(const Graph& graph, std::unordered_set<const Value*>& out) {
+  for (Node* n : graph.nodes()) {
+    for (size_t index : mutated_arguments(*n)) {
       if (index >= n->args().size()) continue;
-      n->args()[index].value.for_each_value([&](ir::Value* v) { out.insert(alias_root(v)); });
+      n->args()[index].value.for_each_value([&](Value* v) { out.insert(alias_root(v)); });
     }
     // A subgraph that writes one of its inputs writes the outer operand bound to it.
     if (n->num_subgraphs() > 0) {
-      const ir::Arg* operands = n->arg("operands");
+      const Arg* operands = n->arg("operands");
       for (size_t g = 0; g < n->num_subgraphs(); ++g) {
-        const ir::Graph& sub = *n->subgraph(g);
-        std::unordered_set<const ir::Value*> inner;
+        const Graph& sub = *n->subgraph(g);
+        std::unordered_set<const Value*> inner;
         mark_written(sub, inner);
         out.insert(inner.begin(), inner.end());
-        if (operands == nullptr || operands->kind() != ir::ArgKind::List) continue;
+        if (operands == nullptr || operands->kind() != ArgKind::List) continue;
         for (size_t i = 0; i < sub.inputs().size() && i < operands->as_list().size(); ++i) {
-          const ir::Arg& op = operands->as_list()[i];
-          if (op.kind() == ir::ArgKind::Value && inner.count(sub.inputs()[i]) != 0) {
+          const Arg& op = operands->as_list()[i];
+          if (op.kind() == ArgKind::Value && inner.count(sub.inputs()[i]) != 0) {
             out.insert(alias_root(op.as_value()));
           }
         }
@@ -79,10 +79,10 @@ void mark_written(const ir::Graph& graph, std::unordered_set<const ir::Value*>& 
 
 }  // namespace
 
-std::unordered_set<const ir::Value*> written_tensors(const ir::Program& program) {
-  std::unordered_set<const ir::Value*> out;
+std::unordered_set<const Value*> written_tensors(const Program& program) {
+  std::unordered_set<const Value*> out;
   mark_written(program.graph(), out);
-  const ir::Graph& g = program.graph();
+  const Graph& g = program.graph();
   auto listed = [&](const std::string& target) {
     for (const auto* list :
          {&program.mutated_buffers, &program.mutated_parameters, &program.mutated_user_inputs}) {
@@ -91,51 +91,51 @@ std::unordered_set<const ir::Value*> written_tensors(const ir::Program& program)
     return false;
   };
   for (size_t i = 0; i < g.inputs().size(); ++i) {
-    const ir::InputSpec& spec = program.input_spec(i);
+    const InputSpec& spec = program.input_spec(i);
     const std::string& key =
-        spec.kind == ir::InputKind::UserInput ? g.inputs()[i]->name() : spec.target;
+        spec.kind == InputKind::UserInput ? g.inputs()[i]->name() : spec.target;
     bool mutated = listed(key);
     for (const std::string& a : spec.aliases) mutated = mutated || listed(a);
     if (mutated) out.insert(g.inputs()[i]);
   }
   for (size_t i = 0; i < g.outputs().size(); ++i) {
-    const ir::OutputSpec& spec = program.output_spec(i);
-    if (spec.kind == ir::OutputKind::UserOutput) continue;
+    const OutputSpec& spec = program.output_spec(i);
+    if (spec.kind == OutputKind::UserOutput) continue;
     for (size_t j = 0; j < g.inputs().size(); ++j) {
-      const ir::InputSpec& in = program.input_spec(j);
-      const bool hit = in.target == spec.target || (in.kind == ir::InputKind::UserInput &&
-                                                    g.inputs()[j]->name() == spec.target);
+      const InputSpec& in = program.input_spec(j);
+      const bool hit = in.target == spec.target ||
+                       (in.kind == InputKind::UserInput && g.inputs()[j]->name() == spec.target);
       if (hit) out.insert(g.inputs()[j]);
     }
   }
   return out;
 }
 
-std::string node_error(const ir::Node& node, const std::string& reason) {
+std::string node_error(const Node& node, const std::string& reason) {
   return node.describe() + ": " + reason;
 }
 
-bool static_sizes(const ir::TensorType& type, std::vector<int64_t>* sizes) {
+bool static_sizes(const TensorType& type, std::vector<int64_t>* sizes) {
   sizes->clear();
-  for (const ir::Dim& d : type.shape) {
+  for (const Dim& d : type.shape) {
     if (!d.is_static()) return false;
     sizes->push_back(d.value);
   }
   return true;
 }
 
-bool static_int_list(const ir::Node& node, const char* name, std::vector<int64_t>* items) {
+bool static_int_list(const Node& node, const char* name, std::vector<int64_t>* items) {
   items->clear();
-  const ir::Arg* a = node.arg(name);
-  if (a == nullptr || a->kind() != ir::ArgKind::List) return false;
-  for (const ir::Arg& item : a->as_list()) {
-    if (item.kind() != ir::ArgKind::Int) return false;
+  const Arg* a = node.arg(name);
+  if (a == nullptr || a->kind() != ArgKind::List) return false;
+  for (const Arg& item : a->as_list()) {
+    if (item.kind() != ArgKind::Int) return false;
     items->push_back(item.as_int());
   }
   return true;
 }
 
-bool dense_strides(const ir::TensorType& type, std::vector<int64_t>* strides) {
+bool dense_strides(const TensorType& type, std::vector<int64_t>* strides) {
   std::vector<int64_t> sizes;
   if (!static_sizes(type, &sizes)) return false;
   const size_t rank = sizes.size();
@@ -160,7 +160,7 @@ bool dense_strides(const ir::TensorType& type, std::vector<int64_t>* strides) {
   return true;
 }
 
-bool fills_storage(const ir::Value* v) {
+bool fills_storage(const Value* v) {
   // Views that renumber the elements of their input one to one: the same storage, still filled.
   static constexpr std::string_view kFillingViews[] = {
       "aten::view.default",      "aten::_unsafe_view.default", "aten::reshape.default",
@@ -169,7 +169,7 @@ bool fills_storage(const ir::Value* v) {
       "aten::squeeze.dims",      "aten::alias.default",        "aten::detach.default",
       "aten::lift_fresh.default"};
   for (int guard = 0; guard < 100000; ++guard) {
-    const ir::Node* p = v->producer();
+    const Node* p = v->producer();
     if (p == nullptr) return v->owner() != nullptr && v->owner()->parent_node() == nullptr;
     const std::string op = p->qualified_op();
     // Ops that set strides or storage themselves (empty_strided, as_strided_, set_, resize_).
@@ -177,9 +177,9 @@ bool fills_storage(const ir::Value* v) {
         op.starts_with("aten::resize")) {
       return false;
     }
-    const ir::Value* parent = alias_parent(v);
+    const Value* parent = alias_parent(v);
     if (parent == nullptr) return true;  // a computed tensor
-    const bool in_place = !ir::mutated_arguments(*p).empty();
+    const bool in_place = !mutated_arguments(*p).empty();
     if (!in_place && std::find(std::begin(kFillingViews), std::end(kFillingViews), op) ==
                          std::end(kFillingViews)) {
       return false;  // a view that may skip, repeat or offset elements (slice, expand, split...)
@@ -189,4 +189,4 @@ bool fills_storage(const ir::Value* v) {
   return false;
 }
 
-}  // namespace ember::passes
+}  // namespace ember::ir

@@ -1,28 +1,18 @@
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 
-#include <algorithm>
-#include <cstdlib>
-#include <cstring>
-#include <iterator>
-#include <memory>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "compiler/passes/op_decompositions.h"
-#include "compiler/passes/pass_util.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/op_decompositions.h"
+#include "compiler/ops/rewrite_util.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 namespace {
-
-ir::Status lower_linear(ir::Program& program, ir::Node* node);
-ir::Status lower_copy(ir::Program& program, ir::Node* node);
-ir::Status lower_celu(ir::Program& program, ir::Node* node);
-ir::Status lower_select_scatter(ir::Program& program, ir::Node* node);
-ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node);
-ir::Status lower_batch_norm(ir::Program& program, ir::Node* node);
-ir::Status lower_batch_norm_inference(ir::Program& program, ir::Node* node);
-ir::Status lower_flatten(ir::Program& program, ir::Node* node);
-ir::Status lower_max_pool2d(ir::Program& program, ir::Node* node);
-ir::Status lower_squeeze(ir::Program& program, ir::Node* node);
 
 constexpr const char* kTrainingBatchNorm =
     "batch norm in training mode has no kernel: a BatchNorm was left in train(); call "
@@ -169,368 +159,7 @@ std::pair<std::string, std::string> split_name(std::string_view qualified) {
   return {std::string(qualified.substr(0, dot)), std::string(qualified.substr(dot + 1))};
 }
 
-ir::Arg parse_literal(std::string_view text) {
-  if (text == "none") return ir::Arg::none();
-  if (text == "true") return ir::Arg::boolean(true);
-  if (text == "false") return ir::Arg::boolean(false);
-  if (!text.empty() && text.front() == '[') {
-    std::vector<ir::Arg> items;
-    std::string body(text.substr(1, text.size() - 2));
-    size_t pos = 0;
-    while (pos < body.size()) {
-      size_t comma = body.find(',', pos);
-      if (comma == std::string::npos) comma = body.size();
-      items.push_back(ir::Arg::integer(std::strtoll(body.c_str() + pos, nullptr, 10)));
-      pos = comma + 1;
-    }
-    return ir::Arg::list(std::move(items));
-  }
-  const std::string s(text);
-  if (s.find('.') != std::string::npos) return ir::Arg::floating(std::strtod(s.c_str(), nullptr));
-  return ir::Arg::integer(std::strtoll(s.c_str(), nullptr, 10));
-}
-
-// Builds the kernel's arguments from "a,b=literal,c=other_arg".
-std::vector<ir::NamedArg> select_args(const ir::Node& node, const char* spec) {
-  if (spec == nullptr) return node.args();
-  std::vector<ir::NamedArg> out;
-  std::string_view rest(spec);
-  while (!rest.empty()) {
-    // Split at the next comma outside brackets ("dims=[1,0]" is one item).
-    size_t comma = 0;
-    for (int depth = 0; comma < rest.size(); ++comma) {
-      if (rest[comma] == '[') ++depth;
-      if (rest[comma] == ']') --depth;
-      if (rest[comma] == ',' && depth == 0) break;
-    }
-    if (comma == rest.size()) comma = std::string_view::npos;
-    std::string_view item = rest.substr(0, comma);
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    const size_t eq = item.find('=');
-    std::string name(item.substr(0, eq));
-    if (eq == std::string_view::npos) {
-      const ir::Arg* a = node.arg(name);
-      out.push_back({name, a != nullptr ? *a : ir::Arg::none()});
-      continue;
-    }
-    std::string_view value = item.substr(eq + 1);
-    // `fill_value=value` renames an argument of the functional op.
-    const ir::Arg* renamed = node.arg(value);
-    out.push_back({name, renamed != nullptr ? *renamed : parse_literal(value)});
-  }
-  return out;
-}
-
-std::vector<ir::ValueType> output_types(const ir::Node& node) {
-  std::vector<ir::ValueType> types;
-  for (size_t i = 0; i < node.num_outputs(); ++i) types.push_back(node.output(i)->type());
-  return types;
-}
-
-// Replaces every output of `node` with the matching output of `with`, then erases `node`.
-ir::Status replace_node(ir::Node* node, const std::vector<ir::Value*>& with) {
-  for (size_t i = 0; i < node->num_outputs() && i < with.size(); ++i) {
-    node->output(i)->replace_all_uses_with(with[i]);
-  }
-  return node->owner()->erase_node(node);
-}
-
-ir::Value* input_value(const ir::Node& node, const char* name) {
-  const ir::Arg* a = node.arg(name);
-  return a != nullptr && a->kind() == ir::ArgKind::Value ? a->as_value() : nullptr;
-}
-
-ir::ValueType with_shape(ir::DType dtype, std::vector<ir::Dim> shape) {
-  return ir::ValueType::of_tensor(ir::TensorType{dtype, std::move(shape), {}});
-}
-
-ir::Status lower_linear(ir::Program&, ir::Node* node) {
-  ir::Value* input = input_value(*node, "input");
-  ir::Value* weight = input_value(*node, "weight");
-  ir::Value* bias = input_value(*node, "bias");
-  if (input == nullptr || weight == nullptr || input->tensor_type().rank() != 2) {
-    return ir::Status::error(node_error(*node, "linear is lowered for a 2-D input only"));
-  }
-  ir::Graph& g = *node->owner();
-  const ir::TensorType& w = weight->tensor_type();
-  ir::Node* t =
-      add_kernel_node(g, "aten::permute_copy.out",
-                      {{"self", ir::Arg::value(weight)}, {"dims", parse_literal("[1,0]")}},
-                      {with_shape(w.dtype, {w.shape[1], w.shape[0]})}, node->name() + "_t", node);
-  std::vector<ir::NamedArg> args;
-  std::string kernel = "aten::mm.out";
-  if (bias != nullptr) {
-    kernel = "aten::addmm.out";
-    args.push_back({"self", ir::Arg::value(bias)});
-    args.push_back({"mat1", ir::Arg::value(input)});
-    args.push_back({"mat2", ir::Arg::value(t->output())});
-    args.push_back({"beta", ir::Arg::integer(1)});
-    args.push_back({"alpha", ir::Arg::integer(1)});
-  } else {
-    args.push_back({"self", ir::Arg::value(input)});
-    args.push_back({"mat2", ir::Arg::value(t->output())});
-  }
-  ir::Node* k =
-      add_kernel_node(g, kernel, std::move(args), output_types(*node), node->name(), node);
-  return replace_node(node, {k->output()});
-}
-
-// ATen computes celu(x, alpha) as elu(x, alpha, scale=1, input_scale=1/alpha): the same kernel
-// with the same arguments, so the result is exactly ATen's (C30 keeps such an elu portable on a
-// backend that runs only input_scale == 1).
-ir::Status lower_celu(ir::Program&, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  const ir::Arg* alpha_arg = node->arg("alpha");
-  double alpha = 1.0;
-  if (alpha_arg != nullptr && alpha_arg->kind() == ir::ArgKind::Int) {
-    alpha = static_cast<double>(alpha_arg->as_int());
-  } else if (alpha_arg != nullptr && alpha_arg->kind() == ir::ArgKind::Float) {
-    alpha = alpha_arg->as_float();
-  } else if (alpha_arg != nullptr && !alpha_arg->is_none()) {
-    return ir::Status::error(node_error(*node, "celu's alpha must be a number"));
-  }
-  if (self == nullptr) return ir::Status::error(node_error(*node, "celu needs a tensor"));
-  if (alpha == 0)
-    return ir::Status::error(node_error(*node, "celu with alpha 0 (ATen refuses it)"));
-  ir::Node* k = add_kernel_node(*node->owner(), "aten::elu.out",
-                                {{"self", ir::Arg::value(self)},
-                                 {"alpha", ir::Arg::floating(alpha)},
-                                 {"scale", ir::Arg::integer(1)},
-                                 {"input_scale", ir::Arg::floating(1.0 / alpha)}},
-                                output_types(*node), node->name(), node);
-  return replace_node(node, {k->output()});
-}
-
-// ATen's squeeze() drops every size-1 dim. ExecuTorch registers only squeeze_copy's dim-list
-// overload: with a static shape the dims are known here, so the kernel is one both runtimes have.
-// A symbolic dim (which may be 1 at run time) keeps squeeze_copy.out, which decides at run time.
-ir::Status lower_squeeze(ir::Program&, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  if (self == nullptr) return ir::Status::error(node_error(*node, "squeeze needs a tensor"));
-  std::vector<ir::Arg> dims;
-  bool all_static = true;
-  const std::vector<ir::Dim>& shape = self->tensor_type().shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    all_static = all_static && shape[d].is_static();
-    if (shape[d].is_static() && shape[d].value == 1) {
-      dims.push_back(ir::Arg::integer(static_cast<int64_t>(d)));
-    }
-  }
-  std::vector<ir::NamedArg> args = {{"self", ir::Arg::value(self)}};
-  if (all_static) args.push_back({"dim", ir::Arg::list(std::move(dims))});
-  ir::Node* k = add_kernel_node(
-      *node->owner(), all_static ? "aten::squeeze_copy.dims_out" : "aten::squeeze_copy.out",
-      std::move(args), output_types(*node), node->name(), node);
-  return replace_node(node, {k->output()});
-}
-
-ir::Status lower_copy(ir::Program&, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  ir::Value* src = input_value(*node, "src");
-  if (self == nullptr || src == nullptr) {
-    return ir::Status::error(node_error(*node, "copy needs two tensors"));
-  }
-  ir::Graph& g = *node->owner();
-  const ir::TensorType& dst = self->tensor_type();
-  ir::Value* cur = src;
-  if (src->tensor_type().shape != dst.shape) {
-    std::vector<ir::Arg> size;
-    for (const ir::Dim& d : dst.shape) {
-      if (!d.is_static()) {
-        return ir::Status::error(node_error(*node, "a broadcasting copy into a dynamic shape"));
-      }
-      size.push_back(ir::Arg::integer(d.value));
-    }
-    cur = add_kernel_node(g, "aten::expand_copy.out",
-                          {{"self", ir::Arg::value(cur)},
-                           {"size", ir::Arg::list(size)},
-                           {"implicit", ir::Arg::boolean(false)}},
-                          {with_shape(src->tensor_type().dtype, dst.shape)}, node->name() + "_e",
-                          node)
-              ->output();
-  }
-  ir::Node* k = nullptr;
-  if (src->tensor_type().dtype != dst.dtype || cur == src) {
-    std::vector<ir::NamedArg> args;
-    args.push_back({"self", ir::Arg::value(cur)});
-    args.push_back({"non_blocking", ir::Arg::boolean(false)});
-    args.push_back({"memory_format", ir::Arg::none()});
-    k = add_kernel_node(g, "aten::_to_copy.out", std::move(args), output_types(*node), node->name(),
-                        node);
-  }
-  return replace_node(node, {k != nullptr ? k->output() : cur});
-}
-
-// A constant int64 tensor of `shape` whose element at index i is f(coordinate along `dim`).
-ir::Value* index_constant(ir::Program& program, const std::vector<int64_t>& shape, int64_t dim,
-                          int64_t start, int64_t step, const std::string& base) {
-  int64_t numel = 1, inner = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    numel *= shape[i];
-    if (static_cast<int64_t>(i) > dim) inner *= shape[i];
-  }
-  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(numel) * 8);
-  for (int64_t i = 0; i < numel; ++i) {
-    const int64_t coord = (i / inner) % shape[static_cast<size_t>(dim)];
-    const int64_t v = start + coord * step;
-    std::memcpy(bytes->data() + i * 8, &v, 8);
-  }
-  ir::TensorType type{ir::DType::Int64, {}, {}};
-  for (int64_t s : shape) type.shape.emplace_back(s);
-  const std::string fqn = program.graph().unique_name("_scatter_index_" + base);
-  ir::Weight w;
-  w.name = fqn;
-  w.type = type;
-  w.storage = bytes;
-  w.nbytes = bytes->size();
-  program.weights.push_back(w);
-  return program.add_input(fqn, ir::ValueType::of_tensor(type),
-                           ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
-}
-
-ir::Status scatter_into(ir::Program& program, ir::Node* node, int64_t dim, int64_t start,
-                        int64_t step, bool unsqueeze) {
-  ir::Value* self = input_value(*node, "self");
-  ir::Value* src = input_value(*node, "src");
-  std::vector<int64_t> shape;
-  if (self == nullptr || src == nullptr || !static_sizes(src->tensor_type(), &shape)) {
-    return ir::Status::error(node_error(*node, "a write through a view needs static shapes"));
-  }
-  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
-  if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank) return ir::Status::error(node_error(*node, "dim out of range"));
-  ir::Graph& g = *node->owner();
-  ir::Value* values = src;
-  if (unsqueeze) {
-    shape.insert(shape.begin() + dim, 1);
-    std::vector<ir::Dim> dims(shape.begin(), shape.end());
-    values =
-        add_kernel_node(g, "aten::unsqueeze_copy.out",
-                        {{"self", ir::Arg::value(src)}, {"dim", ir::Arg::integer(dim)}},
-                        {with_shape(src->tensor_type().dtype, dims)}, node->name() + "_src", node)
-            ->output();
-  }
-  ir::Value* index = index_constant(program, shape, dim, start, step, node->name());
-  ir::Node* k = add_kernel_node(g, "aten::scatter.src_out",
-                                {{"self", ir::Arg::value(self)},
-                                 {"dim", ir::Arg::integer(dim)},
-                                 {"index", ir::Arg::value(index)},
-                                 {"src", ir::Arg::value(values)}},
-                                output_types(*node), node->name(), node);
-  return replace_node(node, {k->output()});
-}
-
-int64_t int_arg(const ir::Node& node, const char* name, int64_t fallback) {
-  const ir::Arg* a = node.arg(name);
-  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : fallback;
-}
-
-ir::Status lower_select_scatter(ir::Program& program, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  if (self == nullptr) return ir::Status::error(node_error(*node, "needs a tensor"));
-  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
-  int64_t dim = int_arg(*node, "dim", 0);
-  if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank || !self->tensor_type().shape[dim].is_static()) {
-    return ir::Status::error(node_error(*node, "select_scatter on a dynamic or invalid dim"));
-  }
-  int64_t index = int_arg(*node, "index", 0);
-  if (index < 0) index += self->tensor_type().shape[dim].value;
-  return scatter_into(program, node, dim, index, 1, /*unsqueeze=*/true);
-}
-
-ir::Status lower_slice_scatter(ir::Program& program, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  if (self == nullptr) return ir::Status::error(node_error(*node, "needs a tensor"));
-  const int64_t rank = static_cast<int64_t>(self->tensor_type().rank());
-  int64_t dim = int_arg(*node, "dim", 0);
-  if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank || !self->tensor_type().shape[dim].is_static()) {
-    return ir::Status::error(node_error(*node, "slice_scatter on a dynamic or invalid dim"));
-  }
-  const int64_t size = self->tensor_type().shape[dim].value;
-  const ir::Arg* start_arg = node->arg("start");
-  if (start_arg != nullptr && start_arg->kind() == ir::ArgKind::Value) {
-    return ir::Status::error(node_error(*node, "a write through a slice with a symbolic start"));
-  }
-  int64_t start = int_arg(*node, "start", 0);
-  if (start < 0) start += size;
-  start = std::max<int64_t>(0, std::min(start, size));
-  return scatter_into(program, node, dim, start, int_arg(*node, "step", 1), /*unsqueeze=*/false);
-}
-
-ir::Status lower_batch_norm(ir::Program&, ir::Node* node) {
-  const ir::Arg* training = node->arg("training");
-  if (training == nullptr || training->kind() != ir::ArgKind::Bool || training->as_bool()) {
-    return ir::Status::error(
-        node_error(*node, "batch norm in training mode has no kernel; export the model in eval()"));
-  }
-  std::vector<ir::NamedArg> args =
-      select_args(*node, "input,weight,bias,running_mean,running_var,momentum,eps");
-  ir::Node* k = add_kernel_node(*node->owner(), "aten::_native_batch_norm_legit_no_training.out",
-                                std::move(args), output_types(*node), node->name(), node);
-  std::vector<ir::Value*> outs;
-  for (size_t i = 0; i < k->num_outputs(); ++i) outs.push_back(k->output(i));
-  return replace_node(node, outs);
-}
-
 // `x * 2` is traced as mul.Tensor with a number for `other`; its kernel is the Scalar overload.
-// aten::batch_norm returns the normalized tensor only; the kernel also writes the two saved
-// statistics of training, which it resizes to [0] in inference.
-ir::Status lower_batch_norm_inference(ir::Program&, ir::Node* node) {
-  const ir::Arg* training = node->arg("training");
-  ir::Value* input = input_value(*node, "input");
-  if (training == nullptr || training->kind() != ir::ArgKind::Bool || training->as_bool()) {
-    return ir::Status::error(
-        node_error(*node, "batch norm in training mode has no kernel; export the model in eval()"));
-  }
-  if (input == nullptr || input_value(*node, "running_mean") == nullptr ||
-      input_value(*node, "running_var") == nullptr || node->num_outputs() != 1) {
-    return ir::Status::error(node_error(*node, "batch norm without running statistics"));
-  }
-  const ir::DType dtype = input->tensor_type().dtype;
-  ir::Node* k = add_kernel_node(
-      *node->owner(), "aten::_native_batch_norm_legit_no_training.out",
-      select_args(*node, "input,weight,bias,running_mean,running_var,momentum,eps"),
-      {node->output()->type(), with_shape(dtype, {0}), with_shape(dtype, {0})}, node->name(), node);
-  return replace_node(node, {k->output(0)});
-}
-
-// flatten is a view: the same elements in the output's shape (at most one symbolic size, -1).
-ir::Status lower_flatten(ir::Program&, ir::Node* node) {
-  ir::Value* self = input_value(*node, "self");
-  if (self == nullptr || node->num_outputs() != 1) {
-    return ir::Status::error(node_error(*node, "flatten needs a tensor"));
-  }
-  std::vector<ir::Arg> size;
-  int symbolic = 0;
-  for (const ir::Dim& d : node->output()->tensor_type().shape) {
-    symbolic += d.is_static() ? 0 : 1;
-    size.push_back(ir::Arg::integer(d.is_static() ? d.value : -1));
-  }
-  if (symbolic > 1) {
-    return ir::Status::error(node_error(*node, "flatten to a shape with two symbolic sizes"));
-  }
-  ir::Node* k = add_kernel_node(*node->owner(), "aten::view_copy.out",
-                                {{"self", ir::Arg::value(self)}, {"size", ir::Arg::list(size)}},
-                                output_types(*node), node->name(), node);
-  return replace_node(node, {k->output()});
-}
-
-// max_pool2d is max_pool2d_with_indices without the indices (int64, the output's shape).
-ir::Status lower_max_pool2d(ir::Program&, ir::Node* node) {
-  if (input_value(*node, "self") == nullptr || node->num_outputs() != 1) {
-    return ir::Status::error(node_error(*node, "max_pool2d needs a tensor"));
-  }
-  ir::TensorType indices = node->output()->tensor_type();
-  indices.dtype = ir::DType::Int64;
-  ir::Node* k = add_kernel_node(
-      *node->owner(), "aten::max_pool2d_with_indices.out",
-      select_args(*node, "self,kernel_size,stride,padding,dilation,ceil_mode"),
-      {node->output()->type(), ir::ValueType::of_tensor(indices)}, node->name(), node);
-  return replace_node(node, {k->output(0)});
-}
-
 std::string effective_overload(const ir::Node& node) {
   const ir::Arg* other = node.arg("other");
   if (node.overload() == "Tensor" && other != nullptr && other->kind() != ir::ArgKind::Value) {
@@ -580,7 +209,7 @@ std::string gap_for(std::string op, const std::string& overload, bool in_place) 
 }
 
 // as_strided reads its input's storage: PyTorch's storage of that tensor, Ember's the dense
-// row-major copy every kernel writes. The two agree when the input fills its storage (pass_util.h)
+// row-major copy every kernel writes. The two agree when the input fills its storage (graph_util.h)
 // row-major; otherwise the result would silently differ, so the op is refused with what to do.
 // Everything is static, so reads out of bounds are refused here rather than at run time.
 std::string as_strided_gap(const ir::Node& node) {
@@ -590,8 +219,8 @@ std::string as_strided_gap(const ir::Node& node) {
   const ir::Arg* offset_arg = node.arg("storage_offset");
   const bool static_offset =
       offset_arg == nullptr || offset_arg->is_none() || offset_arg->kind() == ir::ArgKind::Int;
-  if (!static_sizes(self->tensor_type(), &sizes) || !static_int_list(node, "size", &size) ||
-      !static_int_list(node, "stride", &stride) || !static_offset) {
+  if (!ir::static_sizes(self->tensor_type(), &sizes) || !ir::static_int_list(node, "size", &size) ||
+      !ir::static_int_list(node, "stride", &stride) || !static_offset) {
     return "as_strided with a symbolic input shape, size, stride or storage offset: Ember checks "
            "the elements it reads at compile time; export with static shapes";
   }
@@ -601,7 +230,7 @@ std::string as_strided_gap(const ir::Node& node) {
     return "as_strided's size and stride differ in length (" + std::to_string(size.size()) +
            " and " + std::to_string(stride.size()) + ")";
   }
-  if (!fills_storage(self)) {
+  if (!ir::fills_storage(self)) {
     const ir::Node* p = self->producer();
     return "as_strided reads its input's storage, and its input (" +
            (p != nullptr ? "%" + self->name() + ", from " + p->qualified_op()
@@ -612,7 +241,8 @@ std::string as_strided_gap(const ir::Node& node) {
   }
   ir::TensorType contiguous = self->tensor_type();
   contiguous.dim_order.clear();
-  if (!dense_strides(self->tensor_type(), &layout) || !dense_strides(contiguous, &row_major)) {
+  if (!ir::dense_strides(self->tensor_type(), &layout) ||
+      !ir::dense_strides(contiguous, &row_major)) {
     return "as_strided of a tensor with a malformed dim order";
   }
   for (size_t d = 0; d < sizes.size(); ++d) {
@@ -742,11 +372,12 @@ ir::Status lower_node(ir::Program& program, ir::Node* node) {
   if (is_lowered(*node) || node->op() == "higher_order::cond") return {};
   const LoweringRule* r = find_rule(*node);
   if (r != nullptr && r->kernel == nullptr && r->decompose == nullptr) {
-    return ir::Status::error(node_error(*node, r->reason));  // a refusal (verify_lowerable's too)
+    return ir::Status::error(
+        ir::node_error(*node, r->reason));  // a refusal (verify_lowerable's too)
   }
   if (r != nullptr && r->kernel == nullptr) return r->decompose(program, node);
   std::optional<KernelForm> form = direct_kernel_form(*node);
-  if (!form) return ir::Status::error(node_error(*node, lowering_gap(*node)));
+  if (!form) return ir::Status::error(ir::node_error(*node, lowering_gap(*node)));
   staticize_view_sizes(*node, &*form);
   ir::Node* k = add_kernel_node(*node->owner(), form->op + "." + form->overload,
                                 std::move(form->args), output_types(*node), node->name(), node);
@@ -755,4 +386,4 @@ ir::Status lower_node(ir::Program& program, ir::Node* node) {
   return replace_node(node, outs);
 }
 
-}  // namespace ember::passes
+}  // namespace ember::ops

@@ -1,16 +1,16 @@
-#include "compiler/passes/kernel_eval.h"
+#include "compiler/ops/kernel_eval.h"
 
 #include <cstring>
 #include <deque>
 #include <memory>
 
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 #include "runtime/core/evalue.h"
 #include "runtime/core/tensor.h"
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/platform/thread_pool.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 ScalarType to_scalar_type(ir::DType dtype) {
   switch (dtype) {
@@ -183,7 +183,7 @@ ir::StatusOr<std::vector<Bytes>> eval_kernel(const std::string& name,
     stack.push_back(*e);
   }
   std::vector<EValue*> outs;
-  const bool list_out = passes::is_list_out_kernel(name);
+  const bool list_out = is_list_out_kernel(name);
   for (const ir::TensorType& t : out_types) {
     std::optional<int64_t> numel = t.numel_upper_bound();
     if (!t.is_static() || !numel) return ir::Status::error("a dynamic output");
@@ -231,4 +231,4 @@ ir::StatusOr<std::vector<Bytes>> eval_kernel(const std::string& name,
   return result;
 }
 
-}  // namespace ember::passes
+}  // namespace ember::ops

@@ -5,9 +5,9 @@
 #include <iterator>
 #include <string>
 
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 namespace {
 
@@ -22,7 +22,7 @@ struct ManifestOp {
 constexpr ManifestOp kManifestOps[] = {
 #define EMBER_MANIFEST_OP(name, signature) {name, signature},
 #define EMBER_MANIFEST_PRIM(name, signature) {name, signature},
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
 #undef EMBER_MANIFEST_PRIM
 #undef EMBER_MANIFEST_OP
 };
@@ -45,7 +45,7 @@ const ManifestOp* find_manifest_op(std::string_view name) {
 constexpr std::string_view kPrimOps[] = {
 #define EMBER_MANIFEST_OP(name, signature)
 #define EMBER_MANIFEST_PRIM(name, signature) name,
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
 #undef EMBER_MANIFEST_PRIM
 #undef EMBER_MANIFEST_OP
 };
@@ -75,4 +75,4 @@ const char* kernel_signature(std::string_view name) {
   return op != nullptr ? op->signature : nullptr;
 }
 
-}  // namespace ember::passes
+}  // namespace ember::ops

@@ -20,7 +20,7 @@
 #include "compiler/ir/graph.h"
 #include "compiler/ir/status.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 using DecomposeFn = ir::Status (*)(ir::Program& program, ir::Node* node);
 
@@ -82,4 +82,4 @@ ir::Node* add_kernel_node(ir::Graph& g, const std::string& kernel, std::vector<i
                           std::vector<ir::ValueType> outputs, const std::string& base,
                           ir::Node* before);
 
-}  // namespace ember::passes
+}  // namespace ember::ops

@@ -1,13 +1,13 @@
-#include "compiler/passes/op_decompositions.h"
+#include "compiler/ops/op_decompositions.h"
 
 #include <cmath>
 #include <cstring>
 #include <memory>
 
-#include "compiler/passes/op_table.h"
-#include "compiler/passes/pass_util.h"
+#include "compiler/ir/graph_util.h"
+#include "compiler/ops/op_table.h"
 
-namespace ember::passes {
+namespace ember::ops {
 
 namespace {
 
@@ -43,12 +43,12 @@ ir::Status lower_add_product(ir::Node* node, const char* combine) {
   ir::Value* t2 = tensor_arg(*node, "tensor2");
   if (self == nullptr || t1 == nullptr || t2 == nullptr || node->num_outputs() != 1 ||
       !node->output(0)->is_tensor()) {
-    return ir::Status::error(node_error(*node, "needs three tensors"));
+    return ir::Status::error(ir::node_error(*node, "needs three tensors"));
   }
   const ir::Arg value = scalar_arg(*node, "value", ir::Arg::integer(1));
   if (value.kind() != ir::ArgKind::Int && value.kind() != ir::ArgKind::Float &&
       value.kind() != ir::ArgKind::Bool) {
-    return ir::Status::error(node_error(*node, "value must be a constant number"));
+    return ir::Status::error(ir::node_error(*node, "value must be a constant number"));
   }
   ir::Graph& g = *node->owner();
   const ir::TensorType& out = node->output(0)->tensor_type();
@@ -63,9 +63,9 @@ ir::Status lower_add_product(ir::Node* node, const char* combine) {
   std::vector<ir::Dim> shape = out.shape;
   const ir::TensorType& b = t2->tensor_type();
   if (a.shape != out.shape && b.shape != out.shape) {
-    return ir::Status::error(node_error(*node,
-                                        "self broadcasts over tensor1 and tensor2; "
-                                        "only their own broadcast shape is lowered"));
+    return ir::Status::error(ir::node_error(*node,
+                                            "self broadcasts over tensor1 and tensor2; "
+                                            "only their own broadcast shape is lowered"));
   }
   ir::Value* combined =
       add_kernel_node(g, combine, {{"self", ir::Arg::value(scaled)}, {"other", ir::Arg::value(t2)}},
@@ -117,7 +117,7 @@ ir::Status lower_addcdiv(ir::Program&, ir::Node* node) {
   if (t1 != nullptr && t2 != nullptr && !is_float_dtype(t1->tensor_type().dtype) &&
       !is_float_dtype(t2->tensor_type().dtype)) {
     return ir::Status::error(
-        node_error(*node, "integer division with addcdiv is not supported (ATen refuses it)"));
+        ir::node_error(*node, "integer division with addcdiv is not supported (ATen refuses it)"));
   }
   return lower_add_product(node, "aten::div.out");
 }
@@ -125,12 +125,12 @@ ir::Status lower_addcdiv(ir::Program&, ir::Node* node) {
 ir::Status lower_eye(ir::Program& program, ir::Node* node) {
   std::vector<int64_t> shape;
   if (node->num_outputs() != 1 || !node->output(0)->is_tensor() ||
-      !static_sizes(node->output(0)->tensor_type(), &shape) || shape.size() != 2) {
-    return ir::Status::error(node_error(*node, "eye needs static sizes"));
+      !ir::static_sizes(node->output(0)->tensor_type(), &shape) || shape.size() != 2) {
+    return ir::Status::error(ir::node_error(*node, "eye needs static sizes"));
   }
   const ir::DType dtype = node->output(0)->tensor_type().dtype;
   if (dtype == ir::DType::Complex64 || dtype == ir::DType::Complex128) {
-    return ir::Status::error(node_error(*node, "eye of a complex dtype"));
+    return ir::Status::error(ir::node_error(*node, "eye of a complex dtype"));
   }
   const size_t size = ir::dtype_size(dtype);
   auto bytes = std::make_shared<std::vector<uint8_t>>(
@@ -156,10 +156,11 @@ ir::Status lower_fill_tensor(ir::Program&, ir::Node* node) {
   std::vector<int64_t> shape;
   if (self == nullptr || value == nullptr || value->tensor_type().rank() != 0) {
     return ir::Status::error(
-        node_error(*node, "fill_ only supports 0-dimension value tensor (as ATen)"));
+        ir::node_error(*node, "fill_ only supports 0-dimension value tensor (as ATen)"));
   }
-  if (!static_sizes(self->tensor_type(), &shape)) {
-    return ir::Status::error(node_error(*node, "fill with a tensor value into a dynamic shape"));
+  if (!ir::static_sizes(self->tensor_type(), &shape)) {
+    return ir::Status::error(
+        ir::node_error(*node, "fill with a tensor value into a dynamic shape"));
   }
   std::vector<ir::Arg> size;
   for (int64_t s : shape) size.push_back(ir::Arg::integer(s));
@@ -186,9 +187,9 @@ ir::Status lower_matmul(ir::Program&, ir::Node* node) {
   if (self == nullptr || other == nullptr || self->tensor_type().rank() != 2 ||
       other->tensor_type().rank() != 2) {
     return ir::Status::error(
-        node_error(*node,
-                   "matmul is lowered for two matrices only; save the program after "
-                   "`ep = ep.run_decompositions()` for other ranks"));
+        ir::node_error(*node,
+                       "matmul is lowered for two matrices only; save the program after "
+                       "`ep = ep.run_decompositions()` for other ranks"));
   }
   ir::Node* k = add_kernel_node(*node->owner(), "aten::mm.out",
                                 {{"self", ir::Arg::value(self)}, {"mat2", ir::Arg::value(other)}},
@@ -201,12 +202,12 @@ ir::Status lower_mv(ir::Program&, ir::Node* node) {
   ir::Value* vec = tensor_arg(*node, "vec");
   if (self == nullptr || vec == nullptr || self->tensor_type().rank() != 2 ||
       vec->tensor_type().rank() != 1) {
-    return ir::Status::error(node_error(*node, "mv needs a matrix and a vector"));
+    return ir::Status::error(ir::node_error(*node, "mv needs a matrix and a vector"));
   }
   const ir::Dim n = self->tensor_type().shape[0];
   const ir::Dim m = vec->tensor_type().shape[0];
   if (!n.is_static() || !m.is_static()) {
-    return ir::Status::error(node_error(*node, "mv is lowered for static shapes only"));
+    return ir::Status::error(ir::node_error(*node, "mv is lowered for static shapes only"));
   }
   ir::Graph& g = *node->owner();
   const ir::DType dtype = node->output(0)->tensor_type().dtype;
@@ -232,16 +233,17 @@ ir::Status lower_mv(ir::Program&, ir::Node* node) {
 ir::Status lower_vector_norm(ir::Program&, ir::Node* node) {
   ir::Value* self = tensor_arg(*node, "self");
   if (self == nullptr || node->num_outputs() != 1 || !node->output(0)->is_tensor()) {
-    return ir::Status::error(node_error(*node, "needs a tensor"));
+    return ir::Status::error(ir::node_error(*node, "needs a tensor"));
   }
   const ir::Arg* dtype_arg = node->arg("dtype");
   if (dtype_arg != nullptr && !dtype_arg->is_none()) {
-    return ir::Status::error(node_error(*node, "a norm with a dtype argument is not lowered"));
+    return ir::Status::error(ir::node_error(*node, "a norm with a dtype argument is not lowered"));
   }
   const ir::TensorType& in = self->tensor_type();
   const ir::TensorType& out = node->output(0)->tensor_type();
   if (!is_float_dtype(in.dtype) || in.dtype != out.dtype) {
-    return ir::Status::error(node_error(*node, "a norm of a non-floating tensor is not lowered"));
+    return ir::Status::error(
+        ir::node_error(*node, "a norm of a non-floating tensor is not lowered"));
   }
   const char* ord_name = node->arg("ord") != nullptr ? "ord" : "p";
   const ir::Arg ord_arg = scalar_arg(*node, ord_name, ir::Arg::integer(2));
@@ -251,7 +253,7 @@ ir::Status lower_vector_norm(ir::Program&, ir::Node* node) {
   } else if (ord_arg.kind() == ir::ArgKind::Float) {
     ord = ord_arg.as_float();
   } else {
-    return ir::Status::error(node_error(*node, "the norm's order must be a constant number"));
+    return ir::Status::error(ir::node_error(*node, "the norm's order must be a constant number"));
   }
   const ir::Arg dim = scalar_arg(*node, "dim", ir::Arg::none());
   const ir::Arg keepdim = scalar_arg(*node, "keepdim", ir::Arg::boolean(false));
@@ -326,4 +328,4 @@ ir::Status lower_vector_norm(ir::Program&, ir::Node* node) {
   return replace_with(node, last->output());
 }
 
-}  // namespace ember::passes
+}  // namespace ember::ops

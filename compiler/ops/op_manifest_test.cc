@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "compiler/passes/op_table.h"
+#include "compiler/ops/op_table.h"
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/cortex_m/cortex_m.h"
 #include "runtime/kernels/portable/portable.h"
@@ -30,7 +30,7 @@ std::map<std::string, Entry> manifest() {
   ops[name] = {signature == nullptr ? "" : signature, false};
 #define EMBER_MANIFEST_PRIM(name, signature) \
   ops[name] = {signature == nullptr ? "" : signature, true};
-#include "compiler/passes/op_manifest.inc"
+#include "compiler/ops/op_manifest.inc"
 #undef EMBER_MANIFEST_PRIM
 #undef EMBER_MANIFEST_OP
   return ops;
@@ -83,29 +83,29 @@ TEST(OpManifest, MatchesTheRegistryAfterRegistration) {
 
 TEST(OpManifest, CompilerLooksUpTheManifest) {
   for (const auto& [name, entry] : manifest()) {
-    EXPECT_TRUE(passes::kernel_exists(name)) << name;
-    const char* sig = passes::kernel_signature(name);
+    EXPECT_TRUE(ops::kernel_exists(name)) << name;
+    const char* sig = ops::kernel_signature(name);
     EXPECT_EQ(sig == nullptr ? std::string() : std::string(sig), entry.signature) << name;
   }
-  EXPECT_FALSE(passes::kernel_exists("aten::no_such_op.out"));
-  EXPECT_EQ(passes::kernel_signature("aten::no_such_op.out"), nullptr);
+  EXPECT_FALSE(ops::kernel_exists("aten::no_such_op.out"));
+  EXPECT_EQ(ops::kernel_signature("aten::no_such_op.out"), nullptr);
 }
 
 // The compiler's prim ops are the manifest's (kind prim), which are the runtime's prim table: a
 // prim op added to prim_ops.cc reaches the compiler by regenerating the manifest, and nothing else.
 TEST(OpManifest, PrimOpsAreTheRuntimePrimTable) {
   std::set<std::string> compiler;
-  for (std::string_view op : passes::prim_ops()) compiler.insert(std::string(op));
+  for (std::string_view op : ops::prim_ops()) compiler.insert(std::string(op));
   std::set<std::string> runtime;
   for (const Kernel& k : prim_kernels()) runtime.insert(k.name);
   EXPECT_EQ(compiler, runtime) << kRegenerate;
   // The graph names the runtime name: a `default` overload is dropped (docs/pte-format.md §4.8).
-  EXPECT_TRUE(passes::is_prim_op("aten::sym_numel.default"));
-  EXPECT_TRUE(passes::is_prim_op("aten::sym_size.int"));
-  EXPECT_TRUE(passes::is_prim_op("executorch_prim::floordiv.int"));
-  EXPECT_FALSE(passes::is_prim_op("aten::sym_size.default"));
-  EXPECT_FALSE(passes::is_prim_op("aten::add.out"));
-  EXPECT_FALSE(passes::is_prim_op("sym::add.default"));  // lowered by a rule, not a prim itself
+  EXPECT_TRUE(ops::is_prim_op("aten::sym_numel.default"));
+  EXPECT_TRUE(ops::is_prim_op("aten::sym_size.int"));
+  EXPECT_TRUE(ops::is_prim_op("executorch_prim::floordiv.int"));
+  EXPECT_FALSE(ops::is_prim_op("aten::sym_size.default"));
+  EXPECT_FALSE(ops::is_prim_op("aten::add.out"));
+  EXPECT_FALSE(ops::is_prim_op("sym::add.default"));  // lowered by a rule, not a prim itself
 }
 
 }  // namespace
