@@ -248,8 +248,9 @@ using OpParams =
                  GroupQuantMatMulParams, PoolParams, EltwiseParams, BinaryParams, SoftmaxParams,
                  NormParams, ConcatParams, PermuteParams, ReduceParams, SliceParams>;
 
-// Aborts the process: `op`'s parameters are not the `want` its caller asked for. parse refuses a
-// blob whose parameters do not match its op's kind, so this is a broken internal invariant.
+// Aborts the process: an op of `kind` was asked for parameters of type `want`, which it does not
+// hold. parse refuses a blob whose parameters are not its op kind's, so this is a broken internal
+// invariant, never a bad blob.
 [[noreturn]] void params_mismatch(OpKind kind, const char* want);
 
 struct OpDesc {
