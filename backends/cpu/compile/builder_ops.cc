@@ -83,8 +83,7 @@ ir::Status Builder::dequantize(const Node& n) {
       OpDesc d;
       d.kind = OpKind::Eltwise;
       d.inputs = {at};
-      d.ints = {static_cast<int64_t>(p.alg)};
-      d.floats = {p.alpha, p.beta};
+      d.params = EltwiseParams{p.alg, p.alpha, p.beta};
       d.output = new_intermediate(*n.output());
       at = d.output;
       graph_.ops.push_back(std::move(d));
@@ -127,10 +126,7 @@ ir::Status Builder::emit_pool(const Node&, Value* in, Value* out, PoolAlg alg,
   OpDesc d;
   d.kind = OpKind::Pool;
   d.inputs = {*src};
-  d.ints = {static_cast<int64_t>(alg), 2};
-  for (const auto* v : {&kernel, &stride, &pad_l, &pad_r, &dilation}) {
-    d.ints.insert(d.ints.end(), v->begin(), v->end());
-  }
+  d.params = PoolParams{alg, kernel, stride, pad_l, pad_r, dilation};
   d.output = new_intermediate(*out);
   emit(std::move(d), out);
   return {};
@@ -152,18 +148,7 @@ ir::Status Builder::global_pool(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Pool;
   d.inputs = {*src};
-  d.ints = {static_cast<int64_t>(PoolAlg::AvgExcludePad),
-            2,
-            kernel[0],
-            kernel[1],
-            kernel[0],
-            kernel[1],
-            0,
-            0,
-            0,
-            0,
-            1,
-            1};
+  d.params = PoolParams{PoolAlg::AvgExcludePad, kernel, kernel, {0, 0}, {0, 0}, {1, 1}};
   TensorDesc pooled{TensorKind::Intermediate, 0, {in_dims[0], in_dims[1], 1, 1}, {}};
   pooled.batch_symbol = batch_symbol(*in);
   return emit_reshaped(std::move(d), std::move(pooled), n);
@@ -251,8 +236,7 @@ ir::Status Builder::emit_eltwise(Value* in, const PostOp& p, Value* out) {
   OpDesc d;
   d.kind = OpKind::Eltwise;
   d.inputs = {*src};
-  d.ints = {static_cast<int64_t>(p.alg)};
-  d.floats = {p.alpha, p.beta};
+  d.params = EltwiseParams{p.alg, p.alpha, p.beta};
   d.output = new_intermediate(*out);
   emit(std::move(d), out);
   return {};
@@ -266,9 +250,8 @@ ir::Status Builder::reduce(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Reduce;
   d.inputs = {*src};
-  d.ints = {static_cast<int64_t>(n.op() == "aten::mean" ? ReduceAlg::Mean : ReduceAlg::Sum)};
-  const std::vector<int64_t> dims = *reduced_dims(n, rank);
-  d.ints.insert(d.ints.end(), dims.begin(), dims.end());
+  d.params = ReduceParams{n.op() == "aten::mean" ? ReduceAlg::Mean : ReduceAlg::Sum,
+                          *reduced_dims(n, rank)};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -278,11 +261,11 @@ ir::Status Builder::slice(const Node& n) {
   Value* in = value_arg(n, "self");
   auto src = tensor(in);
   if (!src.ok()) return src.status();
-  const SliceParams p = *slice_params(n);
+  const SliceRange p = *slice_range(n);
   OpDesc d;
   d.kind = OpKind::Slice;
   d.inputs = {*src};
-  d.ints = {p.dim, p.start};
+  d.params = SliceParams{p.dim, p.start};
   if (n.op() == "aten::slice" || n.op() == "aten::slice_copy") {
     d.output = new_intermediate(*n.output());
     emit(std::move(d), n.output());
@@ -316,7 +299,7 @@ ir::Status Builder::softmax(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Softmax;
   d.inputs = {*src};
-  d.ints = {normalize_dim(static_cast<int64_t>(*number(n, "dim", -1)), rank)};
+  d.params = SoftmaxParams{normalize_dim(static_cast<int64_t>(*number(n, "dim", -1)), rank)};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -332,7 +315,7 @@ ir::Status Builder::layer_norm(const Node& n) {
   if (!g.ok()) return g.status();
   if (!b.ok()) return b.status();
   d.inputs = {*src, *g, *b};
-  d.floats = {static_cast<float>(*number(n, "eps", 1e-5))};
+  d.params = NormParams{static_cast<float>(*number(n, "eps", 1e-5))};
   d.output = new_intermediate(*n.output(0));
   emit(std::move(d), n.output(0));
   return {};
@@ -350,7 +333,7 @@ ir::Status Builder::concat(const Node& n) {
     d.inputs.push_back(*t);
   }
   const auto rank = static_cast<int64_t>(n.output()->tensor_type().rank());
-  d.ints = {normalize_dim(static_cast<int64_t>(*number(n, "dim", 0)), rank)};
+  d.params = ConcatParams{normalize_dim(static_cast<int64_t>(*number(n, "dim", 0)), rank)};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -407,7 +390,7 @@ ir::Status Builder::permute(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Permute;
   d.inputs = {*src};
-  d.ints = perm;
+  d.params = PermuteParams{perm};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   keep_fake_quant(in, n.output());

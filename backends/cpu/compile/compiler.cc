@@ -238,6 +238,7 @@ ir::Status Builder::conv(const Node& n) {
   const bool transposed = *number(n, "transposed", 0) != 0;
   OpDesc d;
   d.kind = OpKind::Conv;
+  QuantParams src_quant;
   // Quantized values by a symmetric int8 weight: the integer convolution (QuantConv).
   auto fq = fake_quant_of_.find(in);
   auto qw = quant_weights_.find(value_arg(n, "weight"));
@@ -247,7 +248,7 @@ ir::Status Builder::conv(const Node& n) {
     for (int64_t z : w.zero_points) symmetric = symmetric && z == 0;
     if (symmetric) {
       d.kind = OpKind::QuantConv;
-      d.floats = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)};
+      src_quant = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)};
     }
   }
   auto src = tensor(in);
@@ -262,9 +263,11 @@ ir::Status Builder::conv(const Node& n) {
     if (!w.ok()) return w.status();
     d.inputs = {*src, *w, *b};
   }
-  d.ints = {r, static_cast<int64_t>(*number(n, "groups", 1)), transposed ? 1 : 0};
-  d.ints.insert(d.ints.end(), stride.begin(), stride.end());
-  d.ints.insert(d.ints.end(), padding.begin(), padding.end());
+  ConvParams c;
+  c.groups = static_cast<int64_t>(*number(n, "groups", 1));
+  c.transposed = transposed;
+  c.stride = stride;
+  c.pad_l = padding;
   // Right padding: whatever makes oneDNN's output size the one the IR records (equal to the
   // left padding for every regular convolution; output_padding for transposed ones).
   const auto in_dims = static_dims(*in);
@@ -281,10 +284,15 @@ ir::Status Builder::conv(const Node& n) {
       pr = (in_dims[2 + i] - 1) * stride[i] + k - out_dims[2 + i] - padding[i];
     }
     if (pr < -4096) return ir::Status::error("output size not reachable by padding");
-    d.ints.push_back(pr);
+    c.pad_r.push_back(pr);
   }
-  d.ints.insert(d.ints.end(), dilation.begin(), dilation.end());
-  d.ints.insert(d.ints.end(), out_pad.begin(), out_pad.end());
+  c.dilation = dilation;
+  c.output_padding = out_pad;
+  if (d.kind == OpKind::QuantConv) {
+    d.params = QuantConvParams{std::move(c), src_quant};
+  } else {
+    d.params = std::move(c);
+  }
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -300,8 +308,8 @@ ir::Status Builder::batch_norm(const Node& n) {
   size_t conv_index = 0;
   auto is_const = [&](Value* v) { return v == nullptr || weight_of_.count(v) != 0; };
   if (fusable(in, {OpKind::Conv}, &conv_index) && graph_.ops[conv_index].post_ops.empty() &&
-      graph_.ops[conv_index].ints[2] == 0 && is_const(gamma) && is_const(beta) && is_const(mean) &&
-      is_const(var)) {
+      !graph_.ops[conv_index].conv().transposed && is_const(gamma) && is_const(beta) &&
+      is_const(mean) && is_const(var)) {
     OpDesc& c = graph_.ops[conv_index];
     const TensorDesc& wt = graph_.tensors[c.inputs[1]];
     const bool bias_const =
@@ -321,7 +329,7 @@ ir::Status Builder::batch_norm(const Node& n) {
     if (!t.ok()) return t.status();
     d.inputs.push_back(*t);
   }
-  d.floats = {static_cast<float>(eps)};
+  d.params = NormParams{static_cast<float>(eps)};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output(0));
   return {};
@@ -498,12 +506,13 @@ ir::Status Builder::group_quant_matmul(const Node& n, const NamedQuantizedWeight
     d.inputs.push_back(*zero_point);
     d.inputs.push_back(*scale);
   }
-  d.ints = {group};
+  GroupQuantMatMulParams p;
+  p.group = group;
   if (quantize) {
-    d.ints.push_back(static_cast<int64_t>(whole->second.per_tensor ? InputQuant::PerTensor
-                                                                   : InputQuant::PerToken));
-    d.floats = {static_cast<float>(whole->second.eps)};
+    p.input_quant = whole->second.per_tensor ? InputQuant::PerTensor : InputQuant::PerToken;
+    p.eps = static_cast<float>(whole->second.eps);
   }
+  d.params = p;
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -535,7 +544,8 @@ ir::Status Builder::matmul(const Node& n) {
       const auto [wq, scales] = add_int8_weight(*qwt->second);
       d.kind = OpKind::QuantMatMul;
       d.inputs = {*a, wq, *bias, scales};
-      d.floats = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)};
+      d.params = QuantMatMulParams{
+          {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)}};
       d.output = new_intermediate(*n.output());
       emit(std::move(d), n.output());
       return {};
@@ -549,13 +559,16 @@ ir::Status Builder::matmul(const Node& n) {
   if (!b.ok()) return b.status();
   if (!bias.ok()) return bias.status();
   d.inputs = {*a, *b, *bias};
+  MatMulParams p;
   // Two operands on int8 grids (attention's, as PT2E quantizes a matmul): their parameters, for
   // the integer matmul.
   if (auto fb = fake_quant_of_.find(mat2);
       fq != fake_quant_of_.end() && fb != fake_quant_of_.end()) {
-    d.floats = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point),
-                static_cast<float>(fb->second.scale), static_cast<float>(fb->second.zero_point)};
+    p.quantized = true;
+    p.a = {static_cast<float>(fq->second.scale), static_cast<float>(fq->second.zero_point)};
+    p.b = {static_cast<float>(fb->second.scale), static_cast<float>(fb->second.zero_point)};
   }
+  d.params = p;
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};
@@ -621,7 +634,7 @@ ir::Status Builder::binary(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Binary;
   d.inputs = {*ta, *tb};
-  d.ints = {static_cast<int64_t>(is_add ? BinaryAlg::Add : BinaryAlg::Mul)};
+  d.params = BinaryParams{is_add ? BinaryAlg::Add : BinaryAlg::Mul};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

@@ -38,10 +38,10 @@ std::optional<std::vector<int64_t>> reduced_dims(const ir::Node& n, int64_t rank
 // A mean over H and W of an NCHW input: a global pooling, not a Reduce.
 bool is_global_pool_mean(const ir::Node& n);
 // What a slice (step 1) or select takes of its input: elements [start, start + length) of dim.
-struct SliceParams {
+struct SliceRange {
   int64_t dim = 0, start = 0, length = 0;
 };
-std::optional<SliceParams> slice_params(const ir::Node& n);
+std::optional<SliceRange> slice_range(const ir::Node& n);
 // A dynamic batch: dim 0 of `t` is a bare symbol and every other dim is static.
 bool is_dynamic_batch(const ir::TensorType& t);
 // What the cpu backend claims, op by op, with the reason for every refusal.

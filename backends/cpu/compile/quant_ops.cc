@@ -154,6 +154,7 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
     w.scales.resize(static_cast<size_t>(params));
     std::memcpy(w.scales.data(), scales->bytes().data(), scales->bytes().size());
     w.zero_points.assign(static_cast<size_t>(params), 0);
+    std::vector<int64_t>& zeros = w.zero_points;
     if (zero_points != nullptr) {
       const auto z = zero_points->bytes();
       const size_t width = ir::dtype_size(zero_points->type.dtype);
@@ -171,19 +172,20 @@ ir::StatusOr<QuantizedWeight> quantized_weight(const Node& n, const ir::Weight& 
           std::memcpy(&v32, z.data() + c * 4, 4);
           v = v32;
         }
-        w.zero_points[static_cast<size_t>(c)] = v;
+        zeros[static_cast<size_t>(c)] = v;
       }
     }
   }
   w.q.resize(bytes.size());
   w.dequantized.resize(bytes.size());
+  const std::vector<int64_t>& zeros = w.zero_points;
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t i = 0; i < inner; ++i) {
       const size_t k = static_cast<size_t>(c * inner + i);
       const auto p = static_cast<size_t>(c * (inner / per) + i / per);
       w.q[k] = static_cast<float>(static_cast<int8_t>(bytes[k]));
       // PyTorch's dequantize: (q - zero_point) * scale, in float32 (the difference is exact).
-      w.dequantized[k] = (w.q[k] - static_cast<float>(w.zero_points[p])) * w.scales[p];
+      w.dequantized[k] = (w.q[k] - static_cast<float>(zeros[p])) * w.scales[p];
     }
   }
   return w;

@@ -96,7 +96,7 @@ bool is_global_pool_mean(const Node& n) {
   return rank == 4 && reduced_dims(n, rank) == std::vector<int64_t>{2, 3};
 }
 
-std::optional<SliceParams> slice_params(const Node& n) {
+std::optional<SliceRange> slice_range(const Node& n) {
   const Value* in = value_arg(n, "self");
   if (in == nullptr) return std::nullopt;
   const std::vector<int64_t> sd = static_dims(*in);
@@ -104,7 +104,7 @@ std::optional<SliceParams> slice_params(const Node& n) {
   const bool select = n.op() == "aten::select" || n.op() == "aten::select_copy";
   auto dim = number(n, "dim", 0);
   if (!dim || rank == 0) return std::nullopt;
-  SliceParams p;
+  SliceRange p;
   p.dim = normalize_dim(static_cast<int64_t>(*dim), rank);
   if (p.dim < 0 || p.dim >= rank) return std::nullopt;
   const int64_t size = sd[p.dim];
@@ -309,7 +309,7 @@ Why check_pow(const Node& n) {
 
 Why check_slice(const Node& n) {
   if (auto w = all_static(n)) return w;
-  auto p = slice_params(n);
+  auto p = slice_range(n);
   if (!p) return "slice with a step other than 1, or non-static bounds";
   if (p->dim == 0 && is_dynamic_batch(value_arg(n, "self")->tensor_type())) {
     return "slice of a dynamic batch dim";

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <variant>
 
 #include "ember/backends/cpu/cpu_graph_generated.h"
 
@@ -11,8 +14,10 @@ namespace ember::cpu {
 namespace {
 
 // 2: dynamic batch symbols; 3: quantized convolutions; 4: grouped int8/int4 linears; 5: a
-// flatbuffer (graph/cpu_graph.fbs) instead of the hand-written layout that began with "EMBRCPU1".
-constexpr uint32_t kVersion = 5;
+// flatbuffer (graph/cpu_graph.fbs) instead of the hand-written layout that began with "EMBRCPU1";
+// 6: each op's parameters in a table of its kind's (Op.params), named fields instead of Op's
+// positional lists of ints and floats, which a version-5 blob holds and this parse never reads.
+constexpr uint32_t kVersion = 6;
 constexpr char kOldMagic[8] = {'E', 'M', 'B', 'R', 'C', 'P', 'U', '1'};
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 // The enums of graph/graph_format.h without a kNum* bound: one past their last value (a value
@@ -23,7 +28,9 @@ constexpr uint8_t kNumPrecisions = static_cast<uint8_t>(Precision::Bf16) + 1;
 // Limits on counts; within them, everything must still lie inside the blob (the verifier).
 constexpr uint32_t kMaxInputs = 65536;  // delegate inputs; delegate outputs
 constexpr size_t kMaxKeyBytes = 4096;
-constexpr size_t kMaxOpInputs = 1024, kMaxOpInts = 64, kMaxOpFloats = 16, kMaxPostOps = 16;
+constexpr size_t kMaxOpInputs = 1024, kMaxPostOps = 16;
+// Elements of a vector of parameters (a permutation, reduced dims, a convolution's strides...).
+constexpr size_t kMaxParamElements = kMaxCpuRank;
 // The smallest size-prefixed flatbuffer: size prefix, root offset, identifier.
 constexpr size_t kMinBlob = 12;
 
@@ -38,6 +45,13 @@ bool aligned(const flatbuffers::Vector<T>* v) {
   return v == nullptr || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
 }
 
+bool conv_aligned(const fb::ConvParams* c) {
+  return c == nullptr || (aligned(c->stride()) && aligned(c->pad_l()) && aligned(c->pad_r()) &&
+                          aligned(c->dilation()) && aligned(c->output_padding()));
+}
+
+// Whether every [long] that parse reads lies at its alignment: tensors' dims and the vectors of
+// ops' parameters (a version-5 blob, whose ints are never read, is refused by its version).
 bool longs_aligned(const fb::Graph& root) {
   if (const auto* tensors = root.tensors()) {
     for (const fb::Tensor* t : *tensors) {
@@ -46,7 +60,22 @@ bool longs_aligned(const fb::Graph& root) {
   }
   if (const auto* ops = root.ops()) {
     for (const fb::Op* op : *ops) {
-      if (!aligned(op->ints())) return false;
+      if (!conv_aligned(op->params_as_ConvParams())) return false;
+      if (const auto* q = op->params_as_QuantConvParams();
+          q != nullptr && !conv_aligned(q->conv())) {
+        return false;
+      }
+      if (const auto* p = op->params_as_PoolParams();
+          p != nullptr && !(aligned(p->kernel()) && aligned(p->stride()) && aligned(p->pad_l()) &&
+                            aligned(p->pad_r()) && aligned(p->dilation()))) {
+        return false;
+      }
+      if (const auto* p = op->params_as_PermuteParams(); p != nullptr && !aligned(p->perm())) {
+        return false;
+      }
+      if (const auto* r = op->params_as_ReduceParams(); r != nullptr && !aligned(r->dims())) {
+        return false;
+      }
     }
   }
   return true;
@@ -101,7 +130,284 @@ bool valid_dim_order(const TensorDesc& t) {
   return true;
 }
 
-// Checks one op's parameter counts and values; tensor ids were checked by the caller.
+// The parameters' table each op kind takes (NONE: none).
+fb::OpParams params_type_of(OpKind kind) {
+  switch (kind) {
+    case OpKind::Conv:
+      return fb::OpParams::ConvParams;
+    case OpKind::QuantConv:
+      return fb::OpParams::QuantConvParams;
+    case OpKind::MatMul:
+      return fb::OpParams::MatMulParams;
+    case OpKind::QuantMatMul:
+      return fb::OpParams::QuantMatMulParams;
+    case OpKind::GroupQuantMatMul:
+      return fb::OpParams::GroupQuantMatMulParams;
+    case OpKind::Pool:
+      return fb::OpParams::PoolParams;
+    case OpKind::Eltwise:
+      return fb::OpParams::EltwiseParams;
+    case OpKind::Binary:
+      return fb::OpParams::BinaryParams;
+    case OpKind::Softmax:
+      return fb::OpParams::SoftmaxParams;
+    case OpKind::LayerNorm:
+    case OpKind::BatchNorm:
+      return fb::OpParams::NormParams;
+    case OpKind::Concat:
+      return fb::OpParams::ConcatParams;
+    case OpKind::Permute:
+      return fb::OpParams::PermuteParams;
+    case OpKind::Reduce:
+      return fb::OpParams::ReduceParams;
+    case OpKind::Slice:
+      return fb::OpParams::SliceParams;
+    case OpKind::Reshape:
+    case OpKind::Where:
+      break;
+  }
+  return fb::OpParams::NONE;
+}
+
+std::string params_name(fb::OpParams type) {
+  if (type == fb::OpParams::NONE) return "none";
+  const char* name = fb::EnumNameOpParams(type);
+  return name != nullptr && *name != '\0' ? std::string(name)
+                                          : std::to_string(static_cast<unsigned>(type));
+}
+
+QuantParams quant_params(const fb::QuantParams& q) { return {q.scale(), q.zero_point()}; }
+
+// `*out` = `f`'s fields; false where a vector is oversized or misaligned (longs_aligned refused
+// that before).
+bool read_conv(const fb::ConvParams& f, ConvParams* out) {
+  out->groups = f.groups();
+  out->transposed = f.transposed() != 0;
+  return copy_vector(f.stride(), kMaxParamElements, &out->stride) &&
+         copy_vector(f.pad_l(), kMaxParamElements, &out->pad_l) &&
+         copy_vector(f.pad_r(), kMaxParamElements, &out->pad_r) &&
+         copy_vector(f.dilation(), kMaxParamElements, &out->dilation) &&
+         copy_vector(f.output_padding(), kMaxParamElements, &out->output_padding);
+}
+
+// `*out` = `fop`'s parameters, which must be of the table `kind` takes; false with `*error` set
+// where they are not, are incomplete, hold a flag other than 0 or 1 or an oversized vector. Their
+// values are check_params's.
+bool read_params(const fb::Op& fop, OpKind kind, const std::string& where, OpParams* out,
+                 std::string* error) {
+  const fb::OpParams want = params_type_of(kind), got = fop.params_type();
+  const void* table = fop.params();
+  if (want == fb::OpParams::NONE && got == fb::OpParams::NONE) {
+    *out = NoParams{};
+    return true;
+  }
+  if (got != want || table == nullptr) {
+    return fail(
+        error, where + "parameters " +
+                   (got == fb::OpParams::NONE || table == nullptr ? std::string("missing")
+                                                                  : "of type " + params_name(got)) +
+                   ", op kind " + std::to_string(static_cast<unsigned>(kind)) + " takes " +
+                   params_name(want));
+  }
+  const std::string oversized = where + "oversized parameters";
+  switch (want) {
+    case fb::OpParams::ConvParams:
+    case fb::OpParams::QuantConvParams: {
+      const fb::ConvParams* fc = fop.params_as_ConvParams();
+      const fb::QuantParams* src = nullptr;
+      if (const auto* fq = fop.params_as_QuantConvParams()) {
+        fc = fq->conv();
+        src = fq->src();
+        if (fc == nullptr || src == nullptr) {
+          return fail(error, where +
+                                 "quantized convolution needs its geometry and its source's scale "
+                                 "and zero point");
+        }
+      }
+      if (fc->transposed() > 1) {
+        return fail(error, where + "convolution groups or transposed flag out of range");
+      }
+      ConvParams c;
+      if (!read_conv(*fc, &c)) return fail(error, oversized);
+      if (src != nullptr) {
+        *out = QuantConvParams{std::move(c), quant_params(*src)};
+      } else {
+        *out = std::move(c);
+      }
+      return true;
+    }
+    case fb::OpParams::MatMulParams: {
+      const fb::MatMulParams& f = *fop.params_as_MatMulParams();
+      if ((f.a() == nullptr) != (f.b() == nullptr)) {
+        return fail(error, where + "matmul of int8 values needs two scales and zero points");
+      }
+      MatMulParams p;
+      p.quantized = f.a() != nullptr;
+      if (p.quantized) {
+        p.a = quant_params(*f.a());
+        p.b = quant_params(*f.b());
+      }
+      *out = p;
+      return true;
+    }
+    case fb::OpParams::QuantMatMulParams: {
+      const fb::QuantParams* src = fop.params_as_QuantMatMulParams()->src();
+      if (src == nullptr) {
+        return fail(error, where + "quantized matmul needs a, weight, bias, scales, parameters");
+      }
+      *out = QuantMatMulParams{quant_params(*src)};
+      return true;
+    }
+    case fb::OpParams::GroupQuantMatMulParams: {
+      const fb::GroupQuantMatMulParams& f = *fop.params_as_GroupQuantMatMulParams();
+      *out = GroupQuantMatMulParams{f.group(), static_cast<InputQuant>(f.input_quant()), f.eps()};
+      return true;
+    }
+    case fb::OpParams::PoolParams: {
+      const fb::PoolParams& f = *fop.params_as_PoolParams();
+      PoolParams p;
+      p.alg = static_cast<PoolAlg>(f.alg());
+      if (!copy_vector(f.kernel(), kMaxParamElements, &p.kernel) ||
+          !copy_vector(f.stride(), kMaxParamElements, &p.stride) ||
+          !copy_vector(f.pad_l(), kMaxParamElements, &p.pad_l) ||
+          !copy_vector(f.pad_r(), kMaxParamElements, &p.pad_r) ||
+          !copy_vector(f.dilation(), kMaxParamElements, &p.dilation)) {
+        return fail(error, oversized);
+      }
+      *out = std::move(p);
+      return true;
+    }
+    case fb::OpParams::EltwiseParams: {
+      const fb::EltwiseParams& f = *fop.params_as_EltwiseParams();
+      *out = EltwiseParams{static_cast<EltwiseAlg>(f.alg()), f.alpha(), f.beta()};
+      return true;
+    }
+    case fb::OpParams::BinaryParams:
+      *out = BinaryParams{static_cast<BinaryAlg>(fop.params_as_BinaryParams()->alg())};
+      return true;
+    case fb::OpParams::SoftmaxParams:
+      *out = SoftmaxParams{fop.params_as_SoftmaxParams()->axis()};
+      return true;
+    case fb::OpParams::NormParams:
+      *out = NormParams{fop.params_as_NormParams()->eps()};
+      return true;
+    case fb::OpParams::ConcatParams:
+      *out = ConcatParams{fop.params_as_ConcatParams()->axis()};
+      return true;
+    case fb::OpParams::PermuteParams: {
+      PermuteParams p;
+      if (!copy_vector(fop.params_as_PermuteParams()->perm(), kMaxParamElements, &p.perm)) {
+        return fail(error, oversized);
+      }
+      *out = std::move(p);
+      return true;
+    }
+    case fb::OpParams::ReduceParams: {
+      const fb::ReduceParams& f = *fop.params_as_ReduceParams();
+      ReduceParams p;
+      p.alg = static_cast<ReduceAlg>(f.alg());
+      if (!copy_vector(f.dims(), kMaxParamElements, &p.dims)) return fail(error, oversized);
+      *out = std::move(p);
+      return true;
+    }
+    case fb::OpParams::SliceParams: {
+      const fb::SliceParams& f = *fop.params_as_SliceParams();
+      *out = SliceParams{f.dim(), f.start()};
+      return true;
+    }
+    case fb::OpParams::NONE:
+      break;
+  }
+  return fail(error, where + "parameters of " + params_name(want) + " have no reader");
+}
+
+fb::QuantParams quant_params(const QuantParams& q) {
+  return fb::QuantParams(q.scale, q.zero_point);
+}
+
+flatbuffers::Offset<fb::ConvParams> write_conv(flatbuffers::FlatBufferBuilder& fbb,
+                                               const ConvParams& c) {
+  return fb::CreateConvParams(fbb, c.groups, c.transposed ? 1 : 0, write_vector(fbb, c.stride),
+                              write_vector(fbb, c.pad_l), write_vector(fbb, c.pad_r),
+                              write_vector(fbb, c.dilation), write_vector(fbb, c.output_padding));
+}
+
+// An op's parameters as the union's type and table in `fbb`.
+struct ParamsWriter {
+  using Written = std::pair<fb::OpParams, flatbuffers::Offset<void>>;
+  flatbuffers::FlatBufferBuilder& fbb;
+
+  Written operator()(const NoParams&) const { return {fb::OpParams::NONE, 0}; }
+  Written operator()(const ConvParams& p) const {
+    return {fb::OpParams::ConvParams, write_conv(fbb, p).Union()};
+  }
+  Written operator()(const QuantConvParams& p) const {
+    const auto conv = write_conv(fbb, p.conv);
+    const fb::QuantParams src = quant_params(p.src);
+    return {fb::OpParams::QuantConvParams, fb::CreateQuantConvParams(fbb, conv, &src).Union()};
+  }
+  Written operator()(const MatMulParams& p) const {
+    const fb::QuantParams a = quant_params(p.a), b = quant_params(p.b);
+    return {fb::OpParams::MatMulParams,
+            fb::CreateMatMulParams(fbb, p.quantized ? &a : nullptr, p.quantized ? &b : nullptr)
+                .Union()};
+  }
+  Written operator()(const QuantMatMulParams& p) const {
+    const fb::QuantParams src = quant_params(p.src);
+    return {fb::OpParams::QuantMatMulParams, fb::CreateQuantMatMulParams(fbb, &src).Union()};
+  }
+  Written operator()(const GroupQuantMatMulParams& p) const {
+    return {
+        fb::OpParams::GroupQuantMatMulParams,
+        fb::CreateGroupQuantMatMulParams(fbb, p.group, static_cast<uint8_t>(p.input_quant), p.eps)
+            .Union()};
+  }
+  Written operator()(const PoolParams& p) const {
+    return {fb::OpParams::PoolParams,
+            fb::CreatePoolParams(fbb, static_cast<uint8_t>(p.alg), write_vector(fbb, p.kernel),
+                                 write_vector(fbb, p.stride), write_vector(fbb, p.pad_l),
+                                 write_vector(fbb, p.pad_r), write_vector(fbb, p.dilation))
+                .Union()};
+  }
+  Written operator()(const EltwiseParams& p) const {
+    return {fb::OpParams::EltwiseParams,
+            fb::CreateEltwiseParams(fbb, static_cast<uint8_t>(p.alg), p.alpha, p.beta).Union()};
+  }
+  Written operator()(const BinaryParams& p) const {
+    return {fb::OpParams::BinaryParams,
+            fb::CreateBinaryParams(fbb, static_cast<uint8_t>(p.alg)).Union()};
+  }
+  Written operator()(const SoftmaxParams& p) const {
+    return {fb::OpParams::SoftmaxParams, fb::CreateSoftmaxParams(fbb, p.axis).Union()};
+  }
+  Written operator()(const NormParams& p) const {
+    return {fb::OpParams::NormParams, fb::CreateNormParams(fbb, p.eps).Union()};
+  }
+  Written operator()(const ConcatParams& p) const {
+    return {fb::OpParams::ConcatParams, fb::CreateConcatParams(fbb, p.axis).Union()};
+  }
+  Written operator()(const PermuteParams& p) const {
+    return {fb::OpParams::PermuteParams,
+            fb::CreatePermuteParams(fbb, write_vector(fbb, p.perm)).Union()};
+  }
+  Written operator()(const ReduceParams& p) const {
+    return {fb::OpParams::ReduceParams,
+            fb::CreateReduceParams(fbb, static_cast<uint8_t>(p.alg), write_vector(fbb, p.dims))
+                .Union()};
+  }
+  Written operator()(const SliceParams& p) const {
+    return {fb::OpParams::SliceParams, fb::CreateSliceParams(fbb, p.dim, p.start).Union()};
+  }
+};
+
+// Whether each of a convolution's or a pooling's per-dim vectors holds one value per spatial dim.
+template <typename... V>
+bool same_rank(size_t r, const V&... v) {
+  return ((v.size() == r) && ...);
+}
+
+// Checks one op's inputs and parameter values; tensor ids were checked by the caller, and that
+// the parameters are of the kind's type by read_params.
 bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
   const std::string where = "op " + std::to_string(op_index) + ": ";
   auto need_inputs = [&](size_t min, size_t max) {
@@ -112,24 +418,30 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
     case OpKind::Conv:
     case OpKind::QuantConv: {
       const bool quant = op.kind == OpKind::QuantConv;
+      const ConvParams& c = op.conv();
       if (!need_inputs(quant ? 4 : 3, quant ? 4 : 3) || !required(0) || !required(1) ||
-          (quant && !required(3)) || op.ints.size() < 3) {
+          (quant && !required(3))) {
         return fail(error, where + "convolution needs src, weight, bias and parameters");
       }
-      if (quant &&
-          (op.floats.size() != 2 || !(op.floats[0] > 0) || op.ints[0] != 2 || op.ints[2] != 0)) {
+      if (quant && (!(op.quant_conv().src.scale > 0) || c.rank() != 2 || c.transposed)) {
         return fail(error, where + "quantized convolution: a 2-D one, with a positive scale");
       }
-      const int64_t r = op.ints[0];
-      if (r < 1 || r > 3 || op.ints.size() != static_cast<size_t>(3 + 5 * r)) {
-        return fail(error, where + "convolution parameters have the wrong count");
+      const size_t r = c.rank();
+      if (r < 1 || r > 3) {
+        return fail(error,
+                    where + "convolution of " + std::to_string(r) + " spatial dims (1 to 3)");
       }
-      if (op.ints[1] < 1 || (op.ints[2] != 0 && op.ints[2] != 1)) {
+      if (!same_rank(r, c.pad_l, c.pad_r, c.dilation, c.output_padding)) {
+        return fail(error, where +
+                               "convolution stride, paddings, dilation and output padding differ "
+                               "in length");
+      }
+      if (c.groups < 1) {
         return fail(error, where + "convolution groups or transposed flag out of range");
       }
-      for (int64_t i = 0; i < r; ++i) {
-        const int64_t stride = op.ints[3 + i], pl = op.ints[3 + r + i], pr = op.ints[3 + 2 * r + i];
-        const int64_t dil = op.ints[3 + 3 * r + i], opad = op.ints[3 + 4 * r + i];
+      for (size_t i = 0; i < r; ++i) {
+        const int64_t stride = c.stride[i], pl = c.pad_l[i], pr = c.pad_r[i];
+        const int64_t dil = c.dilation[i], opad = c.output_padding[i];
         // A transposed convolution's right padding is negative where output_padding exceeds it.
         if (stride < 1 || stride > 4096 || pl < 0 || pl > 4096 || pr < -4096 || pr > 4096 ||
             dil < 1 || dil > 4096 || opad < 0 || opad > 4096) {
@@ -138,86 +450,95 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
       }
       break;
     }
-    case OpKind::MatMul:
-      if (!need_inputs(3, 3) || !required(0) || !required(1) || !op.ints.empty()) {
+    case OpKind::MatMul: {
+      const MatMulParams& p = op.matmul();
+      if (!need_inputs(3, 3) || !required(0) || !required(1)) {
         return fail(error, where + "matmul needs a, b and bias");
       }
-      if (!op.floats.empty() &&
-          (op.floats.size() != 4 || !(op.floats[0] > 0) || !(op.floats[2] > 0) ||
-           !int8_zero_point(op.floats[1]) || !int8_zero_point(op.floats[3]))) {
+      if (p.quantized && (!(p.a.scale > 0) || !(p.b.scale > 0) ||
+                          !int8_zero_point(p.a.zero_point) || !int8_zero_point(p.b.zero_point))) {
         return fail(error, where + "matmul of int8 values needs two scales and zero points");
       }
       break;
+    }
     case OpKind::QuantMatMul:
-      if (!need_inputs(4, 4) || !required(0) || !required(1) || !required(3) || !op.ints.empty() ||
-          op.floats.size() != 2 || !(op.floats[0] > 0)) {
+      if (!need_inputs(4, 4) || !required(0) || !required(1) || !required(3) ||
+          !(op.quant_matmul().src.scale > 0)) {
         return fail(error, where + "quantized matmul needs a, weight, bias, scales, parameters");
       }
       break;
-    case OpKind::GroupQuantMatMul:
+    case OpKind::GroupQuantMatMul: {
+      const GroupQuantMatMulParams& p = op.group_quant_matmul();
+      const bool quantize = p.input_quant != InputQuant::None;
       if ((!need_inputs(5, 5) && !need_inputs(7, 7)) || !required(0) || !required(1) ||
           !required(3) || (op.inputs.size() == 7 && (!required(5) || !required(6))) ||
-          op.ints.empty() || op.ints.size() > 2 || op.ints[0] < 2 ||
-          (op.ints.size() == 2 &&
-           ((op.ints[1] != static_cast<int64_t>(InputQuant::PerToken) &&
-             op.ints[1] != static_cast<int64_t>(InputQuant::PerTensor)) ||
-            op.inputs.size() != 5 || op.floats.size() != 1 || !(op.floats[0] >= 0))) ||
-          (op.ints.size() == 1 && !op.floats.empty())) {
+          p.group < 2 || static_cast<uint8_t>(p.input_quant) >= kNumInputQuants ||
+          (quantize && (op.inputs.size() != 5 || !(p.eps >= 0))) || (!quantize && p.eps != 0)) {
         return fail(error, where +
                                "grouped quantized matmul needs a, weight, bias, scales, zero "
                                "points and a group size of at least 2");
       }
       break;
+    }
     case OpKind::Pool: {
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() < 2) {
+      const PoolParams& p = op.pool();
+      const size_t r = p.rank();
+      if (!need_inputs(1, 1) || !required(0)) {
         return fail(error, where + "pooling needs src and parameters");
       }
-      const int64_t r = op.ints[1];
-      if (op.ints[0] < 0 || op.ints[0] >= kNumPoolAlgs || r < 1 || r > 3 ||
-          op.ints.size() != static_cast<size_t>(2 + 5 * r)) {
+      if (static_cast<uint8_t>(p.alg) >= kNumPoolAlgs || r < 1 || r > 3) {
         return fail(error, where + "pooling parameters out of range");
       }
-      for (size_t i = 2; i < op.ints.size(); ++i) {
-        const bool is_pad =
-            i >= static_cast<size_t>(2 + 2 * r) && i < static_cast<size_t>(2 + 4 * r);
-        if (op.ints[i] < (is_pad ? 0 : 1) || op.ints[i] > 4096) {
-          return fail(error, where + "pooling kernel/stride/padding out of range");
+      if (!same_rank(r, p.stride, p.pad_l, p.pad_r, p.dilation)) {
+        return fail(error,
+                    where + "pooling kernel, stride, paddings and dilation differ in length");
+      }
+      for (size_t i = 0; i < r; ++i) {
+        for (int64_t v : {p.kernel[i], p.stride[i], p.dilation[i]}) {
+          if (v < 1 || v > 4096) {
+            return fail(error, where + "pooling kernel/stride/padding out of range");
+          }
+        }
+        for (int64_t v : {p.pad_l[i], p.pad_r[i]}) {
+          if (v < 0 || v > 4096) {
+            return fail(error, where + "pooling kernel/stride/padding out of range");
+          }
         }
       }
       break;
     }
     case OpKind::Eltwise:
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() != 1 || op.floats.size() != 2 ||
-          op.ints[0] < 0 || op.ints[0] >= kNumEltwiseAlgs) {
+      if (!need_inputs(1, 1) || !required(0) ||
+          static_cast<uint8_t>(op.eltwise().alg) >= kNumEltwiseAlgs) {
         return fail(error, where + "eltwise parameters out of range");
       }
       break;
     case OpKind::Binary:
-      if (!need_inputs(2, 2) || !required(0) || !required(1) || op.ints.size() != 1 ||
-          op.ints[0] < 0 || op.ints[0] >= kNumBinaryAlgs) {
+      if (!need_inputs(2, 2) || !required(0) || !required(1) ||
+          static_cast<uint8_t>(op.binary().alg) >= kNumBinaryAlgs) {
         return fail(error, where + "binary parameters out of range");
       }
       break;
     case OpKind::Softmax:
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() != 1 || op.ints[0] < 0 ||
-          op.ints[0] >= kMaxCpuRank) {
+      if (!need_inputs(1, 1) || !required(0) || op.softmax().axis < 0 ||
+          op.softmax().axis >= kMaxCpuRank) {
         return fail(error, where + "softmax parameters out of range");
       }
       break;
     case OpKind::LayerNorm:
-      if (!need_inputs(3, 3) || !required(0) || op.floats.size() != 1 || !(op.floats[0] >= 0)) {
+      if (!need_inputs(3, 3) || !required(0) || !(op.norm().eps >= 0)) {
         return fail(error, where + "layer norm parameters out of range");
       }
       break;
     case OpKind::BatchNorm:
       if (!need_inputs(5, 5) || !required(0) || !required(3) || !required(4) ||
-          op.floats.size() != 1 || !(op.floats[0] >= 0)) {
+          !(op.norm().eps >= 0)) {
         return fail(error, where + "batch norm parameters out of range");
       }
       break;
     case OpKind::Concat:
-      if (op.inputs.empty() || op.inputs.size() > 1024 || op.ints.size() != 1 || op.ints[0] < 0 ||
-          op.ints[0] >= kMaxCpuRank) {
+      if (op.inputs.empty() || op.inputs.size() > 1024 || op.concat().axis < 0 ||
+          op.concat().axis >= kMaxCpuRank) {
         return fail(error, where + "concat parameters out of range");
       }
       for (int32_t t : op.inputs) {
@@ -225,42 +546,42 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
       }
       break;
     case OpKind::Reshape:
-      if (!need_inputs(1, 1) || !required(0) || !op.ints.empty()) {
+      if (!need_inputs(1, 1) || !required(0)) {
         return fail(error, where + "reshape parameters out of range");
       }
       break;
     case OpKind::Reduce: {
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() < 2 ||
-          op.ints.size() > 1 + kMaxCpuRank || op.ints[0] < 0 || op.ints[0] >= kNumReduceAlgs) {
+      const ReduceParams& p = op.reduce();
+      if (!need_inputs(1, 1) || !required(0) || p.dims.empty() || p.dims.size() > kMaxCpuRank ||
+          static_cast<uint8_t>(p.alg) >= kNumReduceAlgs) {
         return fail(error, where + "reduction parameters out of range");
       }
-      for (size_t i = 1; i < op.ints.size(); ++i) {
-        if (op.ints[i] < 0 || op.ints[i] >= kMaxCpuRank ||
-            (i > 1 && op.ints[i] <= op.ints[i - 1])) {
+      for (size_t i = 0; i < p.dims.size(); ++i) {
+        if (p.dims[i] < 0 || p.dims[i] >= kMaxCpuRank || (i > 0 && p.dims[i] <= p.dims[i - 1])) {
           return fail(error, where + "reduction dims are not distinct ascending dims");
         }
       }
       break;
     }
     case OpKind::Where:
-      if (!need_inputs(3, 3) || !required(0) || !required(1) || !required(2) || !op.ints.empty() ||
-          !op.floats.empty()) {
+      if (!need_inputs(3, 3) || !required(0) || !required(1) || !required(2)) {
         return fail(error, where + "where needs a condition and two values");
       }
       break;
     case OpKind::Slice:
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() != 2 || op.ints[0] < 0 ||
-          op.ints[0] >= kMaxCpuRank || op.ints[1] < 0) {
+      if (!need_inputs(1, 1) || !required(0) || op.slice().dim < 0 ||
+          op.slice().dim >= kMaxCpuRank || op.slice().start < 0) {
         return fail(error, where + "slice parameters out of range");
       }
       break;
     case OpKind::Permute: {
-      if (!need_inputs(1, 1) || !required(0) || op.ints.size() > kMaxCpuRank) {
+      const std::vector<int64_t>& perm = op.permute().perm;
+      if (!need_inputs(1, 1) || !required(0) || perm.size() > kMaxCpuRank) {
         return fail(error, where + "permute parameters out of range");
       }
       bool seen[kMaxCpuRank] = {};
-      for (int64_t p : op.ints) {
-        if (p < 0 || p >= static_cast<int64_t>(op.ints.size()) || seen[p]) {
+      for (int64_t p : perm) {
+        if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) {
           return fail(error, where + "permute is not a permutation");
         }
         seen[p] = true;
@@ -284,6 +605,12 @@ bool check_params(const OpDesc& op, size_t op_index, std::string* error) {
 }
 
 }  // namespace
+
+void params_mismatch(OpKind kind, const char* want) {
+  std::fprintf(stderr, "ember cpu backend: an op of kind %u has no %s\n",
+               static_cast<unsigned>(kind), want);
+  std::abort();
+}
 
 int64_t checked_numel(std::span<const int64_t> dims) {
   int64_t n = 1;
@@ -314,9 +641,13 @@ std::vector<uint8_t> serialize(const CpuGraph& g) {
       post_ops.push_back(fb::CreatePostOp(fbb, p.is_sum ? 1 : 0, p.tensor,
                                           static_cast<uint8_t>(p.alg), p.alpha, p.beta));
     }
+    // Every field of the parameters is written, defaults too: a float keeps its every bit (a
+    // field equal to its default is otherwise left out, and -0 equals the default 0).
+    fbb.ForceDefaults(true);
+    const auto [params_type, params] = std::visit(ParamsWriter{fbb}, op.params);
+    fbb.ForceDefaults(false);
     ops.push_back(fb::CreateOp(fbb, static_cast<uint8_t>(op.kind), write_vector(fbb, op.inputs),
-                               op.output, write_vector(fbb, op.ints), write_vector(fbb, op.floats),
-                               write_vector(fbb, post_ops)));
+                               op.output, write_vector(fbb, post_ops), params_type, params));
   }
   std::vector<flatbuffers::Offset<fb::Output>> outputs;
   for (size_t i = 0; i < g.outputs.size(); ++i) {
@@ -474,10 +805,6 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
       return refuse(where + "more than " + std::to_string(kMaxOpInputs) + " inputs");
     }
     op.output = fop->output();
-    if (!copy_vector(fop->ints(), kMaxOpInts, &op.ints) ||
-        !copy_vector(fop->floats(), kMaxOpFloats, &op.floats)) {
-      return refuse(where + "oversized parameters");
-    }
     const auto* post_ops = fop->post_ops();
     const uint32_t num_post = post_ops != nullptr ? post_ops->size() : 0;
     if (num_post > kMaxPostOps) {
@@ -501,6 +828,7 @@ std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error)
     }
     if (fop->kind() >= kNumOpKinds) return refuse(where + "kind out of range");
     op.kind = static_cast<OpKind>(fop->kind());
+    if (!read_params(*fop, op.kind, where, &op.params, error)) return std::nullopt;
     for (int32_t in : op.inputs) {
       if (in != -1 && !valid_use(in)) return refuse(where + "reads an undefined tensor");
     }

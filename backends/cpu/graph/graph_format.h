@@ -9,14 +9,17 @@
 // oneDNN. The blob is a size-prefixed flatbuffer (graph/cpu_graph.fbs, identifier ECPU) whose enum
 // fields hold the values of the enums below. `parse` checks the size and identifier, runs the
 // flatbuffers verifier, then checks the version, every count, tensor id, rank, size product, enum
-// value (against its kNum* bound) and per-op parameter count, so a truncated or corrupted blob is
-// refused with a reason and never reaches oneDNN. The caller owns the blob; the result is a copy.
+// value (against its kNum* bound) and op's parameters (of its kind's type, each value in range),
+// so a truncated or corrupted blob is refused with a reason and never reaches oneDNN. The caller
+// owns the blob; the result is a copy.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 namespace ember::cpu {
@@ -60,51 +63,51 @@ struct WeightRef {
   uint64_t nbytes = 0;
 };
 
+// Each kind's parameters are the OpDesc::params alternative named after it (below); the inputs
+// are its tensors, in this order.
 enum class OpKind : uint8_t {
-  Conv = 0,  // in: src, weight, bias|-1; ints: conv_ints layout below
-  // in: a, b, bias|-1 (bias broadcast over the leading dims). With floats [scale_a, zero_point_a,
-  // scale_b, zero_point_b], a and b hold int8 values dequantized with those parameters (two
-  // quantized activations: attention's); the result is still their float matmul.
+  Conv = 0,  // in: src, weight, bias|-1; ConvParams
+  // in: a, b, bias|-1 (bias broadcast over the leading dims); MatMulParams. Quantized, a and b
+  // hold int8 values dequantized with the parameters a and b (two quantized activations:
+  // attention's); the result is still their float matmul.
   MatMul = 1,
-  Pool = 2,       // in: src; ints: pool_ints layout below
-  Eltwise = 3,    // in: src; ints: [EltwiseAlg]; floats: [alpha, beta]
-  Binary = 4,     // in: a, b (b broadcast to a); ints: [BinaryAlg]
-  Softmax = 5,    // in: src; ints: [axis]
-  LayerNorm = 6,  // in: src, gamma|-1, beta|-1 (over the last dim); floats: [eps]
-  BatchNorm = 7,  // in: src, gamma|-1, beta|-1, mean, var (channel dim 1); floats: [eps]
-  Concat = 8,     // in: srcs...; ints: [axis]
-  Reshape = 9,    // in: src; the output tensor's dims (same element count)
-  Permute = 10,   // in: src; ints: the permutation (output dim i = input dim perm[i])
-  // A convolution of quantized values (quantization.md): in: src, weight, bias|-1, weight scales.
-  // src holds int8 values dequantized with floats [scale, zero point] (x = (q - zp) * scale);
-  // weight holds the int8 weight's integers (as floats), one scale per output channel (zero
-  // point 0). The result is the float convolution of those dequantized values plus the bias;
-  // ints as Conv's (2-D, not transposed). Runs in integers where the CPU has VNNI.
+  Pool = 2,       // in: src; PoolParams
+  Eltwise = 3,    // in: src; EltwiseParams
+  Binary = 4,     // in: a, b (b broadcast to a); BinaryParams
+  Softmax = 5,    // in: src; SoftmaxParams
+  LayerNorm = 6,  // in: src, gamma|-1, beta|-1 (over the last dim); NormParams
+  BatchNorm = 7,  // in: src, gamma|-1, beta|-1, mean, var (channel dim 1); NormParams
+  Concat = 8,     // in: srcs...; ConcatParams
+  Reshape = 9,    // in: src; the output tensor's dims (same element count); no parameters
+  Permute = 10,   // in: src; PermuteParams
+  // A convolution of quantized values (quantization.md): in: src, weight, bias|-1, weight scales;
+  // QuantConvParams. src holds int8 values dequantized with QuantConvParams::src; weight holds
+  // the int8 weight's integers (as floats), one scale per output channel (zero point 0). The
+  // result is the float convolution of those dequantized values plus the bias; the geometry as
+  // Conv's (2-D, not transposed). Runs in integers where the CPU has VNNI.
   QuantConv = 11,
   // A matmul of quantized values by an int8 weight, a linear layer's: in: a [M, K], weight (int8,
-  // PyTorch's [N, K]), bias|-1 ([N] or [1, N]), weight scales [N]; floats [scale, zero point] of
-  // a, as QuantConv's. The result [M, N] is a x dequantized weight^T + bias.
+  // PyTorch's [N, K]), bias|-1 ([N] or [1, N]), weight scales [N]; QuantMatMulParams (a's
+  // quantization, as QuantConv's). The result [M, N] is a x dequantized weight^T + bias.
   QuantMatMul = 12,
   // A linear layer by a weight of integers quantized by groups along K (kernels/quant_gemm.h): in:
   // a [M, K], weight [N, K] (Int8 or Int4 storage), bias|-1 ([N] or [1, N]), scales [N, K / group],
-  // zero points [N, K / group] (float32 integers)|-1 for all 0; ints: [group]. The result [M, N]
-  // is a x W^T + bias, W = (q - zero point) * scale in float32 (PyTorch's
+  // zero points [N, K / group] (float32 integers)|-1 for all 0; GroupQuantMatMulParams. The
+  // result [M, N] is a x W^T + bias, W = (q - zero point) * scale in float32 (PyTorch's
   // dequantize_per_channel_group). With two more inputs, a's zero points and scales (one a row:
   // M elements each), a holds integers (int8's, as float32) and the layer's input is
   // (a - zero point) * scale: a dynamically quantized activation (torchao's 8da); a may then
-  // have any shape of M * K elements. With ints [group, InputQuant] and floats [eps] (5
-  // inputs), a is float and the op quantizes it first (InputQuant, below), then computes with
-  // the dequantized values.
+  // have any shape of M * K elements. With an input_quant other than None (5 inputs), a is float
+  // and the op quantizes it first (InputQuant, below), then computes with the dequantized values.
   GroupQuantMatMul = 13,
-  // A reduction over some dims: in: src; ints: [ReduceAlg, dims...] (distinct, ascending, each
-  // below src's rank). The output holds src's dims without the reduced ones, or with them 1
-  // (PyTorch's keepdim): the same elements either way.
+  // A reduction over some dims: in: src; ReduceParams. The output holds src's dims without the
+  // reduced ones, or with them 1 (PyTorch's keepdim): the same elements either way.
   Reduce = 14,
   // Elements [start, start + length) of src along one dim, step 1 (PyTorch's slice_copy and
-  // select): in: src; ints: [dim, start]; the output's dims are src's but along `dim` (length).
+  // select): in: src; SliceParams; the output's dims are src's but along `dim` (length).
   Slice = 15,
   // PyTorch's where.self: in: condition (Bool storage), a, b (each broadcast to the output, a
-  // 0-d weight too); output = condition ? a : b.
+  // 0-d weight too); output = condition ? a : b. No parameters.
   Where = 16,
 };
 inline constexpr uint8_t kNumOpKinds = 17;
@@ -132,10 +135,12 @@ enum class EltwiseAlg : uint8_t {
 inline constexpr uint8_t kNumEltwiseAlgs = 15;
 
 // How a GroupQuantMatMul quantizes its float input to int8 (kernels/quant_gemm.h, DotRows):
-enum class InputQuant : int64_t {
+enum class InputQuant : uint8_t {
+  None = 0,       // it does not: the input is float, or integers with their parameters (7 inputs)
   PerToken = 1,   // each row as torchao's per-token quantization (DotRows::quantize)
   PerTensor = 2,  // the whole input as PT2E's choose_qparams.tensor (DotRows::quantize_tensor)
 };
+inline constexpr uint8_t kNumInputQuants = 3;
 
 enum class ReduceAlg : uint8_t { Mean = 0, Sum = 1 };
 inline constexpr uint8_t kNumReduceAlgs = 2;
@@ -155,18 +160,158 @@ struct PostOp {
   float beta = 0;
 };
 
+// The parameters of each op kind (OpKind says which kind takes which). Every vector of a
+// convolution or a pooling holds one value per spatial dim, all of the same length (1 to 3).
+struct ConvParams {  // Conv, and the geometry of a QuantConv
+  int64_t groups = 1;
+  bool transposed = false;  // weight dims are PyTorch's: OIHW, or IOHW transposed
+  std::vector<int64_t> stride;
+  std::vector<int64_t> pad_l;
+  // Whatever gives the output size the program records (oneDNN's floor division); a transposed
+  // convolution's is negative where output_padding exceeds it.
+  std::vector<int64_t> pad_r;
+  std::vector<int64_t> dilation;  // PyTorch's, >= 1
+  std::vector<int64_t> output_padding;
+  size_t rank() const { return stride.size(); }  // spatial dims
+};
+
+// An int8 grid: x = (q - zero_point) * scale.
+struct QuantParams {
+  float scale = 0;
+  float zero_point = 0;
+};
+
+struct QuantConvParams {
+  ConvParams conv;
+  QuantParams src;  // src's grid
+};
+
+struct MatMulParams {
+  bool quantized = false;  // a and b hold int8 values on the grids a and b (else both unused)
+  QuantParams a, b;
+};
+
+struct QuantMatMulParams {
+  QuantParams src;  // a's grid
+};
+
+struct GroupQuantMatMulParams {
+  int64_t group = 0;  // >= 2, dividing K
+  InputQuant input_quant = InputQuant::None;
+  float eps = 0;  // the quantization's smallest scale (input_quant other than None; else 0)
+};
+
+struct PoolParams {
+  PoolAlg alg = PoolAlg::Max;
+  std::vector<int64_t> kernel, stride, pad_l, pad_r, dilation;  // dilation: PyTorch's, >= 1
+  size_t rank() const { return kernel.size(); }                 // spatial dims
+};
+
+struct EltwiseParams {
+  EltwiseAlg alg = EltwiseAlg::Relu;
+  float alpha = 0, beta = 0;  // as a PostOp's
+};
+
+struct BinaryParams {
+  BinaryAlg alg = BinaryAlg::Add;
+};
+
+struct SoftmaxParams {
+  int64_t axis = 0;
+};
+
+struct NormParams {  // LayerNorm and BatchNorm
+  float eps = 0;
+};
+
+struct ConcatParams {
+  int64_t axis = 0;
+};
+
+struct PermuteParams {
+  std::vector<int64_t> perm;  // output dim i = input dim perm[i]
+};
+
+struct ReduceParams {
+  ReduceAlg alg = ReduceAlg::Mean;
+  std::vector<int64_t> dims;  // distinct, ascending, each below src's rank
+};
+
+struct SliceParams {
+  int64_t dim = 0, start = 0;
+};
+
+struct NoParams {};  // Reshape and Where
+
+using OpParams =
+    std::variant<NoParams, ConvParams, QuantConvParams, MatMulParams, QuantMatMulParams,
+                 GroupQuantMatMulParams, PoolParams, EltwiseParams, BinaryParams, SoftmaxParams,
+                 NormParams, ConcatParams, PermuteParams, ReduceParams, SliceParams>;
+
+// Aborts the process: an op of `kind` was asked for parameters of type `want`, which it does not
+// hold. parse refuses a blob whose parameters are not its op kind's, so this is a broken internal
+// invariant, never a bad blob.
+[[noreturn]] void params_mismatch(OpKind kind, const char* want);
+
 struct OpDesc {
   OpKind kind = OpKind::Eltwise;
   std::vector<int32_t> inputs;  // tensor ids; -1 for an absent optional input
   int32_t output = -1;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
+  OpParams params;  // the alternative of `kind` (OpKind)
   std::vector<PostOp> post_ops;
-};
 
-// Conv and QuantConv ints: [spatial_rank r, groups, transposed, stride[r], pad_l[r], pad_r[r],
-// dilation[r] (PyTorch's, >= 1), output_padding[r]]; weight dims are PyTorch's (OIHW, or IOHW
-// transposed). Pool ints: [PoolAlg, r, kernel[r], stride[r], pad_l[r], pad_r[r], dilation[r]].
+  // The parameters, by kind; each aborts where they are another kind's (params_mismatch).
+  // conv(): a Conv's, or a QuantConv's geometry.
+  const ConvParams& conv() const {
+    if (const auto* q = std::get_if<QuantConvParams>(&params)) return q->conv;
+    return as<ConvParams>("ConvParams");
+  }
+  ConvParams& conv() { return const_cast<ConvParams&>(std::as_const(*this).conv()); }
+  const QuantConvParams& quant_conv() const { return as<QuantConvParams>("QuantConvParams"); }
+  QuantConvParams& quant_conv() { return mut<QuantConvParams>("QuantConvParams"); }
+  const MatMulParams& matmul() const { return as<MatMulParams>("MatMulParams"); }
+  MatMulParams& matmul() { return mut<MatMulParams>("MatMulParams"); }
+  const QuantMatMulParams& quant_matmul() const {
+    return as<QuantMatMulParams>("QuantMatMulParams");
+  }
+  QuantMatMulParams& quant_matmul() { return mut<QuantMatMulParams>("QuantMatMulParams"); }
+  const GroupQuantMatMulParams& group_quant_matmul() const {
+    return as<GroupQuantMatMulParams>("GroupQuantMatMulParams");
+  }
+  GroupQuantMatMulParams& group_quant_matmul() {
+    return mut<GroupQuantMatMulParams>("GroupQuantMatMulParams");
+  }
+  const PoolParams& pool() const { return as<PoolParams>("PoolParams"); }
+  PoolParams& pool() { return mut<PoolParams>("PoolParams"); }
+  const EltwiseParams& eltwise() const { return as<EltwiseParams>("EltwiseParams"); }
+  EltwiseParams& eltwise() { return mut<EltwiseParams>("EltwiseParams"); }
+  const BinaryParams& binary() const { return as<BinaryParams>("BinaryParams"); }
+  BinaryParams& binary() { return mut<BinaryParams>("BinaryParams"); }
+  const SoftmaxParams& softmax() const { return as<SoftmaxParams>("SoftmaxParams"); }
+  SoftmaxParams& softmax() { return mut<SoftmaxParams>("SoftmaxParams"); }
+  const NormParams& norm() const { return as<NormParams>("NormParams"); }
+  NormParams& norm() { return mut<NormParams>("NormParams"); }
+  const ConcatParams& concat() const { return as<ConcatParams>("ConcatParams"); }
+  ConcatParams& concat() { return mut<ConcatParams>("ConcatParams"); }
+  const PermuteParams& permute() const { return as<PermuteParams>("PermuteParams"); }
+  PermuteParams& permute() { return mut<PermuteParams>("PermuteParams"); }
+  const ReduceParams& reduce() const { return as<ReduceParams>("ReduceParams"); }
+  ReduceParams& reduce() { return mut<ReduceParams>("ReduceParams"); }
+  const SliceParams& slice() const { return as<SliceParams>("SliceParams"); }
+  SliceParams& slice() { return mut<SliceParams>("SliceParams"); }
+
+ private:
+  template <typename T>
+  const T& as(const char* want) const {
+    if (const T* p = std::get_if<T>(&params)) return *p;
+    params_mismatch(kind, want);
+  }
+  template <typename T>
+  T& mut(const char* want) {
+    if (T* p = std::get_if<T>(&params)) return *p;
+    params_mismatch(kind, want);
+  }
+};
 
 enum class Precision : uint8_t { Fp32 = 0, Bf16 = 1 };
 

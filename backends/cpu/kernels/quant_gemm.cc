@@ -293,11 +293,11 @@ void DotRows::finish_row(int64_t r) {
   }
 }
 
-void DotRows::set(const float* a, const float* zero_points, const float* scales) {
+void DotRows::set(const float* a, const float* zeros, const float* scales) {
   const int64_t m = m_, k = k_;
   std::copy_n(scales, m, scale.data());
   for (int64_t r = 0; r < m; ++r) {
-    zero[static_cast<size_t>(r)] = static_cast<int32_t>(zero_points[r]);
+    zero[static_cast<size_t>(r)] = static_cast<int32_t>(zeros[r]);
     // Integers in [-128, 127] by construction (an int8 tensor's copy).
     integers_row(a + r * k, k, xq.data() + r * k);
     finish_row(r);

@@ -147,7 +147,7 @@ struct DotRows {
 
   // The rows of a (float32 integers in [-128, 127], row stride k), their zero points and scales
   // (m each).
-  void set(const float* a, const float* zero_points, const float* scales);
+  void set(const float* a, const float* zeros, const float* scales);
   // The rows of x quantized as torchao's per-token int8 quantization (choose_qparams_affine
   // ASYMMETRIC, quantize_affine) computes them, op by op in float32: mn = min(min(x), 0),
   // mx = max(max(x), 0), scale = max((mx - mn) / 255, eps), zero = clamp(-128 - round(mn / scale),

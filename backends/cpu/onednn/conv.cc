@@ -9,8 +9,10 @@ namespace ember::cpu::delegate {
 
 CpuDelegate::ConvGeometry CpuDelegate::conv_geometry(const OpDesc& op) {
   ConvGeometry g;
-  const int64_t r = g.r = op.ints[0], groups = g.groups = op.ints[1];
-  const bool transposed = g.transposed = op.ints[2] != 0;
+  const ConvParams& p = op.conv();
+  const auto r = g.r = static_cast<int64_t>(p.rank());
+  const int64_t groups = g.groups = p.groups;
+  const bool transposed = g.transposed = p.transposed;
   const memory::dims sd = g.sd = dims_of(op.inputs[0]);
   const memory::dims wd = g.wd = to_dims(graph_.tensors[op.inputs[1]].dims);
   const memory::dims od = g.od = dims_of(op.output);
@@ -19,12 +21,9 @@ CpuDelegate::ConvGeometry CpuDelegate::conv_geometry(const OpDesc& op) {
     refuse("convolution ranks disagree");
   }
   if (wd[0] % groups != 0) refuse("groups do not divide");
-  auto ints = [&](int k) {
-    return memory::dims(op.ints.begin() + 3 + k * r, op.ints.begin() + 3 + (k + 1) * r);
-  };
-  const memory::dims strides = g.strides = ints(0), pad_l = g.pad_l = ints(1),
-                     pad_r = g.pad_r = ints(2);
-  memory::dims dil = ints(3);
+  const memory::dims strides = g.strides = p.stride, pad_l = g.pad_l = p.pad_l,
+                     pad_r = g.pad_r = p.pad_r;
+  memory::dims dil = p.dilation;
   // oneDNN does not check every size against the others: a blob whose sizes disagree would
   // read or write out of bounds, so each is checked here.
   if (od[0] != sd[0]) refuse("convolution batch sizes differ");

@@ -259,10 +259,13 @@ class CpuDelegate {
   void build_op(const OpDesc& op);
 
   // --- Ember's fused inverted residual block (backends/cpu/kernels/inverted_residual.h)
-  // --------------- The conv ints of a plain 2-D convolution with a square kernel `k` (weight dims
-  // [o, i, k, k]), equal strides, padding (k - 1) / 2 on every side and no dilation; its stride, or
-  // 0 when `op` is anything else.
+  // --------------- A plain 2-D Conv with a square kernel `k` (weight dims [o, i, k, k]), equal
+  // strides, padding (k - 1) / 2 on every side and no dilation: its stride, or 0 when `op` is
+  // anything else.
   int64_t plain_conv2d_stride(const OpDesc& op, int64_t k) const;
+  // The same of a convolution's geometry `c` by a weight of dims `wd` (a Conv's or a QuantConv's).
+  static int64_t plain_conv2d_stride(const ConvParams& c, const std::vector<int64_t>& wd,
+                                     int64_t k);
   bool is_constant(int32_t t) const {
     return t < 0 || graph_.tensors[t].kind == TensorKind::Weight;
   }
@@ -319,7 +322,8 @@ class CpuDelegate {
     const float* scales = nullptr;
     const int8_t* q = nullptr;
   };
-  QuantOperands quant_operands(const OpDesc& op, const memory::dims& wd, const std::string& what);
+  QuantOperands quant_operands(const OpDesc& op, const QuantParams& src, const memory::dims& wd,
+                               const std::string& what);
   // A QuantConv (graph/graph_format.h), in integers when int8_ (onednn/quant_conv.cc).
   void build_quant_conv(const OpDesc& op);
   // The uint8 result `dst` of QuantConv op (int8_chain_out or add_tail): registered as the
@@ -416,7 +420,7 @@ class CpuDelegate {
   // post-ops follow as steps on its output. False (nothing built) when it does not apply.
   bool try_matvec(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
                   const memory::dims& od);
-  // A MatMul of two operands on int8 grids (op.floats: their parameters) in integers, u8 x s8 on
+  // A MatMul of two operands on int8 grids (op.matmul(): their parameters) in integers, u8 x s8 on
   // oneDNN, where the CPU has VNNI and int8 is on; post-ops as build_matmul's. False (nothing
   // built) otherwise: the float matmul of the dequantized values is the reference's.
   bool try_int8_matmul(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,

@@ -227,7 +227,8 @@ void CpuDelegate::add_in_place_step(const memory& src, const memory& dst, bool z
 }
 
 void CpuDelegate::build_max_pool(const OpDesc& op, memory src, memory::desc dst_md) {
-  const int64_t r = op.ints[1];
+  const PoolParams& p = op.pool();
+  const auto r = static_cast<int64_t>(p.rank());
   const memory::dims sd = dims_of(op.inputs[0]);
   const memory::dims od = dims_of(op.output);
   PoolLayout in, out;
@@ -246,10 +247,10 @@ void CpuDelegate::build_max_pool(const OpDesc& op, memory src, memory::desc dst_
     const int64_t at = 3 - r + k;
     w.in[at] = sd[2 + k];
     w.out[at] = od[2 + k];
-    w.kernel[at] = op.ints[2 + k];
-    w.stride[at] = op.ints[2 + r + k];
-    w.pad[at] = op.ints[2 + 2 * r + k];
-    w.dilation[at] = op.ints[2 + 4 * r + k];
+    w.kernel[at] = p.kernel[k];
+    w.stride[at] = p.stride[k];
+    w.pad[at] = p.pad_l[k];
+    w.dilation[at] = p.dilation[k];
   }
   memory dst = make_output(op, dst_md);
   const int threads = threads_;
@@ -269,7 +270,8 @@ void CpuDelegate::build_max_pool(const OpDesc& op, memory src, memory::desc dst_
 // to the padded input with count_include_pad, to the input without).
 void CpuDelegate::add_avg_pool_redo_step(const OpDesc& op, const memory& src, const memory& dst,
                                          bool include_pad) {
-  const int64_t r = op.ints[1];
+  const PoolParams& p = op.pool();
+  const auto r = static_cast<int64_t>(p.rank());
   const memory::dims sd = dims_of(op.inputs[0]), od = dims_of(op.output);
   const dnnl_memory_desc_t s_d = src.get_desc().data, o_d = dst.get_desc().data;
   if (s_d.format_kind != dnnl_blocked || o_d.format_kind != dnnl_blocked || r < 1 || r > 3) {
@@ -284,9 +286,9 @@ void CpuDelegate::add_avg_pool_redo_step(const OpDesc& op, const memory& src, co
     const int64_t k = d - (3 - r);
     g.in[d] = real ? sd[2 + k] : 1;
     g.out[d] = real ? od[2 + k] : 1;
-    g.kernel[d] = real ? op.ints[2 + k] : 1;
-    g.stride[d] = real ? op.ints[2 + r + k] : 1;
-    g.pad[d] = real ? op.ints[2 + 2 * r + k] : 0;
+    g.kernel[d] = real ? p.kernel[k] : 1;
+    g.stride[d] = real ? p.stride[k] : 1;
+    g.pad[d] = real ? p.pad_l[k] : 0;
   }
   const int64_t batch = od[0], channels = od[1];
   const int64_t total = static_cast<int64_t>(dst.get_desc().get_size() / sizeof(float));

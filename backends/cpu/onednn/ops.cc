@@ -23,10 +23,11 @@ void CpuDelegate::build_op(const OpDesc& op) {
     case OpKind::Eltwise: {
       check_same_dims(op.inputs[0], op.output);
       memory src = src_memory(op.inputs[0]);
+      const EltwiseParams& p = op.eltwise();
       PostOp as_post;
-      as_post.alg = static_cast<EltwiseAlg>(op.ints[0]);
-      as_post.alpha = op.floats[0];
-      as_post.beta = op.floats[1];
+      as_post.alg = p.alg;
+      as_post.alpha = p.alpha;
+      as_post.beta = p.beta;
       if (as_post.alg == EltwiseAlg::Quantize || as_post.alg == EltwiseAlg::Dequantize) {
         add_quantize_step(src, make_output(op, src.get_desc()), as_post);
         return;
@@ -35,9 +36,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
         add_own_eltwise_step(src, make_output(op, src.get_desc()), as_post);
         return;
       }
-      auto [a, b] = eltwise_params(static_cast<EltwiseAlg>(op.ints[0]), op.floats[0], op.floats[1]);
-      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference,
-                                    eltwise_alg(static_cast<EltwiseAlg>(op.ints[0])),
+      auto [a, b] = eltwise_params(p.alg, p.alpha, p.beta);
+      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
                                     src.get_desc(), a, b);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -64,9 +64,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
                      ? as(op.inputs[1], a.get_desc())
                      : view(as(op.inputs[1], plain_md(dims_of(op.inputs[1]), dt::f32)),
                             plain_md(bd, dt::f32));
-      const auto alg = static_cast<BinaryAlg>(op.ints[0]) == BinaryAlg::Add
-                           ? dnnl::algorithm::binary_add
-                           : dnnl::algorithm::binary_mul;
+      const auto alg = op.binary().alg == BinaryAlg::Add ? dnnl::algorithm::binary_add
+                                                         : dnnl::algorithm::binary_mul;
       dnnl::binary::desc d(alg, a.get_desc(), b.get_desc(), a.get_desc());
       dnnl::binary::primitive_desc pd(d, attr_for(op), engine_);
       memory dst = make_output(op, pd.dst_desc());
@@ -77,24 +76,25 @@ void CpuDelegate::build_op(const OpDesc& op) {
     case OpKind::Softmax: {
       check_same_dims(op.inputs[0], op.output);
       const memory::dims d0 = dims_of(op.inputs[0]);
-      if (op.ints[0] >= static_cast<int64_t>(std::max<size_t>(d0.size(), 1))) {
+      const int64_t axis = op.softmax().axis;
+      if (axis >= static_cast<int64_t>(std::max<size_t>(d0.size(), 1))) {
         refuse("softmax axis out of range");
       }
       memory src = as(op.inputs[0], plain_md(d0, dt::f32));
-      if (!d0.empty() && op.ints[0] == static_cast<int64_t>(d0.size()) - 1) {
+      if (!d0.empty() && axis == static_cast<int64_t>(d0.size()) - 1) {
         // Along the last dim: Ember's kernel, one pass a row (kernels/nan_exact.h).
         add_softmax_last_dim_step(src, make_output(op, src.get_desc()));
         return;
       }
       dnnl::softmax_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
-                                    static_cast<int>(op.ints[0]));
+                                    static_cast<int>(axis));
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::softmax_forward::primitive_desc pd(d, attr, engine_);
       memory dst = make_output(op, pd.dst_desc());
       add_step<dnnl::softmax_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
       // oneDNN gives [nan, 0, 0] for a row holding +inf; ATen a NaN row.
-      add_softmax_rows_step(src, dst, op.ints[0]);
+      add_softmax_rows_step(src, dst, axis);
       return;
     }
     case OpKind::LayerNorm:
@@ -109,7 +109,7 @@ void CpuDelegate::build_op(const OpDesc& op) {
       return build_batch_norm(op);
     case OpKind::Concat: {
       const memory::dims od = dims_of(op.output);
-      const auto axis = static_cast<size_t>(op.ints[0]);
+      const auto axis = static_cast<size_t>(op.concat().axis);
       if (axis >= od.size()) refuse("concat axis out of range");
       int64_t along = 0;
       for (int32_t in : op.inputs) {
@@ -129,8 +129,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
       }
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::concat::primitive_desc pd(memory::desc(od, dt::f32, tag::any),
-                                      static_cast<int>(op.ints[0]), mds, engine_, attr);
+      dnnl::concat::primitive_desc pd(memory::desc(od, dt::f32, tag::any), static_cast<int>(axis),
+                                      mds, engine_, attr);
       memory dst = make_output(op, pd.dst_desc());
       std::vector<std::pair<int, memory>> args = {{DNNL_ARG_DST, dst}};
       for (size_t i = 0; i < srcs.size(); ++i) {
@@ -179,7 +179,8 @@ void CpuDelegate::build_op(const OpDesc& op) {
     case OpKind::Permute: {
       const TensorDesc& s = graph_.tensors[op.inputs[0]];
       const TensorDesc& o = graph_.tensors[op.output];
-      if (op.ints.size() != s.dims.size()) refuse("permutation of the wrong rank");
+      const std::vector<int64_t>& perm = op.permute().perm;
+      if (perm.size() != s.dims.size()) refuse("permutation of the wrong rank");
       const memory::dims sd = to_dims(s.dims);
       // The source as it is where it is plain with any strides (a view), else made dense.
       memory src = src_memory(op.inputs[0]);
@@ -189,7 +190,7 @@ void CpuDelegate::build_op(const OpDesc& op) {
         ss = dense_strides(sd, {});
       }
       memory::dims vd, vs;
-      for (int64_t p : op.ints) {
+      for (int64_t p : perm) {
         vd.push_back(sd[p]);
         vs.push_back(ss[p]);
       }
@@ -222,14 +223,15 @@ void CpuDelegate::build_op(const OpDesc& op) {
 void CpuDelegate::build_reduce(const OpDesc& op) {
   const memory::dims sd = dims_of(op.inputs[0]);
   const memory::dims od = dims_of(op.output);
+  const ReduceParams& p = op.reduce();
   memory::dims kd = sd;  // the result with the reduced dims kept as 1
-  for (size_t i = 1; i < op.ints.size(); ++i) {
-    if (op.ints[i] >= static_cast<int64_t>(sd.size())) refuse("reduction dim out of range");
-    kd[op.ints[i]] = 1;
+  for (int64_t d : p.dims) {
+    if (d >= static_cast<int64_t>(sd.size())) refuse("reduction dim out of range");
+    kd[d] = 1;
   }
   memory::dims dropped;
-  for (size_t d = 0, i = 1; d < sd.size(); ++d) {
-    if (i < op.ints.size() && op.ints[i] == static_cast<int64_t>(d)) {
+  for (size_t d = 0, i = 0; d < sd.size(); ++d) {
+    if (i < p.dims.size() && p.dims[i] == static_cast<int64_t>(d)) {
       ++i;
     } else {
       dropped.push_back(kd[d]);
@@ -238,9 +240,8 @@ void CpuDelegate::build_reduce(const OpDesc& op) {
   if (od != kd && od != dropped) refuse("reduction output shape mismatch");
   memory src = as(op.inputs[0], plain_md(sd, dt::f32));
   const memory::desc kmd = plain_md(kd, dt::f32);
-  const auto alg = static_cast<ReduceAlg>(op.ints[0]) == ReduceAlg::Mean
-                       ? dnnl::algorithm::reduction_mean
-                       : dnnl::algorithm::reduction_sum;
+  const auto alg =
+      p.alg == ReduceAlg::Mean ? dnnl::algorithm::reduction_mean : dnnl::algorithm::reduction_sum;
   dnnl::reduction::desc d(alg, src.get_desc(), kmd, 0.f, 0.f);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -260,8 +261,8 @@ void CpuDelegate::build_reduce(const OpDesc& op) {
 void CpuDelegate::build_slice(const OpDesc& op) {
   const memory::dims sd = dims_of(op.inputs[0]);
   const memory::dims od = dims_of(op.output);
-  const auto dim = static_cast<size_t>(op.ints[0]);
-  const int64_t start = op.ints[1];
+  const auto dim = static_cast<size_t>(op.slice().dim);
+  const int64_t start = op.slice().start;
   if (dim >= sd.size() || od.size() != sd.size()) refuse("slice dim out of range");
   for (size_t i = 0; i < sd.size(); ++i) {
     if (i != dim && od[i] != sd[i]) refuse("slice output shape mismatch");
@@ -288,12 +289,10 @@ void CpuDelegate::build_pool(const OpDesc& op) {
   if (auto u8 = u8_tensors_.find(op.inputs[0]); u8 != u8_tensors_.end()) {
     return build_max_pool_u8(op, u8->second);
   }
-  const auto alg = static_cast<PoolAlg>(op.ints[0]);
-  const int64_t r = op.ints[1];
-  auto ints = [&](int k) {
-    return memory::dims(op.ints.begin() + 2 + k * r, op.ints.begin() + 2 + (k + 1) * r);
-  };
-  memory::dims dil = ints(4);
+  const PoolParams& p = op.pool();
+  const PoolAlg alg = p.alg;
+  const auto r = static_cast<int64_t>(p.rank());
+  memory::dims dil = p.dilation;
   for (auto& d : dil) d -= 1;
   const memory::dims sd = dims_of(op.inputs[0]);
   const memory::dims od = dims_of(op.output);
@@ -302,9 +301,9 @@ void CpuDelegate::build_pool(const OpDesc& op) {
   }
   if (od[0] != sd[0] || od[1] != sd[1]) refuse("pooling changes batch or channels");
   for (int64_t i = 0; i < r; ++i) {
-    const int64_t k = (op.ints[2 + i] - 1) * op.ints[2 + 4 * r + i] + 1;
-    const int64_t span = sd[2 + i] + op.ints[2 + 2 * r + i] + op.ints[2 + 3 * r + i] - k;
-    if (span < 0 || od[2 + i] != span / op.ints[2 + r + i] + 1) {
+    const int64_t k = (p.kernel[i] - 1) * p.dilation[i] + 1;
+    const int64_t span = sd[2 + i] + p.pad_l[i] + p.pad_r[i] - k;
+    if (span < 0 || od[2 + i] != span / p.stride[i] + 1) {
       refuse("pooling output size disagrees");
     }
   }
@@ -314,8 +313,8 @@ void CpuDelegate::build_pool(const OpDesc& op) {
                                 ? dnnl::algorithm::pooling_avg_include_padding
                                 : dnnl::algorithm::pooling_avg_exclude_padding;
   dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, a, src.get_desc(),
-                                   memory::desc(od, dt::f32, tag::any), ints(1), ints(0), dil,
-                                   ints(2), ints(3));
+                                   memory::desc(od, dt::f32, tag::any), p.stride, p.kernel, dil,
+                                   p.pad_l, p.pad_r);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::pooling_v2_forward::primitive_desc pd(d, attr, engine_);
@@ -345,7 +344,7 @@ void CpuDelegate::build_layer_norm(const OpDesc& op) {
   memory g = channel_param(op.inputs[1], sd.back());
   memory b = channel_param(op.inputs[2], sd.back());
   memory dst = make_output(op, md);
-  add_layer_norm_step(src, g, b, dst, op.floats[0]);
+  add_layer_norm_step(src, g, b, dst, op.norm().eps);
 }
 
 void CpuDelegate::build_batch_norm(const OpDesc& op) {
@@ -362,7 +361,7 @@ void CpuDelegate::build_batch_norm(const OpDesc& op) {
   if (g) flags |= dnnl::normalization_flags::use_scale;
   if (b) flags |= dnnl::normalization_flags::use_shift;
   dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, src.get_desc(),
-                                            op.floats[0], flags);
+                                            op.norm().eps, flags);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::batch_normalization_forward::primitive_desc pd(d, attr, engine_);

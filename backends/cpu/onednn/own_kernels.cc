@@ -8,15 +8,18 @@
 namespace ember::cpu::delegate {
 
 int64_t CpuDelegate::plain_conv2d_stride(const OpDesc& op, int64_t k) const {
-  if (op.kind != OpKind::Conv || op.ints.size() != 13 || op.ints[0] != 2 || op.ints[2] != 0) {
-    return 0;
-  }
-  const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
+  if (op.kind != OpKind::Conv) return 0;
+  return plain_conv2d_stride(op.conv(), graph_.tensors[op.inputs[1]].dims, k);
+}
+
+int64_t CpuDelegate::plain_conv2d_stride(const ConvParams& c, const std::vector<int64_t>& wd,
+                                         int64_t k) {
+  if (c.rank() != 2 || c.transposed) return 0;
   const int64_t pad = (k - 1) / 2;
-  const bool ok = wd.size() == 4 && wd[2] == k && wd[3] == k && op.ints[3] == op.ints[4] &&
-                  op.ints[5] == pad && op.ints[6] == pad && op.ints[7] == pad &&
-                  op.ints[8] == pad && op.ints[9] == 1 && op.ints[10] == 1;
-  return ok ? op.ints[3] : 0;
+  const bool ok = wd.size() == 4 && wd[2] == k && wd[3] == k && c.stride[0] == c.stride[1] &&
+                  c.pad_l[0] == pad && c.pad_l[1] == pad && c.pad_r[0] == pad &&
+                  c.pad_r[1] == pad && c.dilation[0] == 1 && c.dilation[1] == 1;
+  return ok ? c.stride[0] : 0;
 }
 
 bool CpuDelegate::private_to(int32_t t, size_t reader) const {
@@ -56,9 +59,9 @@ size_t CpuDelegate::try_inverted_residual(size_t i) {
   const OpDesc* expand = nullptr;
   const OpDesc* stem = nullptr;  // MobileNet's first convolution, of an image
   const int64_t stem_stride = plain_conv2d_stride(ops[at], 3);
-  if (plain_conv2d_stride(ops[at], 1) == 1 && ops[at].ints[1] == 1) {
+  if (plain_conv2d_stride(ops[at], 1) == 1 && ops[at].conv().groups == 1) {
     expand = &ops[at++];
-  } else if ((stem_stride == 1 || stem_stride == 2) && ops[at].ints[1] == 1 &&
+  } else if ((stem_stride == 1 || stem_stride == 2) && ops[at].conv().groups == 1 &&
              graph_.tensors[ops[at].inputs[1]].dims[1] <= kMaxStemChannels) {
     stem = &ops[at++];
   }
@@ -68,15 +71,16 @@ size_t CpuDelegate::try_inverted_residual(size_t i) {
   const OpDesc& project = ops[at + 1];
   const int64_t stride = plain_conv2d_stride(dw, 3);
   if ((stride != 1 && stride != 2) || plain_conv2d_stride(project, 1) != 1 ||
-      project.ints[1] != 1 || project.inputs[0] != dw.output || !private_to(dw.output, at + 1)) {
+      project.conv().groups != 1 || project.inputs[0] != dw.output ||
+      !private_to(dw.output, at + 1)) {
     return 0;
   }
   const std::vector<int64_t>& sd = graph_.tensors[(first ? first : &dw)->inputs[0]].dims;
   const std::vector<int64_t>& ed = graph_.tensors[dw.inputs[0]].dims;
   const std::vector<int64_t>& od = graph_.tensors[project.output].dims;
   const int64_t ce = ed.size() == 4 ? ed[1] : 0;
-  if (sd.size() != 4 || ce < 1 || dw.ints[1] != ce || graph_.tensors[dw.inputs[1]].dims[0] != ce ||
-      graph_.tensors[dw.inputs[1]].dims[1] != 1) {
+  if (sd.size() != 4 || ce < 1 || dw.conv().groups != ce ||
+      graph_.tensors[dw.inputs[1]].dims[0] != ce || graph_.tensors[dw.inputs[1]].dims[1] != 1) {
     return 0;
   }
   InvertedResidual::Params p;
@@ -173,17 +177,15 @@ void CpuDelegate::add_own_step(OwnStep o, std::initializer_list<memory> reads) {
 }
 
 int64_t CpuDelegate::depthwise3x3_stride(const OpDesc& op) const {
-  OpDesc as_conv;  // a QuantConv's geometry is a Conv's
-  as_conv.kind = OpKind::Conv;
-  as_conv.inputs = op.inputs;
-  as_conv.ints = op.ints;
-  const int64_t stride =
-      op.kind == OpKind::Conv || op.kind == OpKind::QuantConv ? plain_conv2d_stride(as_conv, 3) : 0;
+  // A QuantConv's geometry is a Conv's.
+  const int64_t stride = op.kind == OpKind::Conv || op.kind == OpKind::QuantConv
+                             ? plain_conv2d_stride(op.conv(), graph_.tensors[op.inputs[1]].dims, 3)
+                             : 0;
   const std::vector<int64_t>& sd = graph_.tensors[op.inputs[0]].dims;
   const std::vector<int64_t>& wd = graph_.tensors[op.inputs[1]].dims;
   const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
   if (stride == 0 || sd.size() != 4 || !Depthwise3x3::supports(sd[1], stride) ||
-      op.ints[1] != sd[1] || wd[0] != sd[1] || wd[1] != 1 || !is_constant(op.inputs[1]) ||
+      op.conv().groups != sd[1] || wd[0] != sd[1] || wd[1] != 1 || !is_constant(op.inputs[1]) ||
       !is_constant(op.inputs[2]) || sd[2] < 1 || sd[3] < 1 ||
       od !=
           std::vector<int64_t>{sd[0], sd[1], (sd[2] - 1) / stride + 1, (sd[3] - 1) / stride + 1} ||
@@ -216,7 +218,7 @@ bool CpuDelegate::try_pointwise(const OpDesc& op) {
   const std::vector<int64_t>& od = graph_.tensors[op.output].dims;
   Clamp act;
   int32_t sum = -1;
-  if (plain_conv2d_stride(op, 1) != 1 || op.ints[1] != 1 || sd.size() != 4 ||
+  if (plain_conv2d_stride(op, 1) != 1 || op.conv().groups != 1 || sd.size() != 4 ||
       !is_constant(op.inputs[1]) || !is_constant(op.inputs[2]) ||
       !as_clamp(op.post_ops, &act, &sum) || !mem_[op.inputs[0]] ||
       src_memory(op.inputs[0]).get_desc() != nhwc_md(sd)) {

@@ -74,11 +74,12 @@ void CpuDelegate::add_quantize_step(const memory& src, const memory& dst, const 
   }
 }
 
-CpuDelegate::QuantOperands CpuDelegate::quant_operands(const OpDesc& op, const memory::dims& wd,
+CpuDelegate::QuantOperands CpuDelegate::quant_operands(const OpDesc& op, const QuantParams& src,
+                                                       const memory::dims& wd,
                                                        const std::string& what) {
   QuantOperands o;
-  o.src_scale = op.floats[0];
-  o.src_zp = op.floats[1];
+  o.src_scale = src.scale;
+  o.src_zp = src.zero_point;
   if (!std::isfinite(1.f / o.src_scale) || !(o.src_zp >= -128.f && o.src_zp <= 127.f) ||
       o.src_zp != std::nearbyint(o.src_zp)) {
     refuse(what + ": source scale or zero point out of range");
@@ -104,7 +105,8 @@ CpuDelegate::QuantOperands CpuDelegate::quant_operands(const OpDesc& op, const m
 void CpuDelegate::build_quant_conv(const OpDesc& op) {
   const ConvGeometry g = conv_geometry(op);
   const int64_t oc = g.wd[0];
-  const QuantOperands operands = quant_operands(op, g.wd, "quantized convolution");
+  const QuantOperands operands =
+      quant_operands(op, op.quant_conv().src, g.wd, "quantized convolution");
   const float src_scale = operands.src_scale, src_zp = operands.src_zp;
   const float* scales = operands.scales;
   const memory& q_m = operands.q_m;
@@ -122,7 +124,7 @@ void CpuDelegate::build_quant_conv(const OpDesc& op) {
     OpDesc conv = op;
     conv.kind = OpKind::Conv;
     conv.inputs.resize(3);
-    conv.floats.clear();
+    conv.params = op.conv();
     return build_conv(conv, dt::f32);
   }
   // The source's integers, + 128, as uint8 channels-last (oneDNN's int8 source layout): written
@@ -343,8 +345,9 @@ bool CpuDelegate::readers_take_u8_uncached(int32_t t, float scale, float zero_po
       if (reader.inputs[k] != t) continue;
       // A quantized convolution of t's parameters: in float (quant_conv_in_integers) it would
       // read the uint8 as floats. An add dequantizes by t's own parameters.
-      const bool conv = reader.kind == OpKind::QuantConv && k == 0 && reader.floats[0] == scale &&
-                        reader.floats[1] == zero_point &&
+      const bool conv = reader.kind == OpKind::QuantConv && k == 0 &&
+                        reader.quant_conv().src.scale == scale &&
+                        reader.quant_conv().src.zero_point == zero_point &&
                         (quant_conv_in_integers(reader) || own_quant_depthwise(reader));
       if (!conv && !max_pool_takes_u8(reader)) return false;
       ++readers;
@@ -415,7 +418,7 @@ struct AddOperand {
   bool u8 = false;
   float scale = 0, shift = 0;  // shift: zero point + 128
   // Elements [begin, begin + n) as floats: dequantized into `buf`, or in place.
-  const float* floats(const simd::Kernels& k, int64_t begin, int64_t n, float* buf) const {
+  const float* as_floats(const simd::Kernels& k, int64_t begin, int64_t n, float* buf) const {
     void* p = nullptr;
     dnnl_memory_get_data_handle(mem.get(), &p);
     if (!u8) return static_cast<const float*>(p) + begin;
@@ -458,8 +461,8 @@ void CpuDelegate::add_quant_add_step(const memory& a_u8, float a_scale, float a_
       alignas(64) float a[kBlock], b[kBlock];
       for (int64_t i = begin; i < begin + count; i += kBlock) {
         const int64_t len = std::min(kBlock, begin + count - i);
-        const float* x = in0.floats(k, i, len, a);
-        const float* y = in1.floats(k, i, len, b);
+        const float* x = in0.as_floats(k, i, len, a);
+        const float* y = in1.as_floats(k, i, len, b);
         add_clamp_loop(x, y, a, len, act.lo, act.hi);
         k.quantize_u8(a, out + i, len, inv, zp);
       }
@@ -473,8 +476,7 @@ bool CpuDelegate::quantize_pair(size_t i) const {
   if (i + 1 >= graph_.ops.size()) return false;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
   auto is = [](const OpDesc& op, EltwiseAlg alg) {
-    return op.kind == OpKind::Eltwise && static_cast<EltwiseAlg>(op.ints[0]) == alg &&
-           op.post_ops.empty();
+    return op.kind == OpKind::Eltwise && op.eltwise().alg == alg && op.post_ops.empty();
   };
   return is(q, EltwiseAlg::Quantize) && is(d, EltwiseAlg::Dequantize) && d.inputs[0] == q.output &&
          readers_[q.output] == 1 && !is_graph_output(q.output);
@@ -483,21 +485,21 @@ bool CpuDelegate::quantize_pair(size_t i) const {
 bool CpuDelegate::quantize_pair_u8(size_t i) {
   if (!own_kernels_ || !own_kernels_supported() || !quantize_pair(i)) return false;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
-  if (q.floats[1] != d.floats[1] || !int8_params(q.floats[0], q.floats[1]) ||
-      !int8_params(d.floats[0], d.floats[1])) {
+  if (q.eltwise().beta != d.eltwise().beta || !int8_params(q.eltwise().alpha, q.eltwise().beta) ||
+      !int8_params(d.eltwise().alpha, d.eltwise().beta)) {
     return false;
   }
   const std::vector<int64_t>& dims = graph_.tensors[d.output].dims;
   return dims.size() == 4 && graph_.tensors[q.inputs[0]].dims == dims &&
-         readers_take_u8(d.output, d.floats[0], d.floats[1]);
+         readers_take_u8(d.output, d.eltwise().alpha, d.eltwise().beta);
 }
 
 size_t CpuDelegate::try_fake_quant_pair(size_t i) {
   if (!quantize_pair(i)) return 0;
   const OpDesc &q = graph_.ops[i], &d = graph_.ops[i + 1];
   check_same_dims(q.inputs[0], d.output);
-  const PostOp quantize{false, -1, EltwiseAlg::Quantize, q.floats[0], q.floats[1]};
-  const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, d.floats[0], d.floats[1]};
+  const PostOp quantize{false, -1, EltwiseAlg::Quantize, q.eltwise().alpha, q.eltwise().beta};
+  const PostOp dequantize{false, -1, EltwiseAlg::Dequantize, d.eltwise().alpha, d.eltwise().beta};
   const memory src = src_memory(q.inputs[0]);
   add_quantize_step(src, make_output(d, src.get_desc()), quantize, &dequantize);
   return 2;
@@ -518,7 +520,7 @@ size_t CpuDelegate::try_quantize_u8(size_t i) {
   const memory dst = make_output(d, memory::desc(md_dims, dt::u8, tag::nhwc));
   const int64_t batch = dims[0], c = dims[1], h = dims[2], w = dims[3];
   const int threads = threads_;
-  const float inv = q.floats[0], zp = q.floats[1];
+  const float inv = q.eltwise().alpha, zp = q.eltwise().beta;
   OwnStep s{OwnKind::Int8Elementwise,
             "eltwise,ember:quantize_u8,forward_inference,,",
             "alg:quantize_per_tensor " + dims_text(md_dims),
@@ -564,7 +566,7 @@ size_t CpuDelegate::try_quantize_u8(size_t i) {
     });
   };
   add_own_step(std::move(s));
-  u8_tensors_[d.output] = {d.floats[0], d.floats[1]};
+  u8_tensors_[d.output] = {d.eltwise().alpha, d.eltwise().beta};
   return 2;
 }
 
@@ -573,9 +575,8 @@ bool CpuDelegate::is_graph_output(int32_t t) const {
 }
 
 bool CpuDelegate::max_pool_takes_u8(const OpDesc& pool) {
-  if (pool.kind != OpKind::Pool || static_cast<PoolAlg>(pool.ints[0]) != PoolAlg::Max ||
-      pool.ints[1] != 2 || !pool.post_ops.empty() || readers_[pool.output] != 1 ||
-      is_graph_output(pool.output)) {
+  if (pool.kind != OpKind::Pool || pool.pool().alg != PoolAlg::Max || pool.pool().rank() != 2 ||
+      !pool.post_ops.empty() || readers_[pool.output] != 1 || is_graph_output(pool.output)) {
     return false;
   }
   const std::vector<int64_t>&in = graph_.tensors[pool.inputs[0]].dims,
@@ -584,8 +585,9 @@ bool CpuDelegate::max_pool_takes_u8(const OpDesc& pool) {
   // Every window holds an input element (PyTorch's padding of at most half the kernel sees to
   // it without dilation; a window of padding alone would be -inf in float).
   for (int64_t k = 0; k < 2; ++k) {
-    const int64_t kernel = pool.ints[2 + k], stride = pool.ints[4 + k], pad = pool.ints[6 + k];
-    const int64_t dilation = pool.ints[10 + k];
+    const PoolParams& p = pool.pool();
+    const int64_t kernel = p.kernel[k], stride = p.stride[k], pad = p.pad_l[k];
+    const int64_t dilation = p.dilation[k];
     for (int64_t o = 0; o < out[2 + k]; ++o) {
       bool any = false;
       for (int64_t t = 0; t < kernel && !any; ++t) {
@@ -614,7 +616,8 @@ EMBER_QUANT_CLONES void max_u8(uint8_t* acc, const uint8_t* x, int64_t n) {
 }  // namespace
 
 void CpuDelegate::build_max_pool_u8(const OpDesc& op, std::pair<float, float> params) {
-  if (static_cast<PoolAlg>(op.ints[0]) != PoolAlg::Max) refuse("uint8 pooling: not a max");
+  const PoolParams& p = op.pool();
+  if (p.alg != PoolAlg::Max) refuse("uint8 pooling: not a max");
   const memory::dims sd = dims_of(op.inputs[0]), od = dims_of(op.output);
   const memory src = src_memory(op.inputs[0]);
   if (src.get_desc() != memory::desc(sd, dt::u8, tag::nhwc)) refuse("uint8 pooling: layout");
@@ -625,10 +628,10 @@ void CpuDelegate::build_max_pool_u8(const OpDesc& op, std::pair<float, float> pa
   for (int64_t k = 0; k < 2; ++k) {
     w.in[k] = sd[2 + k];
     w.out[k] = od[2 + k];
-    w.kernel[k] = op.ints[2 + k];
-    w.stride[k] = op.ints[4 + k];
-    w.pad[k] = op.ints[6 + k];
-    w.dilation[k] = op.ints[10 + k];
+    w.kernel[k] = p.kernel[k];
+    w.stride[k] = p.stride[k];
+    w.pad[k] = p.pad_l[k];
+    w.dilation[k] = p.dilation[k];
   }
   const int64_t batch = sd[0], c = sd[1];
   const int threads = threads_;
@@ -677,7 +680,7 @@ void CpuDelegate::add_requantize_u8_step(const OpDesc& q, const OpDesc& d) {
   const memory dst = make_output(d, memory::desc(dims, dt::u8, tag::nhwc));
   const int64_t n = checked_numel(graph_.tensors[d.output].dims);
   const int threads = threads_;
-  const float shift = zero_point + 128.f, inv = q.floats[0], zp = q.floats[1];
+  const float shift = zero_point + 128.f, inv = q.eltwise().alpha, zp = q.eltwise().beta;
   OwnStep s{OwnKind::Int8Elementwise,
             "eltwise,ember:requantize_u8,forward_inference,,",
             "alg:quantize_per_tensor " + dims_text(dims),
@@ -698,7 +701,7 @@ void CpuDelegate::add_requantize_u8_step(const OpDesc& q, const OpDesc& d) {
     });
   };
   add_own_step(std::move(s));
-  u8_tensors_[d.output] = {d.floats[0], d.floats[1]};
+  u8_tensors_[d.output] = {d.eltwise().alpha, d.eltwise().beta};
 }
 
 }  // namespace ember::cpu::delegate

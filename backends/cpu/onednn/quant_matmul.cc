@@ -18,9 +18,10 @@
 namespace ember::cpu::delegate {
 
 void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
-  // A dynamically quantized input (7 inputs), or a float one the op quantizes (ints [group,
-  // InputQuant]), may have any shape of m * k elements.
-  const bool quantize = op.ints.size() == 2;
+  // A dynamically quantized input (7 inputs), or a float one the op quantizes (an input_quant),
+  // may have any shape of m * k elements.
+  const GroupQuantMatMulParams& p = op.group_quant_matmul();
+  const bool quantize = p.input_quant != InputQuant::None;
   const bool dynamic = op.inputs.size() == 7 || quantize;
   const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
   memory::dims ad = dims_of(op.inputs[0]);
@@ -29,21 +30,21 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
       od[1] != wd[0] || checked_numel(graph_.tensors[op.inputs[0]].dims) != ad[0] * ad[1]) {
     refuse("grouped quantized matmul sizes disagree");
   }
-  const int64_t m = ad[0], k = ad[1], n = wd[0], group = op.ints[0];
+  const int64_t m = ad[0], k = ad[1], n = wd[0], group = p.group;
   const WeightStorage storage = graph_.tensors[op.inputs[1]].storage;
   const int64_t bits = storage == WeightStorage::Int4 ? 4 : 8;
   if (k % group != 0 || (bits == 4 && group % 2 != 0)) {
     refuse("grouped quantized matmul: the group size does not divide the rows");
   }
   const int64_t count = n * (k / group);
-  auto floats = [&](int32_t id, const char* what) -> const float* {
+  auto per_group = [&](int32_t id, const char* what) -> const float* {
     if (checked_numel(graph_.tensors[id].dims) != count) {
       refuse(std::string("grouped quantized matmul: one ") + what + " a group");
     }
     return data_as<float>(as(id, plain_md(dims_of(id), dt::f32)));
   };
-  const float* scales = floats(op.inputs[3], "scale");
-  const float* zeros = op.inputs[4] >= 0 ? floats(op.inputs[4], "zero point") : nullptr;
+  const float* scales = per_group(op.inputs[3], "scale");
+  const float* zeros = op.inputs[4] >= 0 ? per_group(op.inputs[4], "zero point") : nullptr;
   const float* bias = nullptr;
   if (op.inputs[2] >= 0) {
     if (checked_numel(graph_.tensors[op.inputs[2]].dims) != n) {
@@ -61,8 +62,8 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
       q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
     }
   }
-  if (quantize && op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor) && zeros == nullptr &&
-      group == k && try_dynamic_int8_matmul(op, q.data(), scales, bias, m, k, n)) {
+  if (quantize && p.input_quant == InputQuant::PerTensor && zeros == nullptr && group == k &&
+      try_dynamic_int8_matmul(op, q.data(), scales, bias, m, k, n)) {
     return;
   }
   const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
@@ -92,7 +93,7 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
   }
   std::optional<InputQuantizer> quantizer;
   if (quantize) {
-    quantizer = {op.floats[0], op.ints[1] == static_cast<int64_t>(InputQuant::PerTensor)};
+    quantizer = {p.eps, p.input_quant == InputQuant::PerTensor};
   }
   add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_, quantizer, a,
                                        zero_points, input_scales, dst));
@@ -148,7 +149,7 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
     data_as<int8_t>(signs)[j] = static_cast<int8_t>(pos ? 1 : neg ? -1 : 0);
   }
   const int64_t count = m * k;
-  const float eps = op.floats[0];
+  const float eps = op.group_quant_matmul().eps;
   OwnStep quantize{OwnKind::Int8Elementwise,
                    "reorder,ember:quantize_per_tensor_u8,,,",
                    "src_f32::" + dims_text(ad) + " dst_u8::" + dims_text(ad),
@@ -266,7 +267,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     refuse("quantized matmul sizes disagree");
   }
   const int64_t k = ad[1], n = wd[0];
-  const QuantOperands operands = quant_operands(op, wd, "quantized matmul");
+  const QuantOperands operands = quant_operands(op, op.quant_matmul().src, wd, "quantized matmul");
   const float src_scale = operands.src_scale, src_zp = operands.src_zp;
   const float* scales = operands.scales;
   const memory& q_m = operands.q_m;
@@ -288,7 +289,7 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
     OpDesc mm = op;
     mm.kind = OpKind::MatMul;
     mm.inputs.resize(3);
-    mm.floats.clear();
+    mm.params = MatMulParams{};
     return build_matmul(mm, dt::f32);
   }
   // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
@@ -370,8 +371,9 @@ bool CpuDelegate::try_int8_matmul(const OpDesc& op, const memory::dims& ad, cons
                                   const memory::dims& od) {
   // Without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits, which activations (any of
   // int8's values) can saturate: such matmuls stay float.
-  if (op.floats.size() != 4 || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
-  const float sa = op.floats[0], za = op.floats[1], sb = op.floats[2], zb = op.floats[3];
+  const MatMulParams& p = op.matmul();
+  if (!p.quantized || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
+  const float sa = p.a.scale, za = p.a.zero_point, sb = p.b.scale, zb = p.b.zero_point;
   if (!int8_params(sa, za) || !int8_params(sb, zb)) return false;
   // The largest sum, k products of 255 steps by 255, must fit oneDNN's int32 accumulator and
   // stay a finite float32 when scaled (float32's own sum would overflow there; the float matmul

@@ -279,7 +279,8 @@ TEST(CpuQuant, PerTokenQuantizedLinearClaimedWhole) {
     const Compiled compiled = compile(*program);
     ASSERT_EQ(compiled.graph.ops.size(), 1u);
     EXPECT_EQ(compiled.graph.ops[0].kind, OpKind::GroupQuantMatMul);
-    EXPECT_EQ(compiled.graph.ops[0].ints.size(), 2u);  // [group, 1]: the op quantizes its input
+    // The op quantizes its input.
+    EXPECT_NE(compiled.graph.ops[0].group_quant_matmul().input_quant, InputQuant::None);
     DelegateSummary summary;
     auto out = run(compiled, {x}, {want}, {}, &summary);
     ASSERT_EQ(out.size(), 1u);
@@ -432,8 +433,9 @@ TEST(CpuQuant, DynamicPerTensorQuantizedLinearsClaimedWhole) {
   ASSERT_EQ(compiled.graph.ops.size(), 2u);
   for (const OpDesc& op : compiled.graph.ops) {
     EXPECT_EQ(op.kind, OpKind::GroupQuantMatMul);
-    EXPECT_EQ(op.ints, (std::vector<int64_t>{64, static_cast<int64_t>(InputQuant::PerTensor)}));
-    EXPECT_EQ(op.floats, std::vector<float>{static_cast<float>(eps)});
+    EXPECT_EQ(op.group_quant_matmul().group, 64);
+    EXPECT_EQ(op.group_quant_matmul().input_quant, InputQuant::PerTensor);
+    EXPECT_EQ(op.group_quant_matmul().eps, static_cast<float>(eps));
   }
   // oneDNN's u8 x s8 matmul where the CPU has VNNI (int8 on), else Ember's dot_gemm.
   for (bool int8 : {true, false}) {

@@ -246,10 +246,9 @@ TEST(CpuQuant, MatMulOfTwoQuantizedActivationsAgainstTheReference) {
   const Compiled compiled = compile(*program);
   int int8_operands = 0, quant_matmuls = 0, quantizes = 0;
   for (const OpDesc& op : compiled.graph.ops) {
-    int8_operands += op.kind == OpKind::MatMul && op.floats.size() == 4;
+    int8_operands += op.kind == OpKind::MatMul && op.matmul().quantized;
     quant_matmuls += op.kind == OpKind::QuantMatMul;
-    quantizes +=
-        op.kind == OpKind::Eltwise && op.ints[0] == static_cast<int64_t>(EltwiseAlg::Quantize);
+    quantizes += op.kind == OpKind::Eltwise && op.eltwise().alg == EltwiseAlg::Quantize;
     for (const PostOp& post : op.post_ops) quantizes += post.alg == EltwiseAlg::Quantize;
   }
   EXPECT_EQ(int8_operands, 1);

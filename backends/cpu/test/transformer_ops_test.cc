@@ -32,7 +32,7 @@ at::Tensor special_values() {
 int count_ops(const CpuGraph& g, OpKind kind, std::optional<EltwiseAlg> alg = std::nullopt) {
   int n = 0;
   for (const OpDesc& op : g.ops) {
-    n += op.kind == kind && (!alg || op.ints[0] == static_cast<int64_t>(*alg));
+    n += op.kind == kind && (!alg || op.eltwise().alg == *alg);
   }
   return n;
 }
