@@ -1,58 +1,84 @@
-// The cpu delegate's quantized linear layers and matmuls (docs/backends/cpu.md "Quantized
+// The quantized linear layers and matmuls of the cpu engine (docs/backends/cpu.md "Quantized
 // programs"): by weights quantized per output feature (QuantMatMul, PT2E's), in integers on oneDNN
 // as onednn/quant_conv.cc's convolutions; by weights quantized by groups of a row
 // (GroupQuantMatMul): torchao's 8da4w, 8da8w and weight-only int4/int8, on Ember's kernels
-// (kernels/quant_gemm.h); of two quantized activations (a MatMul with their parameters:
-// attention's), on oneDNN.
+// (kernels/quant_gemm.h). (A MatMul of two quantized activations, attention's, is matmul.cc's.)
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "backends/cpu/kernels/policy.h"
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/simd_kernels.h"
-#include "backends/cpu/onednn/delegate.h"
+#include "backends/cpu/onednn/families.h"
 #include "backends/cpu/onednn/own_steps.h"
 #include "backends/cpu/onednn/quant_util.h"
 
 namespace ember::cpu::delegate {
+namespace {
 
-void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
+// A GroupQuantMatMul that quantizes its input per tensor (PT2E's dynamic quantization), by a
+// weight of one group a row, zero points 0 (q [n][k], scales [n], bias [n] or null), on
+// oneDNN's u8 x s8 matmul where the CPU has VNNI and int8 is on. False (nothing built)
+// otherwise.
+Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q,
+                                     const float* scales, const float* bias, int64_t m, int64_t k,
+                                     int64_t n);
+// Whether QuantMatMul `op` (in integers; weights q [n][k]; its post-ops from `fused` on a
+// requantize, clamps before) runs on Ember's int8 1x1 kernel: where the kernels have no VNNI,
+// weights within 7 bits, k a multiple of 4.
+bool own_quant_linear(const Build& b, const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
+                      size_t fused);
+
+}  // namespace
+
+Error build_group_quant_matmul(Build& b, const OpDesc& op) {
   // A dynamically quantized input (7 inputs), or a float one the op quantizes (an input_quant),
   // may have any shape of m * k elements.
   const GroupQuantMatMulParams& p = op.group_quant_matmul();
   const bool quantize = p.input_quant != InputQuant::None;
   const bool dynamic = op.inputs.size() == 7 || quantize;
-  const memory::dims wd = dims_of(op.inputs[1]), od = dims_of(op.output);
-  memory::dims ad = dims_of(op.inputs[0]);
+  const memory::dims wd = b.dims_of(op.inputs[1]), od = b.dims_of(op.output);
+  memory::dims ad = b.dims_of(op.inputs[0]);
   if (dynamic && wd.size() == 2 && od.size() == 2) ad = {od[0], checked_numel(ad) / od[0]};
   if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
-      od[1] != wd[0] || checked_numel(graph_.tensors[op.inputs[0]].dims) != ad[0] * ad[1]) {
-    refuse("grouped quantized matmul sizes disagree");
+      od[1] != wd[0] || checked_numel(b.tensor(op.inputs[0]).dims) != ad[0] * ad[1]) {
+    return refused("grouped quantized matmul sizes disagree");
   }
   const int64_t m = ad[0], k = ad[1], n = wd[0], group = p.group;
-  const WeightStorage storage = graph_.tensors[op.inputs[1]].storage;
+  const WeightStorage storage = b.tensor(op.inputs[1]).storage;
   const int64_t bits = storage == WeightStorage::Int4 ? 4 : 8;
   if (k % group != 0 || (bits == 4 && group % 2 != 0)) {
-    refuse("grouped quantized matmul: the group size does not divide the rows");
+    return refused("grouped quantized matmul: the group size does not divide the rows");
   }
   const int64_t count = n * (k / group);
-  auto per_group = [&](int32_t id, const char* what) -> const float* {
-    if (checked_numel(graph_.tensors[id].dims) != count) {
-      refuse(std::string("grouped quantized matmul: one ") + what + " a group");
+  auto per_group = [&](int32_t id, const char* what) -> Result<const float*> {
+    if (checked_numel(b.tensor(id).dims) != count) {
+      return refused(std::string("grouped quantized matmul: one ") + what + " a group");
     }
-    return data_as<float>(as(id, plain_md(dims_of(id), dt::f32)));
+    EMBER_ASSIGN_OR_RETURN(const memory values, b.as(id, plain_md(b.dims_of(id), dt::f32)));
+    return data_as<float>(values);
   };
-  const float* scales = per_group(op.inputs[3], "scale");
-  const float* zeros = op.inputs[4] >= 0 ? per_group(op.inputs[4], "zero point") : nullptr;
+  EMBER_ASSIGN_OR_RETURN(const float* scales, per_group(op.inputs[3], "scale"));
+  const float* zeros = nullptr;
+  if (op.inputs[4] >= 0) {
+    EMBER_ASSIGN_OR_RETURN(zeros, per_group(op.inputs[4], "zero point"));
+  }
   const float* bias = nullptr;
   if (op.inputs[2] >= 0) {
-    if (checked_numel(graph_.tensors[op.inputs[2]].dims) != n) {
-      refuse("grouped quantized matmul: bias size differs from the output features");
+    if (checked_numel(b.tensor(op.inputs[2]).dims) != n) {
+      return refused("grouped quantized matmul: bias size differs from the output features");
     }
-    bias = data_as<float>(as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32)));
+    EMBER_ASSIGN_OR_RETURN(const memory bias_m,
+                           b.as(op.inputs[2], plain_md(b.dims_of(op.inputs[2]), dt::f32)));
+    bias = data_as<float>(bias_m);
   }
-  const auto* stored = data_as<uint8_t>(src_memory(op.inputs[1]));
+  EMBER_ASSIGN_OR_RETURN(const memory stored_m, b.src_memory(op.inputs[1]));
+  const auto* stored = data_as<uint8_t>(stored_m);
   std::vector<int8_t> q(static_cast<size_t>(n * k));
   for (size_t i = 0; i < q.size(); ++i) {
     if (bits == 8) {
@@ -62,21 +88,25 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
       q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
     }
   }
-  if (quantize && p.input_quant == InputQuant::PerTensor && zeros == nullptr && group == k &&
-      try_dynamic_int8_matmul(op, q.data(), scales, bias, m, k, n)) {
-    return;
+  if (quantize && p.input_quant == InputQuant::PerTensor && zeros == nullptr && group == k) {
+    EMBER_ASSIGN_OR_RETURN(const bool built,
+                           try_dynamic_int8_matmul(b, op, q.data(), scales, bias, m, k, n));
+    if (built) return Error::Ok;
   }
-  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
-  const memory dst = make_output(op, plain_md(od, dt::f32));
+  EMBER_ASSIGN_OR_RETURN(const memory a,
+                         b.as(op.inputs[0], plain_md(b.dims_of(op.inputs[0]), dt::f32)));
+  EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(op, plain_md(od, dt::f32)));
   memory zero_points, input_scales;  // a's, one a row (7 inputs)
   if (op.inputs.size() == 7) {
     for (int32_t id : {op.inputs[5], op.inputs[6]}) {
-      if (checked_numel(graph_.tensors[id].dims) != m) {
-        refuse("grouped quantized matmul: one input zero point and scale a row");
+      if (checked_numel(b.tensor(id).dims) != m) {
+        return refused("grouped quantized matmul: one input zero point and scale a row");
       }
     }
-    zero_points = as(op.inputs[5], plain_md(dims_of(op.inputs[5]), dt::f32));
-    input_scales = as(op.inputs[6], plain_md(dims_of(op.inputs[6]), dt::f32));
+    EMBER_ASSIGN_OR_RETURN(zero_points,
+                           b.as(op.inputs[5], plain_md(b.dims_of(op.inputs[5]), dt::f32)));
+    EMBER_ASSIGN_OR_RETURN(input_scales,
+                           b.as(op.inputs[6], plain_md(b.dims_of(op.inputs[6]), dt::f32)));
   }
   // A quantized input (8da) by a weight of zero points 0 runs in integers from AVX2 up; the rest
   // on the float kernel.
@@ -86,26 +116,31 @@ void CpuDelegate::build_group_quant_matmul(const OpDesc& op) {
                                ? DotPackedMatrix::fits(q.data(), zeros, k, n, group)
                                : 0) {
     dot = std::make_shared<DotPackedMatrix>(
-        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits, weight_storage()));
+        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits, b.weight_storage()));
   } else {
     packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
-        q.data(), scales, zeros, bias, k, n, group, bits, weight_storage()));
+        q.data(), scales, zeros, bias, k, n, group, bits, b.weight_storage()));
   }
+  EMBER_TRY(b.storage_error());
   std::optional<InputQuantizer> quantizer;
   if (quantize) {
     quantizer = {p.eps, p.input_quant == InputQuant::PerTensor};
   }
-  add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, threads_, quantizer, a,
-                                       zero_points, input_scales, dst));
+  b.add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, b.threads(),
+                                         quantizer, a, zero_points, input_scales, dst));
+  return Error::Ok;
 }
 
-bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, const float* scales,
-                                          const float* bias, int64_t m, int64_t k, int64_t n) {
+namespace {
+
+Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q,
+                                     const float* scales, const float* bias, int64_t m, int64_t k,
+                                     int64_t n) try {
   // Without VNNI oneDNN adds pairs of u8 x s8 products in 16 bits, which saturate: Ember's kernel
   // (dot_gemm) runs those. The largest sum, k products of 255 by 128, fits int32. The weight
   // scales positive: the signs of the weights are their integers' (the non-finite case below).
   const simd::Kernels* kernels = simd::kernels();
-  if (!int8_ || !int8_any_weights_ || kernels == nullptr ||
+  if (!b.int8() || !b.int8_any_weights() || kernels == nullptr ||
       static_cast<double>(k) * 255 * 128 > 2147483647.0) {
     return false;
   }
@@ -124,22 +159,29 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
   const dnnl::matmul::primitive_desc pd(
       dnnl::matmul::desc(memory::desc(ad, dt::u8, tag::ab), memory::desc({k, n}, dt::s8, tag::any),
                          memory::desc(), plain_md(od, dt::f32)),
-      attr, engine_);
-  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+      attr, b.engine());
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), b.engine(),
                       const_cast<int8_t*>(q));  // the weight [n][k] read as [k][n]
-  const memory wei = buffer(pd.weights_desc(), Held::Weights);
-  reorder_now(w_view, wei);
+  EMBER_ASSIGN_OR_RETURN(const memory wei, b.buffer(pd.weights_desc(), Held::Weights));
+  EMBER_TRY(b.reorder_now(w_view, wei));
   // What the quantize step sets at each call: the uint8 source (q + 128), its zero point + 128,
   // and the scale and zero point for the step after.
-  const memory a = as(op.inputs[0], plain_md(dims_of(op.inputs[0]), dt::f32));
-  const memory src = scratch_activation(memory::desc(ad, dt::u8, tag::ab));
-  const memory zp = buffer(memory::desc({1}, dt::s32, tag::x), Held::Activations);
-  const memory params = buffer(memory::desc({2}, dt::f32, tag::x), Held::Activations);
-  const memory b = bias ? buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights) : memory();
-  if (bias) std::copy_n(bias, n, data_as<float>(b));
+  EMBER_ASSIGN_OR_RETURN(const memory a,
+                         b.as(op.inputs[0], plain_md(b.dims_of(op.inputs[0]), dt::f32)));
+  EMBER_ASSIGN_OR_RETURN(const memory src, b.scratch_activation(memory::desc(ad, dt::u8, tag::ab)));
+  EMBER_ASSIGN_OR_RETURN(const memory zp,
+                         b.buffer(memory::desc({1}, dt::s32, tag::x), Held::Activations));
+  EMBER_ASSIGN_OR_RETURN(const memory params,
+                         b.buffer(memory::desc({2}, dt::f32, tag::x), Held::Activations));
+  memory bias_m;
+  if (bias) {
+    EMBER_ASSIGN_OR_RETURN(bias_m, b.buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights));
+    std::copy_n(bias, n, data_as<float>(bias_m));
+  }
   // Weight row j's sign: 1 where every dequantized weight is positive, -1 where every one is
   // negative, 0 where one is 0 or the signs differ.
-  const memory signs = buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights);
+  EMBER_ASSIGN_OR_RETURN(const memory signs,
+                         b.buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights));
   for (int64_t j = 0; j < n; ++j) {
     bool pos = true, neg = true;
     for (int64_t i = 0; i < k; ++i) {
@@ -154,7 +196,7 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
                    "reorder,ember:quantize_per_tensor_u8,,,",
                    "src_f32::" + dims_text(ad) + " dst_u8::" + dims_text(ad),
                    {}};
-  const int threads = threads_;
+  const int threads = b.threads();
   quantize.run = [=](void*) {
     const float* x = data_as<float>(a);
     const TensorQParams p = per_tensor_qparams(x, count, eps);
@@ -166,13 +208,13 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
     data_as<float>(params)[0] = p.scale;
     data_as<float>(params)[1] = static_cast<float>(p.zero_point);
   };
-  add_own_step(std::move(quantize));
-  const memory dst = make_output(op, pd.dst_desc());
-  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, src},
-                              {DNNL_ARG_WEIGHTS, wei},
-                              {DNNL_ARG_DST, dst},
-                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}});
-  ++int8_matmuls_;
+  b.add_own_step(std::move(quantize));
+  EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(op, pd.dst_desc()));
+  EMBER_TRY(b.add_primitive<dnnl::matmul>(pd, {{DNNL_ARG_SRC, src},
+                                               {DNNL_ARG_WEIGHTS, wei},
+                                               {DNNL_ARG_DST, dst},
+                                               {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp}}));
+  b.count_int8_matmul();
   // y = y * scale + bias. A scale that is not finite (inf or NaN in the input) makes every
   // dequantized value inf or NaN, and the reference's sums NaN; or where the input is all
   // infinite (every value quantized to 0, dequantized to (0 - zero point) * inf alike), that
@@ -181,7 +223,7 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
   rescale.run = [=](void*) {
     const float s = data_as<float>(params)[0], z = data_as<float>(params)[1];
     float* y = data_as<float>(dst);
-    const float* add = bias ? data_as<float>(b) : nullptr;
+    const float* add = bias ? data_as<float>(bias_m) : nullptr;
     if (std::isfinite(s)) {
       for (int64_t r = 0; r < m; ++r) {
         float* row = y + r * n;
@@ -203,12 +245,16 @@ bool CpuDelegate::try_dynamic_int8_matmul(const OpDesc& op, const int8_t* q, con
       for (int64_t r = 0; r < m; ++r) y[r * n + j] = yj;
     }
   };
-  add_own_step(std::move(rescale));
+  b.add_own_step(std::move(rescale));
   return true;
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
 }
 
-void CpuDelegate::add_to_u8_step(const memory& src_f32, const memory& src_u8, float scale,
-                                 float zero_point) {
+}  // namespace
+
+Error add_to_u8_step(Build& b, const memory& src_f32, const memory& src_u8, float scale,
+                     float zero_point) try {
   // The values are integers (q - zp) * scale, so x / scale lands within 2^-16 of an integer and
   // either rounding gives that integer: exact. Ember's quantize_u8 where its kernels run
   // (oneDNN's reorders of the BERT encoder's 72 linears took 3.2 ms at 1 thread, these 1.7).
@@ -218,7 +264,7 @@ void CpuDelegate::add_to_u8_step(const memory& src_f32, const memory& src_u8, fl
                   "alg:quantize_per_tensor " + dims_text(src_f32.get_desc().dims()),
                   {}};
     const int64_t count = checked_numel(src_f32.get_desc().dims());
-    const int threads = threads_;
+    const int threads = b.threads();
     const float inv = 1.f / scale;
     to_u8.run = [kernels, src_f32, src_u8, count, threads, inv, zero_point](void*) {
       const float* x = data_as<float>(src_f32);
@@ -227,24 +273,29 @@ void CpuDelegate::add_to_u8_step(const memory& src_f32, const memory& src_u8, fl
         kernels->quantize_u8(x + begin, u + begin, len, inv, zero_point);
       });
     };
-    add_own_step(std::move(to_u8));
-    return;
+    b.add_own_step(std::move(to_u8));
+    return Error::Ok;
   }
   dnnl::primitive_attr to_u8;
   to_u8.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   to_u8.set_output_scales(0, {1.f / scale});
   to_u8.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(zero_point + 128.f)});
-  dnnl::reorder::primitive_desc pd(engine_, src_f32.get_desc(), engine_, src_u8.get_desc(), to_u8);
-  add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+  dnnl::reorder::primitive_desc pd(b.engine(), src_f32.get_desc(), b.engine(), src_u8.get_desc(),
+                                   to_u8);
+  return b.add_primitive<dnnl::reorder>(pd, {{DNNL_ARG_FROM, src_f32}, {DNNL_ARG_TO, src_u8}});
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
 }
 
-bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
-                                   size_t fused) {
+namespace {
+
+bool own_quant_linear(const Build& b, const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
+                      size_t fused) {
   const simd::Kernels* kernels = simd::kernels();
   // Measured against oneDNN's gemm:jit without VNNI only (with VNNI oneDNN's brgemm takes
   // MobileNetV2's classifier in 0.05 ms). Without VNNI the kernel's pmaddubsw pairs saturate
   // unless the weights fit 7 bits (oneDNN may have VNNI where Ember's kernels are capped).
-  if (!own_kernels_ || kernels == nullptr || kernels->vnni || k % 4 != 0 ||
+  if (!b.own_kernels() || kernels == nullptr || kernels->vnni || k % 4 != 0 ||
       fused + 2 != op.post_ops.size() || !seven_bits(q, n * k)) {
     return false;
   }
@@ -259,63 +310,68 @@ bool CpuDelegate::own_quant_linear(const OpDesc& op, const int8_t* q, int64_t k,
          int8_params(dequantize.alpha, dequantize.beta);
 }
 
-void CpuDelegate::build_quant_matmul(const OpDesc& op) {
-  const memory::dims ad = dims_of(op.inputs[0]), wd = dims_of(op.inputs[1]),
-                     od = dims_of(op.output);
+}  // namespace
+
+Error build_quant_matmul(Build& b, const OpDesc& op) try {
+  const memory::dims ad = b.dims_of(op.inputs[0]), wd = b.dims_of(op.inputs[1]),
+                     od = b.dims_of(op.output);
   if (ad.size() != 2 || wd.size() != 2 || od.size() != 2 || ad[1] != wd[1] || od[0] != ad[0] ||
       od[1] != wd[0]) {
-    refuse("quantized matmul sizes disagree");
+    return refused("quantized matmul sizes disagree");
   }
   const int64_t k = ad[1], n = wd[0];
-  const QuantOperands operands = quant_operands(op, op.quant_matmul().src, wd, "quantized matmul");
+  EMBER_ASSIGN_OR_RETURN(const QuantOperands operands,
+                         quant_operands(b, op, op.quant_matmul().src, wd, "quantized matmul"));
   const float src_scale = operands.src_scale, src_zp = operands.src_zp;
   const float* scales = operands.scales;
   const memory& q_m = operands.q_m;
   const int8_t* q = operands.q;
 
   if (op.inputs[2] >= 0) {
-    const int64_t count = checked_numel(graph_.tensors[op.inputs[2]].dims);
-    if (count != n) refuse("quantized matmul: bias size differs from the output features");
+    const int64_t count = checked_numel(b.tensor(op.inputs[2]).dims);
+    if (count != n) return refused("quantized matmul: bias size differs from the output features");
   }
-  if (!int8_ || !(int8_any_weights_ || seven_bits(q, n * k))) {
+  if (!b.int8() || !(b.int8_any_weights() || seven_bits(q, n * k))) {
     // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
-    memory w = buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient);
+    EMBER_ASSIGN_OR_RETURN(memory w, b.buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient));
     dequantize_per_channel(q, scales, n * k, k, data_as<float>(w));
-    graph_.tensors[op.inputs[1]].dims = {k, n};
-    graph_.tensors[op.inputs[1]].dim_order = {1, 0};
-    graph_.tensors[op.inputs[1]].storage = WeightStorage::Float32;
-    md_[op.inputs[1]] = w.get_desc();
-    mem_[op.inputs[1]] = w;
+    b.replace_weight(op.inputs[1], w, {k, n}, {1, 0});
     OpDesc mm = op;
     mm.kind = OpKind::MatMul;
     mm.inputs.resize(3);
     mm.params = MatMulParams{};
-    return build_matmul(mm, dt::f32);
+    return build_float_matmul(b, mm, dt::f32);
   }
   // The source's integers + 128 as uint8, exact as for a convolution (build_quant_conv).
-  const memory src_f32 = as(op.inputs[0], plain_md(ad, dt::f32));
-  const memory src_u8 = buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations);
+  EMBER_ASSIGN_OR_RETURN(const memory src_f32, b.as(op.inputs[0], plain_md(ad, dt::f32)));
+  EMBER_ASSIGN_OR_RETURN(const memory src_u8,
+                         b.buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations));
   const float shift = src_zp + 128.f;
-  add_to_u8_step(src_f32, src_u8, src_scale, src_zp);
+  EMBER_TRY(add_to_u8_step(b, src_f32, src_u8, src_scale, src_zp));
   const size_t fused = before_requantize(op);
-  if (own_quant_linear(op, q, k, n, fused)) {
+  if (own_quant_linear(b, op, q, k, n, fused)) {
     // Ember's int8 1x1 kernel (QuantPointwise: a linear layer is a 1x1 convolution of m
     // pixels) writes the requantized bytes, then a step dequantizes them into the float output
     // as the reference's dequantize does. Without VNNI oneDNN 2.6 runs this matmul on its
     // gemm:jit, which took 0.43 ms for MobileNetV2's classifier (1x1280 by 1280x1000, AVX2).
-    const memory b = op.inputs[2] >= 0 ? as(op.inputs[2], plain_md({n}, dt::f32)) : memory();
-    auto kernel = std::make_shared<QuantPointwise>(
-        QuantPointwise::pack(q, scales, op.inputs[2] >= 0 ? data_as<float>(b) : nullptr, k, n,
-                             src_scale, src_zp, clamps_in(op, 0, fused), op.post_ops[fused].alpha,
-                             op.post_ops[fused].beta, weight_storage()));
-    const memory u8 = scratch_activation(memory::desc(od, dt::u8, tag::ab));
-    OwnStep mm = quant_pointwise_step(std::move(kernel), ad[0], 1, 1, threads_, src_u8, u8);
+    memory bias_in;
+    if (op.inputs[2] >= 0) {
+      EMBER_ASSIGN_OR_RETURN(bias_in, b.as(op.inputs[2], plain_md({n}, dt::f32)));
+    }
+    EMBER_ASSIGN_OR_RETURN(const Clamp act, clamps_in(op, 0, fused));
+    auto kernel = std::make_shared<QuantPointwise>(QuantPointwise::pack(
+        q, scales, op.inputs[2] >= 0 ? data_as<float>(bias_in) : nullptr, k, n, src_scale, src_zp,
+        act, op.post_ops[fused].alpha, op.post_ops[fused].beta, b.weight_storage()));
+    EMBER_TRY(b.storage_error());
+    EMBER_ASSIGN_OR_RETURN(const memory u8,
+                           b.scratch_activation(memory::desc(od, dt::u8, tag::ab)));
+    OwnStep mm = quant_pointwise_step(std::move(kernel), ad[0], 1, 1, b.threads(), src_u8, u8);
     mm.what = "matmul,ember:linear_u8,forward_inference,,";
     mm.problem = dims_text(ad) + ":" + dims_text({k, n}) + ":" + dims_text(od);
-    add_own_step(std::move(mm));
-    ++int8_matmuls_;
+    b.add_own_step(std::move(mm));
+    b.count_int8_matmul();
     const PostOp& dq = op.post_ops[fused + 1];
-    const memory dst = make_output(op, plain_md(od, dt::f32));
+    EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(op, plain_md(od, dt::f32)));
     const int64_t count = ad[0] * n;
     const float scale = dq.alpha, out_shift = dq.beta + 128.f;
     OwnStep s{OwnKind::Int8Elementwise,
@@ -326,8 +382,8 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
       simd::kernels()->dequantize_u8(data_as<uint8_t>(u8), data_as<float>(dst), count, out_shift,
                                      scale);
     };
-    add_own_step(std::move(s));
-    return;
+    b.add_own_step(std::move(s));
+    return Error::Ok;
   }
   // Output feature c's integer sum times src_scale * scales[c]; the bias added before that scale
   // (oneDNN 2.x's order, for matmul as for convolution: measured), so divided by it.
@@ -337,87 +393,42 @@ void CpuDelegate::build_quant_matmul(const OpDesc& op) {
       op.inputs[2] >= 0 ? memory::desc({1, n}, dt::f32, tag::ab) : memory::desc();
   memory bias;
   if (op.inputs[2] >= 0) {
-    const memory b = as(op.inputs[2], plain_md(dims_of(op.inputs[2]), dt::f32));
-    bias = buffer(bias_md, Held::Weights);
-    for (int64_t c = 0; c < n; ++c) data_as<float>(bias)[c] = data_as<float>(b)[c] / out_scales[c];
+    EMBER_ASSIGN_OR_RETURN(const memory bias_in,
+                           b.as(op.inputs[2], plain_md(b.dims_of(op.inputs[2]), dt::f32)));
+    EMBER_ASSIGN_OR_RETURN(bias, b.buffer(bias_md, Held::Weights));
+    for (int64_t c = 0; c < n; ++c) {
+      data_as<float>(bias)[c] = data_as<float>(bias_in)[c] / out_scales[c];
+    }
   }
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_output_scales(1 << 1, out_scales);
   attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  attr.set_post_ops(onednn_post_ops({op.post_ops.data(), fused}));
+  EMBER_ASSIGN_OR_RETURN(const dnnl::post_ops post_ops,
+                         Build::onednn_post_ops({op.post_ops.data(), fused}));
+  attr.set_post_ops(post_ops);
   dnnl::matmul::desc d(src_u8.get_desc(), memory::desc({k, n}, dt::s8, tag::any), bias_md,
                        plain_md(od, dt::f32));
-  dnnl::matmul::primitive_desc pd(d, attr, engine_);
+  dnnl::matmul::primitive_desc pd(d, attr, b.engine());
   // The weight [N, K] read as [K, N].
-  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), engine_,
+  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), b.engine(),
                       q_m.get_data_handle());
-  memory wei = buffer(pd.weights_desc(), Held::Weights);
-  reorder_now(w_view, wei);
-  const memory zp_m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
+  EMBER_ASSIGN_OR_RETURN(memory wei, b.buffer(pd.weights_desc(), Held::Weights));
+  EMBER_TRY(b.reorder_now(w_view, wei));
+  EMBER_ASSIGN_OR_RETURN(const memory zp_m,
+                         b.buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights));
   *data_as<int32_t>(zp_m) = static_cast<int32_t>(shift);
-  memory dst = make_output(op, pd.dst_desc());
-  std::vector<std::pair<int, memory>> args = {{DNNL_ARG_SRC, src_u8},
-                                              {DNNL_ARG_WEIGHTS, wei},
-                                              {DNNL_ARG_DST, dst},
-                                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, pd.dst_desc()));
+  StepArgs args = {{DNNL_ARG_SRC, src_u8},
+                   {DNNL_ARG_WEIGHTS, wei},
+                   {DNNL_ARG_DST, dst},
+                   {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_m}};
   if (op.inputs[2] >= 0) args.emplace_back(DNNL_ARG_BIAS, bias);
-  add_step<dnnl::matmul>(pd, std::move(args));
-  ++int8_matmuls_;
-  add_post_op_steps(op, fused, dst);
-}
-
-bool CpuDelegate::try_int8_matmul(const OpDesc& op, const memory::dims& ad, const memory::dims& bd,
-                                  const memory::dims& od) {
-  // Without VNNI, oneDNN adds pairs of u8 x s8 products in 16 bits, which activations (any of
-  // int8's values) can saturate: such matmuls stay float.
-  const MatMulParams& p = op.matmul();
-  if (!p.quantized || op.inputs[2] >= 0 || !int8_ || !int8_any_weights_) return false;
-  const float sa = p.a.scale, za = p.a.zero_point, sb = p.b.scale, zb = p.b.zero_point;
-  if (!int8_params(sa, za) || !int8_params(sb, zb)) return false;
-  // The largest sum, k products of 255 steps by 255, must fit oneDNN's int32 accumulator and
-  // stay a finite float32 when scaled (float32's own sum would overflow there; the float matmul
-  // and its redo handle that).
-  const double k = static_cast<double>(ad.back()), largest = 65025.0 * k;
-  if (largest > 2147483647.0 || !(largest * sa * sb < 1e37)) return false;
-  // The operands' integers, read through any strides (a permuted view): a's + 128 as uint8, b's
-  // as int8, each exact (x / scale lands within rounding of an integer, PyTorch's q - zero point).
-  auto integers = [&](int32_t id, const memory::dims& d, dt type, float scale, float shift) {
-    const memory from = src_memory(id);
-    if (from.get_desc().dims() != d) refuse("matmul operand view");
-    memory to = scratch_activation(plain_md(d, type));
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    attr.set_output_scales(0, {1.f / scale});
-    attr.set_zero_points(DNNL_ARG_DST, 0, {static_cast<int32_t>(shift)});
-    dnnl::reorder::primitive_desc pd(engine_, from.get_desc(), engine_, to.get_desc(), attr);
-    add_step<dnnl::reorder>(pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
-    return to;
-  };
-  const memory a = integers(op.inputs[0], ad, dt::u8, sa, za + 128.f);
-  const memory b = integers(op.inputs[1], bd, dt::s8, sb, zb);
-  // sum((qa - za) * (qb - zb)) * sa * sb: the reference's value up to its float rounding.
-  dnnl::primitive_attr attr = attr_for(op);
-  attr.set_output_scales(0, {sa * sb});
-  attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-  attr.set_zero_points(DNNL_ARG_WEIGHTS, 0, {DNNL_RUNTIME_S32_VAL});
-  dnnl::matmul::desc d(a.get_desc(), b.get_desc(), memory::desc(), plain_md(od, dt::f32));
-  dnnl::matmul::primitive_desc pd(d, attr, engine_);
-  auto zero_point = [&](float z) {
-    const memory m = buffer(memory::desc({1}, dt::s32, tag::x), Held::Weights);
-    *data_as<int32_t>(m) = static_cast<int32_t>(z);
-    return m;
-  };
-  const memory za_m = zero_point(za + 128.f), zb_m = zero_point(zb);
-  memory dst = make_output(op, pd.dst_desc());
-  add_step<dnnl::matmul>(pd, {{DNNL_ARG_SRC, a},
-                              {DNNL_ARG_WEIGHTS, b},
-                              {DNNL_ARG_DST, dst},
-                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, za_m},
-                              {DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_WEIGHTS, zb_m}});
-  ++int8_matmuls_;
-  add_post_op_steps(op, fused_post_ops(op).size(), dst);
-  return true;
+  EMBER_TRY(b.add_primitive<dnnl::matmul>(pd, std::move(args)));
+  b.count_int8_matmul();
+  return add_post_op_steps(b, op, fused, dst);
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
 }
 
 }  // namespace ember::cpu::delegate

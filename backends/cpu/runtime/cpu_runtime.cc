@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/graph/graph_format.h"
+#include "backends/cpu/onednn/build.h"
 #include "backends/cpu/onednn/delegate.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/platform/cpu_isa.h"
@@ -19,9 +20,9 @@
 namespace ember::cpu {
 namespace {
 
+using delegate::Build;
 using delegate::CpuDelegate;
 using delegate::DelegateOptions;
-using delegate::InitError;
 
 int threads_from(std::span<const CompileSpec> specs) {
   for (const CompileSpec& s : specs) {
@@ -73,7 +74,8 @@ const char* onednn_isa_name() {
 }
 
 // Builds a delegate for `g` with the thread count it will run with, its buffers from
-// `allocator` (null: the heap); every exception of the build becomes an Error.
+// `allocator` (null: the heap). The build returns its errors; the standard library's
+// std::bad_alloc is the one exception that can reach here.
 Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
                                                    const DelegateOptions& options,
                                                    const NamedDataMap* named,
@@ -81,21 +83,14 @@ Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);
-  std::unique_ptr<CpuDelegate> d;
-  Error error = Error::Ok;
+  Result<std::unique_ptr<CpuDelegate>> d = Error::Internal;
   try {
-    d = std::make_unique<CpuDelegate>(std::move(g), threads, options, allocator);
-    d->prepare_outputs();
-    d->build(named);
-  } catch (const InitError& e) {
-    error = fail(e.code, "cpu delegate: %s", e.message.c_str());
-  } catch (const dnnl::error& e) {
-    error = fail(Error::InvalidProgram, "cpu delegate: oneDNN: %s", e.what());
+    d = Build(std::move(g), threads, options, allocator).run(named);
   } catch (const std::bad_alloc&) {
-    error = fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
+    d = fail(Error::MemoryAllocationFailed, "out of memory");
   }
   omp_set_num_threads(previous);
-  if (error != Error::Ok) return error;
+  if (!d.ok()) return add_error_context(d.error(), "cpu delegate");
   return d;
 }
 

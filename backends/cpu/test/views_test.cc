@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "backends/cpu/onednn/delegate.h"
+#include "backends/cpu/onednn/layout.h"
 #include "backends/cpu/test/test_util.h"
 
 namespace ember::cpu {

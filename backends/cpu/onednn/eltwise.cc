@@ -1,0 +1,113 @@
+// Element-wise ops: oneDNN's eltwise and binary primitives, Ember's kernels where oneDNN's lose
+// ATen's semantics (is_own_eltwise, exact.cc), and where by Ember's kernel.
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "backends/cpu/kernels/nan_exact.h"
+#include "backends/cpu/onednn/families.h"
+
+namespace ember::cpu::delegate {
+
+Error build_eltwise(Build& b, const OpDesc& op) try {
+  EMBER_TRY(b.check_same_dims(op.inputs[0], op.output));
+  EMBER_ASSIGN_OR_RETURN(memory src, b.src_memory(op.inputs[0]));
+  const EltwiseParams& p = op.eltwise();
+  PostOp as_post;
+  as_post.alg = p.alg;
+  as_post.alpha = p.alpha;
+  as_post.beta = p.beta;
+  if (as_post.alg == EltwiseAlg::Quantize || as_post.alg == EltwiseAlg::Dequantize) {
+    EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, src.get_desc()));
+    return add_quantize_step(b, src, dst, as_post);
+  }
+  if (is_own_eltwise(as_post)) {
+    EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, src.get_desc()));
+    return add_own_eltwise_step(b, src, dst, as_post);
+  }
+  auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
+                                src.get_desc(), alpha, beta);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::eltwise_forward::primitive_desc pd(d, attr, b.engine());
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, pd.dst_desc()));
+  EMBER_TRY(b.add_primitive<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}));
+  return Error::Ok;
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
+Error build_binary(Build& b, const OpDesc& op) try {
+  EMBER_TRY(b.check_same_dims(op.inputs[0], op.output));
+  EMBER_ASSIGN_OR_RETURN(memory src0, b.src_memory(op.inputs[0]));
+  const memory::dims ad = b.dims_of(op.inputs[0]);
+  const size_t rank = ad.size();
+  const memory::dims bd = pad_rank(to_dims(b.tensor(op.inputs[1]).dims), rank);
+  if (bd.size() != rank) return refused("binary operand of higher rank");
+  for (size_t i = 0; i < rank; ++i) {
+    if (bd[i] != 1 && bd[i] != ad[i]) return refused("binary operand does not broadcast");
+  }
+  // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
+  // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
+  // change the rank.
+  const bool same_rank = b.dims_of(op.inputs[1]).size() == rank;
+  memory src1;
+  if (bd == ad && same_rank) {
+    EMBER_ASSIGN_OR_RETURN(src1, b.as(op.inputs[1], src0.get_desc()));
+  } else {
+    EMBER_ASSIGN_OR_RETURN(memory plain,
+                           b.as(op.inputs[1], plain_md(b.dims_of(op.inputs[1]), dt::f32)));
+    EMBER_ASSIGN_OR_RETURN(src1, b.view(plain, plain_md(bd, dt::f32)));
+  }
+  const auto alg =
+      op.binary().alg == BinaryAlg::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+  dnnl::binary::desc d(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
+  EMBER_ASSIGN_OR_RETURN(dnnl::primitive_attr attr, b.attr_for(op));
+  dnnl::binary::primitive_desc pd(d, attr, b.engine());
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, pd.dst_desc()));
+  EMBER_TRY(b.add_primitive<dnnl::binary>(
+      pd, {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}));
+  return add_post_op_steps(b, op, Build::fused_post_ops(op).size(), dst);
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
+Error build_where(Build& b, const OpDesc& op) {
+  const memory::dims od = b.dims_of(op.output);
+  if (od.size() > 6) return refused("where of rank above 6");
+  WhereShape shape;
+  shape.rank = static_cast<int64_t>(od.size());
+  for (size_t i = 0; i < od.size(); ++i) shape.dims[i] = od[i];
+  // Each operand plain and dense at its own dims, read with stride 0 along a broadcast dim.
+  std::vector<memory> reads;
+  for (size_t k = 0; k < 3; ++k) {
+    const int32_t id = op.inputs[k];
+    const bool is_condition = k == 0;
+    if ((b.tensor(id).storage == WeightStorage::Bool) != is_condition) {
+      return refused("where: the condition must be bool and the values float32");
+    }
+    const memory::dims d = pad_rank(b.dims_of(id), od.size());
+    if (d.size() != od.size()) return refused("where operand of higher rank than the result");
+    const dt type = is_condition ? dt::u8 : dt::f32;
+    EMBER_ASSIGN_OR_RETURN(memory read, b.as(id, plain_md(b.dims_of(id), type)));
+    reads.push_back(read);
+    const memory::dims strides = dense_strides(d, {});
+    int64_t* out = k == 0 ? shape.c : (k == 1 ? shape.a : shape.b);
+    for (size_t i = 0; i < d.size(); ++i) {
+      if (d[i] != od[i] && d[i] != 1) return refused("where operand does not broadcast");
+      out[i] = d[i] == 1 ? 0 : strides[i];
+    }
+  }
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, plain_md(od, dt::f32)));
+  const int threads = b.threads();
+  OwnStep s{OwnKind::Exact, "binary,ember:where,forward_inference,,", dims_text(od), {}};
+  s.run = [c = reads[0], x = reads[1], y = reads[2], dst, shape, threads](void*) {
+    where_broadcast(data_as<const uint8_t>(c), data_as<const float>(x), data_as<const float>(y),
+                    data_as<float>(dst), shape, threads);
+  };
+  b.add_own_step(std::move(s), {reads[0], reads[1], reads[2]});
+  return Error::Ok;
+}
+
+}  // namespace ember::cpu::delegate
