@@ -6,9 +6,10 @@
 //   EMBER_IR_RETURN_IF_ERROR(b.run());
 //   partition::PreprocessResult r = b.take();
 //
-// Its methods are defined in compile/compiler.cc (the walk, weights, convolutions, normalization,
-// matmuls, binary ops) and compile/builder_ops.cc (quantize/dequantize, pooling, element-wise,
-// softmax, layer norm, concat and views).
+// Its methods are defined in compile/compiler.cc (the walk, weights, compaction),
+// compile/builder_conv_matmul.cc (convolutions, batch norms, matmuls, binary ops) and
+// compile/builder_ops.cc (quantize/dequantize, pooling, element-wise, softmax, layer norm, concat
+// and views).
 #pragma once
 
 #include <cstdint>

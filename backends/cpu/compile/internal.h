@@ -1,5 +1,6 @@
-// The cpu backend's compile half, shared between its files: the argument helpers and the support
-// table (compile/support.cc), read by preprocess (compile/compiler.cc).
+// The cpu backend's compile half, shared between its files: the argument helpers
+// (compile/args.cc) and the support table (compile/support.cc), read by preprocess
+// (compile/compiler.cc and the builder's other files).
 //
 //   const partition::OpSupportTable& t = internal::support_table();
 //   if (internal::is_dynamic_batch(v.tensor_type())) { ... }

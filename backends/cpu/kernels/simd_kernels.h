@@ -2,7 +2,8 @@
 // depthwise row (kernels/depthwise.h), the grouped-integer linears (kernels/quant_gemm.h) and the
 // uint8 rows of an int8 chain. (The float GEMM, packed_gemm.h's, is the shared library's:
 // runtime/kernels/gemm, its own variants, the same cpu_isa() choice.) Each is written once, in
-// kernels/simd_kernels.inc (GCC/Clang vector extensions; the few integer instructions they do not
+// kernels/simd_kernels.inc and the families it includes, kernels/simd_convolutions.inc and
+// kernels/simd_linear.inc (GCC/Clang vector extensions; the few integer instructions they do not
 // reach, int8 widening and byte dot products, as intrinsics), and compiled once per variant:
 // kernels/simd_kernels_avx2.cc (AVX2 + FMA, 8 floats a vector, 16 registers),
 // kernels/simd_kernels_avx512.cc (AVX-512F, 16 floats a vector, 32 registers) and
