@@ -3,7 +3,7 @@
 //
 //   CpuGraph g;  g.tensors.push_back(...);  g.ops.push_back(...);
 //   std::vector<uint8_t> blob = serialize(g);
-//   std::optional<CpuGraph> back = parse(blob, &why);  // nullopt + reason on any inconsistency
+//   Result<CpuGraph> back = parse(blob);  // InvalidProgram, last_error_message() says why
 //
 // Plain structs with no oneDNN types, so both halves share them and the compiler never links
 // oneDNN. The blob is a size-prefixed flatbuffer (graph/cpu_graph.fbs, identifier ECPU) whose enum
@@ -15,12 +15,13 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
+
+#include "runtime/core/result.h"
 
 namespace ember::cpu {
 
@@ -331,8 +332,9 @@ struct CpuGraph {
 
 std::vector<uint8_t> serialize(const CpuGraph& graph);
 
-// The graph in `blob`, or nullopt with `*error` set to what is wrong.
-std::optional<CpuGraph> parse(std::span<const uint8_t> blob, std::string* error);
+// The graph in `blob`, or Error::InvalidProgram with this thread's error message
+// (last_error_message(), runtime/core/error.h) set to what is wrong.
+Result<CpuGraph> parse(std::span<const uint8_t> blob);
 
 // `graph` with every dynamic batch set to `values[symbol]` (each between 1 and its bound).
 CpuGraph with_batch_sizes(const CpuGraph& graph, std::span<const int64_t> values);

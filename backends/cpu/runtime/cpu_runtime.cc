@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <memory>
 #include <new>
-#include <optional>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -239,10 +237,9 @@ class CpuBackend final : public Backend {
     if (processed == nullptr || processed->data() == nullptr) {
       return fail(Error::InvalidArgument, "cpu delegate: no processed blob");
     }
-    std::string why;
-    std::optional<CpuGraph> g =
-        parse(std::span<const uint8_t>(processed->bytes(), processed->size()), &why);
-    if (!g) return fail(Error::InvalidProgram, "cpu delegate: invalid blob: %s", why.c_str());
+    Result<CpuGraph> g = parse(std::span<const uint8_t>(processed->bytes(), processed->size()));
+    // parse's message is what is wrong; the user reads "cpu delegate: invalid blob: <that>".
+    if (!g.ok()) return add_error_context(g.error(), "cpu delegate: invalid blob");
     processed->free();  // everything needed is copied
     if (g->precision == Precision::Bf16 && !bf16_supported()) {
       return fail(

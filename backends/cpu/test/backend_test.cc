@@ -323,7 +323,15 @@ TEST(CpuBackend, CorruptedBlobRefused) {
     FreeableBuffer buf(cut.data(), cut.size(), nullptr, nullptr);
     Result<DelegateHandle*> h = b->init(ctx, &buf, {});
     EXPECT_FALSE(h.ok()) << "truncated at " << n;
-    if (h.ok()) b->destroy(*h);
+    if (h.ok()) {
+      b->destroy(*h);
+      continue;
+    }
+    if (n == 3) {  // what the user reads: init's context, then parse's reason
+      EXPECT_EQ(h.error(), Error::InvalidProgram);
+      EXPECT_STREQ(last_error_message(),
+                   "cpu delegate: invalid blob: not a cpu backend blob (3 bytes)");
+    }
   }
   size_t refused = 0;
   for (size_t i = 0; i < blob.size(); ++i) {

@@ -112,10 +112,9 @@ inline Compiled compile(const ir::Program& p, std::vector<partition::CompileSpec
   Compiled c;
   if (!r.ok()) return c;
   c.result = std::move(*r);
-  std::string why;
-  auto g = parse(c.result.processed, &why);
-  EXPECT_TRUE(g.has_value()) << why;
-  if (g) c.graph = std::move(*g);
+  Result<CpuGraph> g = parse(c.result.processed);
+  EXPECT_TRUE(g.ok()) << last_error_message();
+  if (g.ok()) c.graph = std::move(*g);
   return c;
 }
 
