@@ -58,6 +58,7 @@ struct DelegateSummary {
   int pointwise_steps = 0;  // 1x1 convolutions of channels-last tensors (packed_gemm.h)
   int matvec_steps = 0;     // one-row matmuls by a constant matrix (packed_gemm.h)
   int exact_steps = 0;  // relu/hardtanh clamps, max pooling, softmax NaN rows (kernels/nan_exact.h)
+  int pad_steps = 0;    // constant paddings (kernels/pad.h)
   int int8_convolutions = 0;  // quantized convolutions computed in integers (onednn/quant_conv.cc)
   int int8_chained = 0;       // tensors handed from step to step as uint8 (int8 + 128)
   int int8_elementwise = 0;   // quantizes to uint8 and adds of uint8 values (onednn/quant_conv.cc)

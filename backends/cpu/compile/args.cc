@@ -33,6 +33,17 @@ std::optional<std::vector<int64_t>> int_list(const Node& n, const char* name, si
   return out;
 }
 
+std::optional<PadPairs> pad_pairs(const Node& n, size_t rank) {
+  const auto pad = int_list(n, "pad", 0, {});
+  if (!pad || pad->size() % 2 != 0 || pad->size() > 2 * rank) return std::nullopt;
+  PadPairs p{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 0)};
+  for (size_t i = 0; i < pad->size() / 2; ++i) {
+    p.before[rank - 1 - i] = (*pad)[2 * i];
+    p.after[rank - 1 - i] = (*pad)[2 * i + 1];
+  }
+  return p;
+}
+
 std::optional<double> number(const Node& n, const char* name, double fallback) {
   const Arg* a = n.arg(name);
   if (a == nullptr || a->is_none()) return fallback;

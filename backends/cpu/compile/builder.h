@@ -204,6 +204,8 @@ class Builder {
   ir::Status reduce(const Node& n);
 
   // slice (step 1) or select: a Slice, and for select a Reshape dropping the dim.
+  // constant_pad_nd: a Pad (support.cc's check_pad took only non-negative static pads).
+  ir::Status pad(const Node& n);
   ir::Status slice(const Node& n);
 
   ir::Status where(const Node& n);

@@ -278,6 +278,20 @@ ir::Status Builder::slice(const Node& n) {
   return emit_reshaped(std::move(d), std::move(part), n);
 }
 
+ir::Status Builder::pad(const Node& n) {
+  Value* in = value_arg(n, "self");
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const PadPairs p = *pad_pairs(n, in->tensor_type().rank());
+  OpDesc d;
+  d.kind = OpKind::Pad;
+  d.inputs = {*src};
+  d.params = PadParams{p.before, p.after, static_cast<float>(*number(n, "value", 0))};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
 ir::Status Builder::where(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Where;

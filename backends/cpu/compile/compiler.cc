@@ -204,6 +204,7 @@ ir::Status Builder::lower(const Node& n) {
     return global_pool(n);
   }
   if (op == "aten::where") return where(n);
+  if (op == "aten::constant_pad_nd") return pad(n);
   if (op == "aten::slice" || op == "aten::slice_copy" || op == "aten::select" ||
       op == "aten::select_copy") {
     return slice(n);

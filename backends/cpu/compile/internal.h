@@ -24,6 +24,13 @@ using Why = std::optional<std::string>;
 // `fallback` when absent; nullopt when not a static list.
 std::optional<std::vector<int64_t>> int_list(const ir::Node& n, const char* name, size_t count,
                                              std::vector<int64_t> fallback);
+// constant_pad_nd's pads of `n` as (before, after) per dim of an input of rank `rank` (ATen's
+// list runs from the last dim to the first, a dim it does not name is not padded); nullopt when
+// the list is not static, of odd length or longer than two a dim.
+struct PadPairs {
+  std::vector<int64_t> before, after;
+};
+std::optional<PadPairs> pad_pairs(const ir::Node& n, size_t rank);
 // A number argument of `n`, `fallback` when absent; nullopt when not a static number.
 std::optional<double> number(const ir::Node& n, const char* name, double fallback);
 // The Value argument `name` of `n`, or null.

@@ -189,6 +189,28 @@ Why check_slice(const Node& n) {
   return std::nullopt;
 }
 
+// A pad that crops (negative) or grows a dim by more than the blob holds stays portable.
+Why check_pad(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Value* in = value_arg(n, "self");
+  if (in == nullptr) return "constant_pad_nd of a non-tensor";
+  const size_t rank = in->tensor_type().rank();
+  if (rank == 0) return "constant_pad_nd of a 0-d tensor";
+  const auto p = pad_pairs(n, rank);
+  if (!p) return "constant_pad_nd pads that are not a static list of pairs";
+  for (size_t d = 0; d < rank; ++d) {
+    if (p->before[d] < 0 || p->after[d] < 0) {
+      return "constant_pad_nd with a negative pad (cropping): the cpu backend pads only";
+    }
+    if (p->before[d] > 4096 || p->after[d] > 4096) return "constant_pad_nd pad above 4096";
+  }
+  if ((p->before[0] != 0 || p->after[0] != 0) && is_dynamic_batch(in->tensor_type())) {
+    return "constant_pad_nd of a dynamic batch dim";
+  }
+  if (!number(n, "value", 0)) return "constant_pad_nd value that is not a static number";
+  return std::nullopt;
+}
+
 Why check_clone(const Node& n) {
   if (auto w = all_static(n)) return w;
   const Arg* f = n.arg("memory_format");
@@ -329,6 +351,7 @@ const OpSupportTable& support_table() {
       t->add({.op = op, .overload = "int", .extra = check_slice});
     }
     t->add({.op = "aten::clone", .extra = check_clone});
+    t->add({.op = "aten::constant_pad_nd", .extra = check_pad});
     // The condition a bool tensor (an input or a constant), the values float32; an attention
     // mask's masked_fill.
     t->add({.op = "aten::where",

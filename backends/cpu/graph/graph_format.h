@@ -110,8 +110,11 @@ enum class OpKind : uint8_t {
   // PyTorch's where.self: in: condition (Bool storage), a, b (each broadcast to the output, a
   // 0-d weight too); output = condition ? a : b. No parameters.
   Where = 16,
+  // PyTorch's constant_pad_nd with pads of at least 0: in: src; PadParams. The output's dims are
+  // src's plus before and after; src's elements sit at their index + before, `value` elsewhere.
+  Pad = 17,
 };
-inline constexpr uint8_t kNumOpKinds = 17;
+inline constexpr uint8_t kNumOpKinds = 18;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,
@@ -242,12 +245,17 @@ struct SliceParams {
   int64_t dim = 0, start = 0;
 };
 
+struct PadParams {
+  std::vector<int64_t> before, after;  // per dim of src, each >= 0
+  float value = 0;
+};
+
 struct NoParams {};  // Reshape and Where
 
 using OpParams =
     std::variant<NoParams, ConvParams, QuantConvParams, MatMulParams, QuantMatMulParams,
                  GroupQuantMatMulParams, PoolParams, EltwiseParams, BinaryParams, SoftmaxParams,
-                 NormParams, ConcatParams, PermuteParams, ReduceParams, SliceParams>;
+                 NormParams, ConcatParams, PermuteParams, ReduceParams, SliceParams, PadParams>;
 
 // Aborts the process: an op of `kind` was asked for parameters of type `want`, which it does not
 // hold. parse refuses a blob whose parameters are not its op kind's, so this is a broken internal
@@ -300,6 +308,8 @@ struct OpDesc {
   ReduceParams& reduce() { return mut<ReduceParams>("ReduceParams"); }
   const SliceParams& slice() const { return as<SliceParams>("SliceParams"); }
   SliceParams& slice() { return mut<SliceParams>("SliceParams"); }
+  const PadParams& pad() const { return as<PadParams>("PadParams"); }
+  PadParams& pad() { return mut<PadParams>("PadParams"); }
 
  private:
   template <typename T>

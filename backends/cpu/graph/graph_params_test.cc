@@ -265,6 +265,18 @@ TEST(CpuGraphFormat, ParameterRangesRefused) {
        [](CpuGraph& g) { first(g, OpKind::Permute).permute().perm.assign(7, 0); }},
       {"oversized parameters",
        [](CpuGraph& g) { first(g, OpKind::Reduce).reduce().dims.assign(7, 0); }},
+      {"padding needs src and a pad pair per dim",
+       [](CpuGraph& g) { first(g, OpKind::Pad).pad().after.pop_back(); }},
+      {"padding needs src and a pad pair per dim",
+       [](CpuGraph& g) { first(g, OpKind::Pad).pad() = PadParams{}; }},
+      {"oversized parameters",
+       [](CpuGraph& g) {
+         PadParams& p = first(g, OpKind::Pad).pad();
+         p.before.assign(kMaxCpuRank + 1, 0);
+         p.after.assign(kMaxCpuRank + 1, 0);
+       }},
+      {"padding out of range", [](CpuGraph& g) { first(g, OpKind::Pad).pad().before[0] = -1; }},
+      {"padding out of range", [](CpuGraph& g) { first(g, OpKind::Pad).pad().after[1] = 4097; }},
   };
   for (const Case& c : cases) {
     CpuGraph g = every_kind();

@@ -79,6 +79,10 @@ bool longs_aligned(const fb::Graph& root) {
       if (const auto* r = op->params_as_ReduceParams(); r != nullptr && !aligned(r->dims())) {
         return false;
       }
+      if (const auto* p = op->params_as_PadParams();
+          p != nullptr && !(aligned(p->before()) && aligned(p->after()))) {
+        return false;
+      }
     }
   }
   return true;
@@ -153,6 +157,8 @@ fb::OpParams params_type_of(OpKind kind) {
       return fb::OpParams::ReduceParams;
     case OpKind::Slice:
       return fb::OpParams::SliceParams;
+    case OpKind::Pad:
+      return fb::OpParams::PadParams;
     case OpKind::Reshape:
     case OpKind::Where:
       break;
@@ -302,6 +308,17 @@ Error read_params(const fb::Op& fop, OpKind kind, const std::string& where, OpPa
     case fb::OpParams::SliceParams: {
       const fb::SliceParams& f = *fop.params_as_SliceParams();
       *out = SliceParams{f.dim(), f.start()};
+      return Error::Ok;
+    }
+    case fb::OpParams::PadParams: {
+      const fb::PadParams& f = *fop.params_as_PadParams();
+      PadParams p;
+      if (!copy_vector(f.before(), kMaxParamElements, &p.before) ||
+          !copy_vector(f.after(), kMaxParamElements, &p.after)) {
+        return invalid_blob(oversized);
+      }
+      p.value = f.value();
+      *out = std::move(p);
       return Error::Ok;
     }
     case fb::OpParams::NONE:

@@ -88,6 +88,11 @@ void expect_same_params(const SliceParams& a, const SliceParams& b) {
   EXPECT_EQ(a.dim, b.dim);
   EXPECT_EQ(a.start, b.start);
 }
+void expect_same_params(const PadParams& a, const PadParams& b) {
+  EXPECT_EQ(a.before, b.before);
+  EXPECT_EQ(a.after, b.after);
+  EXPECT_EQ(std::bit_cast<uint32_t>(a.value), std::bit_cast<uint32_t>(b.value));
+}
 
 void expect_same(const CpuGraph& a, const CpuGraph& b) {
   EXPECT_EQ(a.precision, b.precision);
@@ -203,6 +208,7 @@ TEST(CpuGraphFormat, FloatParametersKeepEveryBit) {
     for (OpDesc& o : g.ops) {
       if (o.kind == OpKind::Eltwise) o.eltwise().alpha = o.eltwise().beta = f;
       if (o.kind == OpKind::LayerNorm && !std::isnan(f)) o.norm().eps = f;
+      if (o.kind == OpKind::Pad) o.pad().value = f;
     }
     g.ops[1].quant_conv().src.zero_point = -0.f;
     const Result<CpuGraph> back = parse(serialize(g));

@@ -97,6 +97,11 @@ struct ParamsWriter {
   Written operator()(const SliceParams& p) const {
     return {fb::OpParams::SliceParams, fb::CreateSliceParams(fbb, p.dim, p.start).Union()};
   }
+  Written operator()(const PadParams& p) const {
+    return {fb::OpParams::PadParams, fb::CreatePadParams(fbb, write_vector(fbb, p.before),
+                                                         write_vector(fbb, p.after), p.value)
+                                         .Union()};
+  }
 };
 
 }  // namespace

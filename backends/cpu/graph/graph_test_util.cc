@@ -170,8 +170,10 @@ CpuGraph every_kind() {
   const int32_t red = op(g, OpKind::Reduce, {cat}, value({30}), ReduceParams{ReduceAlg::Mean, {1}});
   const int32_t slice = op(g, OpKind::Slice, {cat}, value({3, 6}), SliceParams{0, 2});
   const int32_t sel = op(g, OpKind::Where, {tmask, mm, fill}, value({4, 6}));
-  g.outputs = {reshape, soft, ln, red, slice, qconv, sel, upsampled};
-  g.output_dim_orders = {{}, {1, 0}, {}, {}, {}, {0, 3, 1, 2}, {}, {}};
+  const int32_t padded =
+      op(g, OpKind::Pad, {slice}, value({4, 9}), PadParams{{1, 0}, {0, 3}, -0.f});
+  g.outputs = {reshape, soft, ln, red, slice, qconv, sel, upsampled, padded};
+  g.output_dim_orders = {{}, {1, 0}, {}, {}, {}, {0, 3, 1, 2}, {}, {}, {}};
   return g;
 }
 

@@ -191,6 +191,19 @@ Error check_params(const OpDesc& op, size_t op_index) {
         return invalid_blob(where + "slice parameters out of range");
       }
       break;
+    case OpKind::Pad: {
+      const PadParams& p = op.pad();
+      if (!need_inputs(1, 1) || !required(0) || p.before.empty() || p.before.size() > kMaxCpuRank ||
+          p.after.size() != p.before.size()) {
+        return invalid_blob(where + "padding needs src and a pad pair per dim");
+      }
+      for (size_t d = 0; d < p.before.size(); ++d) {
+        if (p.before[d] < 0 || p.before[d] > 4096 || p.after[d] < 0 || p.after[d] > 4096) {
+          return invalid_blob(where + "padding out of range");
+        }
+      }
+      break;
+    }
     case OpKind::Permute: {
       const std::vector<int64_t>& perm = op.permute().perm;
       if (!need_inputs(1, 1) || !required(0) || perm.size() > kMaxCpuRank) {

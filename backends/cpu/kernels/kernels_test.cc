@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/depthwise.h"
 #include "backends/cpu/kernels/inverted_residual.h"
+#include "backends/cpu/kernels/pad.h"
 #include "backends/cpu/kernels/policy.h"
 #include "backends/cpu/test/test_util.h"
 #include "runtime/platform/cpu_isa.h"
@@ -449,6 +451,46 @@ TEST(OwnKernels, MatrixVectorProducts) {
         EXPECT_EQ(summary.matvec_steps,
                   (rows == 1 ? own_kernels_supported() : own_linear_kernels_chosen()) ? 1 : 0);
       }
+    }
+  }
+}
+
+// constant_pad against ATen's constant_pad_nd, bit for bit: ranks 1 to 6, pads on every dim,
+// zero pads, NaN and -0.0 in the input and as the value, one and two threads.
+TEST(OwnKernels, ConstantPadMatchesAten) {
+  struct Case {
+    std::vector<int64_t> dims, before, after;
+    float value;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<Case> cases = {
+      {{5}, {2}, {3}, 1.5f},
+      {{3, 4}, {0, 1}, {2, 0}, 0.f},
+      {{2, 3, 4, 5}, {0, 0, 1, 1}, {0, 0, 1, 1}, -0.f},
+      {{1, 2, 3, 3}, {1, 2, 0, 3}, {2, 0, 4, 1}, nan},
+      {{2, 1, 2, 1, 3}, {1, 0, 1, 0, 1}, {0, 1, 0, 1, 0}, -7.f},
+      {{1, 2, 1, 2, 1, 2}, {0, 1, 0, 1, 0, 1}, {1, 0, 1, 0, 1, 0}, 2.f},
+      {{4, 4}, {0, 0}, {0, 0}, 3.f},
+  };
+  for (const Case& c : cases) {
+    at::Tensor x = at::randn(c.dims);
+    x.view(-1)[0] = nan;
+    x.view(-1)[x.numel() - 1] = -0.f;
+    // ATen's pad list runs from the last dim to the first: (before, after) of each.
+    std::vector<int64_t> pad;
+    for (size_t d = c.dims.size(); d-- > 0;) {
+      pad.push_back(c.before[d]);
+      pad.push_back(c.after[d]);
+    }
+    const at::Tensor want = at::constant_pad_nd(x, pad, c.value);
+    for (int threads : {1, 2}) {
+      at::Tensor got = at::empty(want.sizes());
+      constant_pad(x.data_ptr<float>(), c.dims, c.before, c.after, c.value, got.data_ptr<float>(),
+                   threads);
+      EXPECT_EQ(std::memcmp(got.data_ptr<float>(), want.data_ptr<float>(),
+                            sizeof(float) * static_cast<size_t>(want.numel())),
+                0)
+          << "dims " << c.dims.size() << "-d, threads " << threads;
     }
   }
 }

@@ -35,6 +35,7 @@ constexpr Family kFamilies[] = {
     {OpKind::Permute, "permute", build_permute},
     {OpKind::Concat, "concat", build_concat},
     {OpKind::Slice, "slice", build_slice},
+    {OpKind::Pad, "padding", build_pad},
 };
 static_assert(std::size(kFamilies) == kNumOpKinds, "an op kind without its family builder");
 

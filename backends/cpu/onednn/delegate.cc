@@ -45,6 +45,9 @@ CpuDelegate::CpuDelegate(BuiltDelegate built)
       case OwnKind::Exact:
         ++built_.summary.exact_steps;
         break;
+      case OwnKind::Pad:
+        ++built_.summary.pad_steps;
+        break;
     }
   }
 }

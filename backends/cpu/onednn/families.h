@@ -39,6 +39,7 @@ Error build_slice(Build& b, const OpDesc& op);               // views.cc: Slice
 Error build_quant_conv(Build& b, const OpDesc& op);          // quant_conv.cc: QuantConv
 Error build_quant_matmul(Build& b, const OpDesc& op);        // quant_matmul.cc: QuantMatMul
 Error build_group_quant_matmul(Build& b, const OpDesc& op);  // quant_matmul.cc: GroupQuantMatMul
+Error build_pad(Build& b, const OpDesc& op);                 // pad.cc: Pad
 
 // --- Fusions: ops i.. as one step; the number of ops built, 0 when it does not apply (nothing
 // built). Tried in builders.cc's order before the op's own builder. ------------------------------

@@ -30,7 +30,8 @@ enum class OwnKind {
   GroupQuantMatMul,
   DotMatMul,
   Int8Elementwise,  // a quantize to uint8, an add of uint8 values (onednn/quant_conv.cc)
-  Exact
+  Exact,
+  Pad,  // a constant padding (kernels/pad.h)
 };
 
 struct OwnStep {

@@ -335,5 +335,75 @@ TEST(CpuTransformerOps, SigmoidReadElsewhereStaysASigmoid) {
   expect_close(out[0], want, 1e-6, 1e-6);
 }
 
+// constant_pad_nd through both halves, bit for bit with ATen: pads on the last dims only (ATen's
+// list names the last dim first), on every dim, of a convolution's result (a blocked layout read
+// as a row-major one), with NaN and -0.0 in the input and as the value.
+TEST(CpuTransformerOps, ConstantPadMatchesAten) {
+  at::manual_seed(6);
+  struct Case {
+    std::vector<int64_t> dims, pad;
+    std::string value;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 5}, {1, 2}, "0.0"},
+      {{2, 3, 5}, {0, 1, 2, 0, 1, 1}, "1.5"},
+      {{1, 2, 4, 4}, {1, 1, 1, 1}, "-0.0"},
+      {{3, 7}, {0, 0, 4, 0}, "-2.0"},
+      {{2, 1, 2, 3, 2}, {1, 0, 0, 1, 2, 2}, "0.25"},
+  };
+  for (const Case& c : cases) {
+    std::string pad = "[";
+    for (size_t i = 0; i < c.pad.size(); ++i) pad += (i ? ", " : "") + std::to_string(c.pad[i]);
+    pad += "]";
+    SCOPED_TRACE("pad " + pad + ", value " + c.value);
+    at::Tensor x = at::randn(c.dims);
+    x.view(-1)[1] = NAN;
+    x.view(-1)[2] = -0.f;
+    const at::Tensor want = at::constant_pad_nd(x, c.pad, std::stod(c.value));
+    Prog p;
+    auto xi = p.input("x", x);
+    p.outputs = {p.node(
+        "y", want,
+        "aten::constant_pad_nd.default(self=" + xi + ", pad=" + pad + ", value=" + c.value + ")")};
+    auto program = parse_text(p.text());
+    ASSERT_TRUE(program);
+    Compiled compiled = compile(*program);
+    EXPECT_EQ(count_ops(compiled.graph, OpKind::Pad), 1);
+    DelegateSummary summary;
+    auto out = run(compiled, {x}, {want}, {}, &summary);
+    ASSERT_EQ(out.size(), 1u);
+    expect_bits(out[0], want);
+    EXPECT_EQ(summary.pad_steps, 1);
+  }
+  // Of a convolution's result, which oneDNN leaves in a channel-blocked layout.
+  const at::Tensor x = at::randn({1, 3, 6, 6}), w = at::randn({16, 3, 3, 3});
+  const at::Tensor conv = at::conv2d(x, w, {}, 1, 1);
+  const at::Tensor want = at::constant_pad_nd(conv, {2, 1, 0, 3}, 0.5);
+  Prog p;
+  auto xi = p.input("x", x);
+  auto ci = p.node("c", conv,
+                   "aten::convolution.default(input=" + xi + ", weight=" + p.weight("w", w) +
+                       ", bias=none, stride=[1, 1], padding=[1, 1], dilation=[1, 1], "
+                       "transposed=false, output_padding=[0, 0], groups=1)");
+  p.outputs = {p.node(
+      "y", want, "aten::constant_pad_nd.default(self=" + ci + ", pad=[2, 1, 0, 3], value=0.5)")};
+  check(p, want, 1e-4);
+}
+
+// A negative pad crops: the portable kernel's, with the reason.
+TEST(CpuTransformerOps, CroppingPadStaysPortable) {
+  auto program = parse_text(
+      "graph(\n    %x: f32[4, 8]\n) {\n"
+      "  %a: f32[4, 6] = aten::constant_pad_nd.default(self=%x, pad=[-1, -1], value=0.0)\n"
+      "  %b: f32[4, 9] = aten::constant_pad_nd.default(self=%x, pad=[2, -1], value=0.0)\n"
+      "  return (%a, %b)\n}\n");
+  ASSERT_TRUE(program);
+  for (const ir::Node* n : program->graph().nodes()) {
+    partition::Support s = compiler_backend()->support().check(*n);
+    EXPECT_FALSE(s.supported) << n->describe();
+    EXPECT_NE(s.reason.find("negative pad"), std::string::npos) << s.reason;
+  }
+}
+
 }  // namespace
 }  // namespace ember::cpu
