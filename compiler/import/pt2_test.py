@@ -71,7 +71,7 @@ class Cond(torch.nn.Module):
 
 
 class TrainingIrOps(torch.nn.Module):
-    """Ops the training IR keeps that core ATen decomposes (issue 20): clamp_min/max, mv,
+    """Ops the training IR keeps that core ATen decomposes: clamp_min/max, mv,
     linalg_vector_norm, addcmul/addcdiv, eye, rsub, new_*, fill_ (Scalar and Tensor); and two
     ops both IRs keep, bucketize and adaptive_max_pool2d."""
 

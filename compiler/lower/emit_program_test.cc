@@ -118,9 +118,10 @@ TEST(EmitProgram, SharedWeightIsStoredOnceAcrossMethods) {
   EXPECT_EQ(count(files->pte, key), 2u);  // each method's tensor names it (C21 key)
 }
 
-// Issue 20: a program whose only segment data is empty (a zero-sized written buffer, its weights
-// in a .ptd) still refers to its mutable data segment, so the file needs the extended header
-// that gives the segment base; without it the runtime refused the program at load.
+// Found by the differential fuzzer: a program whose only segment data is empty (a zero-sized
+// written buffer, its weights in a .ptd) still refers to its mutable data segment, so the file
+// needs the extended header that gives the segment base; without it the runtime refused the program
+// at load.
 TEST(EmitProgram, ZeroSizedStateKeepsTheSegmentHeader) {
   auto program = lowered(
       "weight \"state\": f32[0] = hex\"\"\n"

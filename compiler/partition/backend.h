@@ -1,5 +1,5 @@
 // The compile side of a backend: which nodes it runs exactly, and how a partition becomes the
-// processed blob its runtime half loads (issue 5; contracts C17-C20).
+// processed blob its runtime half loads (docs/contracts.md, C17-C20).
 //
 //   class MyBackend final : public CompilerBackend { ... };   // support() + preprocess()
 //   static const MyBackend my_backend;

@@ -1,5 +1,5 @@
 // Kernels for the ops whose oneDNN 2.6 forms lose NaN, so that the cpu backend gives ATen's
-// result for every input (issue 20): relu and hardtanh (oneDNN's max/min map NaN to a bound),
+// result for every input: relu and hardtanh (oneDNN's max/min map NaN to a bound),
 // sigmoid (oneDNN's reference form maps NaN to 0), max pooling (oneDNN's skips NaN) and softmax
 // (oneDNN's gives [nan, 0, 0] for a row holding +inf, ATen a NaN row); and gelu and elu, whose
 // oneDNN forms lose the sign of zero. They run on every instruction set (AVX-512, AVX2 or generic

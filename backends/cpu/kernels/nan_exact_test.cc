@@ -1,7 +1,7 @@
-// Issue 20's repros against ATen: relu, relu6 and hardtanh (standalone and after a convolution, a
-// matmul or a residual sum whose result is NaN inside), sigmoid of NaN, max pooling of windows
-// holding NaN, softmax of rows holding +inf, NaN or only -inf, gelu's zero signs, and average
-// pooling near float32's maximum. Every expectation is ATen's result.
+// The differential fuzzer's findings against ATen: relu, relu6 and hardtanh (standalone and after a
+// convolution, a matmul or a residual sum whose result is NaN inside), sigmoid of NaN, max pooling
+// of windows holding NaN, softmax of rows holding +inf, NaN or only -inf, gelu's zero signs, and
+// average pooling near float32's maximum. Every expectation is ATen's result.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 

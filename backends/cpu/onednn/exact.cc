@@ -1,4 +1,4 @@
-// The engine's exact steps (issue 20): the NaN-exact ones (kernels/nan_exact.h: the clamps oneDNN
+// The engine's exact steps: the NaN-exact ones (kernels/nan_exact.h: the clamps oneDNN
 // would compute with max/min, max pooling and softmax's NaN rows) and layer norm by the portable
 // library's row kernel (statistics in double); the redo in double of the sums that oneDNN's float
 // order overflowed is exact_redo.cc.

@@ -1,5 +1,5 @@
 // The redo in double of the sums of average poolings, matmuls and convolutions that oneDNN's float
-// order overflowed near float32's maximum (issue 20): each non-finite output summed again in
+// order overflowed near float32's maximum: each non-finite output summed again in
 // double from the operands and rounded once; one scan of the output where all are finite.
 #include <algorithm>
 #include <cmath>

@@ -95,7 +95,7 @@ Error build_layer_norm(Build& b, const OpDesc& op) try {
   const memory::dims sd = b.dims_of(op.inputs[0]);
   if (sd.empty()) return refused("layer norm of a scalar");
   // Not oneDNN's primitive: its float statistics are off by 0.3% for [65503.48, 65503.48,
-  // 65500.66] and inf for rows near float32's maximum, where ATen's are exact (issue 20).
+  // 65500.66] and inf for rows near float32's maximum, where ATen's are exact.
   const memory::desc md = plain_md(sd, dt::f32);
   EMBER_ASSIGN_OR_RETURN(memory src, b.as(op.inputs[0], md));
   EMBER_ASSIGN_OR_RETURN(memory scale, channel_param(b, op.inputs[1], sd.back()));

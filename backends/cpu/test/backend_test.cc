@@ -233,7 +233,7 @@ TEST(CpuBackend, LinearAndMatmul) {
   check(q, sm, 1e-5);
 }
 
-// Max pooling without NaN (the conformance suite's case holds NaN, issue 20), and mean then a
+// Max pooling without NaN (the conformance suite's case holds NaN), and mean then a
 // view in one partition.
 TEST(CpuBackend, PoolingAndShapes) {
   at::manual_seed(4);

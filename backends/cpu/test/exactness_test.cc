@@ -35,7 +35,7 @@ TEST(CpuBackend, UnsupportedStaysPortable) {  // C14
   }
 }
 
-// An empty tensor stays portable (issue 20: a zero-size batched matmul crashed inside oneDNN with
+// An empty tensor stays portable (a zero-size batched matmul crashed inside oneDNN with
 // SIGFPE); the portable kernels give ATen's empty result.
 TEST(CpuBackend, EmptyTensorsStayPortable) {
   auto program = parse_text(
@@ -130,7 +130,7 @@ TEST(CpuBackend, LayerNormOfRankOneStaysPortable) {
   check(p, want, 1e-5);
 }
 
-// Layer norm's statistics in double, as ATen's float64 kernel (issue 20): oneDNN's float ones are
+// Layer norm's statistics in double, as ATen's float64 kernel: oneDNN's float ones are
 // off by 0.3% for the first row and inf for the second, where the exact result is finite.
 TEST(CpuBackend, LayerNormExactNearFloatMax) {
   const at::Tensor x = at::stack({at::tensor({65503.48f, 65503.48f, 65500.66f, 0.f, 0.f, 0.f}),
@@ -164,7 +164,7 @@ TEST(CpuBackend, LayerNormExactNearFloatMax) {
 }
 
 // Near float32's maximum the order of a dot product's float sum decides whether a partial sum
-// overflows (issue 20): the result is the exact sum rounded once, as ATen's in double gives, and
+// overflows: the result is the exact sum rounded once, as ATen's in double gives, and
 // inf or NaN only where that is. Every partial sum of the first rows is a multiple of 2^126, exact
 // in float unless it overflows, so any order gives the exact value or a non-finite one (which is
 // what oneDNN's and the packed kernel's orders give for some: left to right, H + H is inf); the

@@ -1,6 +1,6 @@
 // The cpu backend's ops for transformer blocks against ATen: RMSNorm (pow, mean over the last dim,
 // rsqrt), the rotary embedding's rotate-half (slice, neg, cat), select, clone and reductions, so
-// that a Llama block runs in one partition rather than between portable nodes (issue 16).
+// that a Llama block runs in one partition rather than between portable nodes.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
