@@ -56,12 +56,14 @@ Error build_group_quant_matmul(Build& b, const OpDesc& op) {
     return refused("grouped quantized matmul: the group size does not divide the rows");
   }
   const int64_t count = n * (k / group);
+  // The float parameters read below, alive while the kernels pack them (a reorder of a weight
+  // is a buffer of its own, which nothing else holds).
+  std::vector<memory> keep;
   auto per_group = [&](int32_t id, const char* what) -> Result<const float*> {
     if (checked_numel(b.tensor(id).dims) != count) {
       return refused(std::string("grouped quantized matmul: one ") + what + " a group");
     }
-    EMBER_ASSIGN_OR_RETURN(const memory values, b.as(id, plain_md(b.dims_of(id), dt::f32)));
-    return data_as<float>(values);
+    return b.weight_data(id, &keep);
   };
   EMBER_ASSIGN_OR_RETURN(const float* scales, per_group(op.inputs[3], "scale"));
   const float* zeros = nullptr;
@@ -73,9 +75,7 @@ Error build_group_quant_matmul(Build& b, const OpDesc& op) {
     if (checked_numel(b.tensor(op.inputs[2]).dims) != n) {
       return refused("grouped quantized matmul: bias size differs from the output features");
     }
-    EMBER_ASSIGN_OR_RETURN(const memory bias_m,
-                           b.as(op.inputs[2], plain_md(b.dims_of(op.inputs[2]), dt::f32)));
-    bias = data_as<float>(bias_m);
+    EMBER_ASSIGN_OR_RETURN(bias, b.weight_data(op.inputs[2], &keep));
   }
   EMBER_ASSIGN_OR_RETURN(const memory stored_m, b.src_memory(op.inputs[1]));
   const auto* stored = data_as<uint8_t>(stored_m);
