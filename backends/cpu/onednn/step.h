@@ -88,7 +88,7 @@ class PrimitiveStep : public Step {
 // A 3x3 convolution by oneDNN's Winograd (`prim`), which runs only when every float of `guard`
 // (its source, `guard_floats` of them) is at most `bound` in magnitude; otherwise `alt`, the
 // direct convolution over the same source and destination with weights of its own (`alt_args`).
-// delegate.h (kWinogradMaxInput) says why the bound makes Winograd exact.
+// layout.h (kWinogradMaxInput) says why the bound makes Winograd exact.
 class GuardedPrimitiveStep : public PrimitiveStep {
  public:
   GuardedPrimitiveStep(dnnl::primitive prim, StepArgs args, dnnl::primitive alt, StepArgs alt_args,
