@@ -4,7 +4,7 @@
 //   Build b(std::move(graph), threads, options, allocator);
 //   Result<std::unique_ptr<CpuDelegate>> d = std::move(b).run(named_data);  // then d->execute()
 //
-// run() walks the ops in order: a fusion (fusions.h: several ops as one step) where one applies,
+// run() walks the ops in order: a fusion (families.h: several ops as one step) where one applies,
 // else the builder of the op's family (builders.h). A builder reads its inputs with src_memory()
 // or as(), creates its oneDNN primitive or Ember kernel, asks make_output() for its result's
 // memory, and appends steps (add_primitive, add_reorder, add_own_step). Every service returns an
@@ -45,7 +45,7 @@ bool is_clamp(const PostOp& p, Clamp* c);
 // clip by max/min turn NaN into a bound), sigmoid (the reference logistic, which oneDNN runs after
 // a convolution by GEMM and on a channel-padded layout, maps NaN to 0), the exact gelu or elu
 // (gelu_erf and elu give +0.0 where ATen gives -0.0); or one oneDNN has no algorithm for
-// (quantize, dequantize, rsqrt, neg). Such ops run as Ember's steps (exact.h).
+// (quantize, dequantize, rsqrt, neg). Such ops run as Ember's steps (exact.cc).
 bool is_own_eltwise(const PostOp& p);
 
 // InvalidProgram (or `code`) with `message` as this thread's error message; what builders return
