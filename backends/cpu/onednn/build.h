@@ -197,7 +197,7 @@ class Build {
 
   // --- Post-ops (is_clamp and is_own_eltwise are above the class) ----------------------------
   // The post-ops oneDNN runs inside the op's primitive: those before the first one Ember runs
-  // itself (is_own_eltwise, exact.h); the rest become steps of their own (add_post_op_steps).
+  // itself (is_own_eltwise, above); the rest become steps of their own (add_post_op_steps).
   static std::span<const PostOp> fused_post_ops(const OpDesc& op);
   // A primitive's attributes: the user scratchpad and fused_post_ops(op).
   Result<dnnl::primitive_attr> attr_for(const OpDesc& op);
