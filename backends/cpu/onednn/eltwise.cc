@@ -25,12 +25,7 @@ Error build_eltwise(Build& b, const OpDesc& op) try {
     EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, src.get_desc()));
     return add_own_eltwise_step(b, src, dst, as_post);
   }
-  auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
-  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
-                                src.get_desc(), alpha, beta);
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  dnnl::eltwise_forward::primitive_desc pd(d, attr, b.engine());
+  EMBER_ASSIGN_OR_RETURN(const auto pd, eltwise_primitive(b, src.get_desc(), as_post));
   EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, pd.dst_desc()));
   EMBER_TRY(b.add_primitive<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}));
   return Error::Ok;

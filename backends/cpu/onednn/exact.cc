@@ -85,6 +85,18 @@ bool is_own_eltwise(const PostOp& p) {
                         p.alg == EltwiseAlg::Neg));
 }
 
+Result<dnnl::eltwise_forward::primitive_desc> eltwise_primitive(Build& b, const memory::desc& src,
+                                                                const PostOp& p) try {
+  auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg), src, alpha,
+                                beta);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return dnnl::eltwise_forward::primitive_desc(d, attr, b.engine());
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
 Error add_post_op_steps(Build& b, const OpDesc& op, size_t from, const memory& dst) try {
   for (size_t i = from; i < op.post_ops.size(); ++i) {
     const PostOp& p = op.post_ops[i];
@@ -94,12 +106,7 @@ Error add_post_op_steps(Build& b, const OpDesc& op, size_t from, const memory& d
     } else if (is_own_eltwise(p)) {
       EMBER_TRY(add_own_eltwise_step(b, dst, dst, p));
     } else if (!p.is_sum) {
-      auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
-      dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg),
-                                    dst.get_desc(), alpha, beta);
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      dnnl::eltwise_forward::primitive_desc pd(d, attr, b.engine());
+      EMBER_ASSIGN_OR_RETURN(const auto pd, eltwise_primitive(b, dst.get_desc(), p));
       EMBER_TRY(
           b.add_primitive<dnnl::eltwise_forward>(pd, {{DNNL_ARG_SRC, dst}, {DNNL_ARG_DST, dst}}));
     } else {

@@ -82,6 +82,9 @@ Result<bool> try_pointwise(Build& b, const OpDesc& op);
 
 // --- exact.cc, pool.cc, eltwise.cc: the steps that keep ATen's semantics where oneDNN's
 // primitives lose them (kernels/nan_exact.h), and the redo of overflowed sums in double.
+// oneDNN's element-wise primitive computing `p` (not an own one: is_own_eltwise) over `src`.
+Result<dnnl::eltwise_forward::primitive_desc> eltwise_primitive(Build& b, const memory::desc& src,
+                                                                const PostOp& p);
 // Steps for post-ops [from, end) of `op`, in place on its output `dst`: own element-wise ops by
 // Ember's kernels (add_own_eltwise_step), other element-wise ops and sums by oneDNN.
 Error add_post_op_steps(Build& b, const OpDesc& op, size_t from, const memory& dst);
