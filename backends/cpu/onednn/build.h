@@ -112,8 +112,6 @@ class Build {
   bool private_to(int32_t t, size_t reader) const;
   // The ops reading tensor t (inputs and sums).
   int readers(int32_t t) const { return readers_[t]; }
-  // The last op reading t (delegate outputs: never dead).
-  int last_use(int32_t t) const { return last_use_[t]; }
   // Read only by convolutions and matmuls, which round it to bf16 first.
   bool feeds_only_bf16_math(int32_t t) const { return feeds_only_bf16_math_[t]; }
   // Read, and only by ops that take any plain strides (matmul operands, permutes, reshapes), so

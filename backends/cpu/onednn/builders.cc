@@ -12,49 +12,43 @@ using FusionFn = Result<size_t> (*)(Build& b, size_t i);
 
 struct Family {
   OpKind kind;
-  const char* name;
   BuildFn build;
 };
 
-// Every op kind of graph/graph_format.h, and the builder of its family.
+// Every op kind of graph/graph_format.h, in OpKind's order, and the builder of its family.
 constexpr Family kFamilies[] = {
-    {OpKind::Conv, "convolution", build_convolution},
-    {OpKind::QuantConv, "quantized convolution", build_quant_conv},
-    {OpKind::MatMul, "matmul", build_matmul},
-    {OpKind::QuantMatMul, "quantized linear", build_quant_matmul},
-    {OpKind::GroupQuantMatMul, "grouped quantized linear", build_group_quant_matmul},
-    {OpKind::Pool, "pooling", build_pooling},
-    {OpKind::Eltwise, "element-wise", build_eltwise},
-    {OpKind::Binary, "binary", build_binary},
-    {OpKind::Where, "where", build_where},
-    {OpKind::Softmax, "softmax", build_softmax},
-    {OpKind::LayerNorm, "layer norm", build_layer_norm},
-    {OpKind::BatchNorm, "batch norm", build_batch_norm},
-    {OpKind::Reduce, "reduction", build_reduce},
-    {OpKind::Reshape, "reshape", build_reshape},
-    {OpKind::Permute, "permute", build_permute},
-    {OpKind::Concat, "concat", build_concat},
-    {OpKind::Slice, "slice", build_slice},
-    {OpKind::Pad, "padding", build_pad},
+    {OpKind::Conv, build_convolution},
+    {OpKind::MatMul, build_matmul},
+    {OpKind::Pool, build_pooling},
+    {OpKind::Eltwise, build_eltwise},
+    {OpKind::Binary, build_binary},
+    {OpKind::Softmax, build_softmax},
+    {OpKind::LayerNorm, build_layer_norm},
+    {OpKind::BatchNorm, build_batch_norm},
+    {OpKind::Concat, build_concat},
+    {OpKind::Reshape, build_reshape},
+    {OpKind::Permute, build_permute},
+    {OpKind::QuantConv, build_quant_conv},
+    {OpKind::QuantMatMul, build_quant_matmul},
+    {OpKind::GroupQuantMatMul, build_group_quant_matmul},
+    {OpKind::Reduce, build_reduce},
+    {OpKind::Slice, build_slice},
+    {OpKind::Where, build_where},
+    {OpKind::Pad, build_pad},
 };
-static_assert(std::size(kFamilies) == kNumOpKinds, "an op kind without its family builder");
+
+constexpr bool every_kind_at_its_index() {
+  for (size_t i = 0; i < std::size(kFamilies); ++i) {
+    if (static_cast<size_t>(kFamilies[i].kind) != i) return false;
+  }
+  return std::size(kFamilies) == kNumOpKinds;
+}
+static_assert(every_kind_at_its_index(), "each op kind needs its line, at its value's index");
 
 // Several ops as one step, tried in this order before an op's own builder.
 constexpr FusionFn kFusions[] = {try_inverted_residual, try_quantize_u8, try_fake_quant_pair};
 
-const Family* family_of(OpKind kind) {
-  for (const Family& f : kFamilies) {
-    if (f.kind == kind) return &f;
-  }
-  return nullptr;
-}
-
 }  // namespace
-
-const char* family_name(OpKind kind) {
-  const Family* f = family_of(kind);
-  return f != nullptr ? f->name : "unknown";
-}
 
 Result<size_t> build_ops_at(Build& b, size_t i) {
   for (FusionFn fusion : kFusions) {
@@ -62,10 +56,10 @@ Result<size_t> build_ops_at(Build& b, size_t i) {
     if (n > 0) return n;
   }
   const OpDesc& op = b.graph().ops[i];
-  const Family* f = family_of(op.kind);
-  // parse() refuses every kind without a parameter check, and each has a family here.
-  if (f == nullptr) return refused("op kind without a builder");
-  EMBER_TRY(f->build(b, op));
+  // parse() refuses a kind at or past kNumOpKinds, and each below has its line here.
+  const auto kind = static_cast<size_t>(op.kind);
+  if (kind >= std::size(kFamilies)) return refused("op kind without a builder");
+  EMBER_TRY(kFamilies[kind].build(b, op));
   return size_t{1};
 }
 

@@ -14,9 +14,6 @@
 
 namespace ember::cpu::delegate {
 
-// What builds op kind `kind` ("convolution", ...); "unknown" for none.
-const char* family_name(OpKind kind);
-
 // Builds the ops from i: the first fusion that applies, else op i's family builder. The number
 // of ops built (at least 1), or the error.
 Result<size_t> build_ops_at(Build& b, size_t i);

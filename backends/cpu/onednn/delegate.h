@@ -45,8 +45,6 @@ class CpuDelegate {
   // `observer` (may be null) is told each step's time (ExecutionObserver::on_delegate_step).
   Error execute(std::span<EValue*> args, ExecutionObserver* observer = nullptr);
   const DelegateSummary& summary() const { return built_.summary; }
-  // The steps, in the order they run (tests, tools).
-  std::span<const std::unique_ptr<Step>> steps() const { return built_.steps; }
 
  private:
   static bool same_layout(const Tensor& t, const memory::desc& md);

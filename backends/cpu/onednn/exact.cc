@@ -14,12 +14,6 @@
 namespace ember::cpu::delegate {
 namespace {
 
-float* data_of(const memory& m) {
-  void* p = nullptr;
-  dnnl_memory_get_data_handle(m.get(), &p);
-  return static_cast<float*>(p);
-}
-
 std::string cat(std::initializer_list<std::string> parts) {
   std::string out;
   for (const std::string& p : parts) out.append(p);
@@ -175,8 +169,8 @@ Error add_in_place_step(Build& b, const memory& src, const memory& dst, bool zer
   if (!padded || zero_stays_zero) {
     // Every element, the zeros of a blocked layout's padding included (they stay zero).
     s.run = [src, dst, total, kernel = std::move(kernel), threads](void*) {
-      const float* x = data_of(src);
-      float* y = data_of(dst);
+      const float* x = data_as<float>(src);
+      float* y = data_as<float>(dst);
       if (x != y) std::copy(x, x + total, y);
       kernel(y, total, threads);
     };
@@ -193,8 +187,8 @@ Error add_in_place_step(Build& b, const memory& src, const memory& dst, bool zer
     const int64_t batch = d.dims[0], channels = d.dims[1], blocks = d.padded_dims[1] / block;
     s.run = [src, dst, total, kernel = std::move(kernel), batch, channels, blocks, block, spatial,
              threads](void*) {
-      const float* x = data_of(src);
-      float* y = data_of(dst);
+      const float* x = data_as<float>(src);
+      float* y = data_as<float>(dst);
       if (x != y) std::copy(x, x + total, y);
       for (int64_t n = 0; n < batch; ++n) {
         for (int64_t cb = 0; cb < blocks; ++cb) {
@@ -251,7 +245,7 @@ Error build_max_pool(Build& b, const OpDesc& op, const memory& source,
             cat({"alg:pooling_max ", dims_text(sd), ":", dims_text(od)}),
             {}};
   s.run = [src, dst, in, out, w, threads](void*) {
-    max_pool(data_of(src), in, data_of(dst), out, w, threads);
+    max_pool(data_as<float>(src), in, data_as<float>(dst), out, w, threads);
   };
   b.add_own_step(std::move(s));
   return Error::Ok;
@@ -271,7 +265,7 @@ Error add_softmax_rows_step(Build& b, const memory& src, const memory& dst, int6
             cat({dims_text(d), " axis:", std::to_string(axis)}),
             {}};
   s.run = [src, dst, outer, len, inner, threads](void*) {
-    softmax_nan_rows(data_of(src), data_of(dst), outer, len, inner, threads);
+    softmax_nan_rows(data_as<float>(src), data_as<float>(dst), outer, len, inner, threads);
   };
   b.add_own_step(std::move(s));
   return Error::Ok;
@@ -291,7 +285,7 @@ Error add_softmax_last_dim_step(Build& b, const memory& src, const memory& dst) 
             cat({dims_text(d), " axis:", std::to_string(d.size() - 1)}),
             {}};
   s.run = [src, dst, rows, len, threads](void*) {
-    softmax_rows(data_of(src), data_of(dst), rows, len, threads);
+    softmax_rows(data_as<float>(src), data_as<float>(dst), rows, len, threads);
   };
   b.add_own_step(std::move(s));
   return Error::Ok;
@@ -315,10 +309,10 @@ Error add_layer_norm_step(Build& b, const memory& src, const memory& gamma, cons
             cat({dims_text(d), " eps:", std::to_string(eps)}),
             {}};
   s.run = [src, gamma, beta, dst, rows, n, eps, threads](void*) {
-    const float* x = data_of(src);
-    float* y = data_of(dst);
-    const float* w = gamma ? data_of(gamma) : nullptr;
-    const float* shift = beta ? data_of(beta) : nullptr;
+    const float* x = data_as<float>(src);
+    float* y = data_as<float>(dst);
+    const float* w = gamma ? data_as<float>(gamma) : nullptr;
+    const float* shift = beta ? data_as<float>(beta) : nullptr;
     const int t =
         rows * n < kMinParallelFloats ? 1 : static_cast<int>(std::min<int64_t>(threads, rows));
 #pragma omp parallel for num_threads(t) schedule(static)
