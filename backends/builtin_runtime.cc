@@ -4,6 +4,9 @@
 #if EMBER_HAVE_CPU_BACKEND
 #include "backends/cpu/cpu_runtime.h"
 #endif
+#if EMBER_HAVE_XNNPACK_BACKEND
+#include "backends/xnnpack/xnnpack_runtime.h"
+#endif
 
 namespace ember::backends {
 
@@ -22,6 +25,9 @@ Error register_builtin_runtime_backends() {
     if (Error e = loopback::register_loopback_backend(); e != Error::Ok) return e;
 #if EMBER_HAVE_CPU_BACKEND
     if (Error e = cpu::register_runtime_backend(); e != Error::Ok) return e;
+#endif
+#if EMBER_HAVE_XNNPACK_BACKEND
+    if (Error e = xnn::register_runtime_backend(); e != Error::Ok) return e;
 #endif
     return Error::Ok;
   }();

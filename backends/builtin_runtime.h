@@ -1,6 +1,8 @@
 // The runtime halves of every backend this build carries, registered in one call: `loopback`
-// always, `cpu` (oneDNN) when the build found it. The one list the ember command, the Python
-// runtime, the benchmarks and the tests use; a new backend adds its line to builtin_runtime.cc.
+// always, `cpu` (oneDNN) when the build found it, and with it `XnnpackBackend` (ExecuTorch's
+// XNNPACK payload run by the same engine, backends/xnnpack/). The one list the ember command, the
+// Python runtime, the benchmarks and the tests use; a new backend adds its line to
+// builtin_runtime.cc.
 //
 //   if (ember::backends::register_builtin_runtime_backends() != ember::Error::Ok) { ... }
 //   // before loading a method that delegates; idempotent and thread-safe: later calls return
@@ -20,7 +22,8 @@ namespace ember::backends {
 // Error (with last_error_message) when a name is already taken by another backend object.
 Error register_builtin_runtime_backends();
 
-// The names the built-in backends register under, in the order they are registered.
+// The names of the built-in backends that Ember's compiler also targets (each has a compile half),
+// in the order they are registered; XnnpackBackend, a runtime front door only, is not among them.
 const std::vector<std::string>& builtin_backend_names();
 
 // What a delegate of a built-in backend says it holds, in bytes (`ember inspect --memory`):

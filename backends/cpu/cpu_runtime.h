@@ -31,11 +31,21 @@
 
 namespace ember::cpu {
 
+struct CpuGraph;  // graph/graph_format.h (not installed: init_graph is for Ember's own front doors)
+
 // The backend object (name "cpu").
 const Backend* runtime_backend();
 
 // Registers runtime_backend() under "cpu". InvalidArgument when the name is taken.
 Error register_runtime_backend();
+
+// A handle of runtime_backend() (execute and destroy it there) for a graph already in hand: what
+// init does after it parses its blob, for another front door to the same engine (ExecuTorch's
+// XNNPACK payload, backends/xnnpack/). `weights` resolves the graph's weight keys, at init and
+// whenever a dynamic batch needs a new build, so it must outlive the handle; compile specs as
+// init's.
+Result<DelegateHandle*> init_graph(CpuGraph&& graph, BackendInitContext& context,
+                                   std::span<const CompileSpec> specs, const NamedDataMap* weights);
 
 // Whether this CPU runs bf16 programs: oneDNN's instruction set in force (ONEDNN_MAX_CPU_ISA caps
 // it) reaches avx512_core, and Ember's (cpu_isa(), EMBER_CPU_ISA caps it) reaches Avx512.

@@ -241,30 +241,7 @@ class CpuBackend final : public Backend {
     // parse's message is what is wrong; the user reads "cpu delegate: invalid blob: <that>".
     if (!g.ok()) return add_error_context(g.error(), "cpu delegate: invalid blob");
     processed->free();  // everything needed is copied
-    if (g->precision == Precision::Bf16 && !bf16_supported()) {
-      return fail(
-          Error::NotSupported,
-          "cpu delegate: this program computes convolutions and matmuls in bf16 (compiled "
-          "with --precision bf16), which oneDNN runs only on CPUs with AVX-512 (avx512_core "
-          "or later); this CPU offers %s to oneDNN and %s to Ember. Compile the model with "
-          "--precision fp32 (the default) to run it here",
-          onednn_isa_name(), cpu_isa_name(cpu_isa()));
-    }
-    const int threads = threads_from(specs);
-    if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
-    std::unique_ptr<CpuHandle> h;
-    try {
-      h = std::make_unique<CpuHandle>(std::move(*g), threads,
-                                      DelegateOptions{switch_from(specs, "fp32_winograd", false),
-                                                      switch_from(specs, "ember_kernels", true),
-                                                      switch_from(specs, "int8", true)},
-                                      context.named_data);
-    } catch (const std::bad_alloc&) {
-      return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
-    }
-    if (Error e = h->init(context.allocator); e != Error::Ok) return e;
-    // DelegateHandle is opaque: the runtime only hands the pointer back.
-    return reinterpret_cast<DelegateHandle*>(h.release());
+    return init_graph(std::move(*g), context, specs, context.named_data);
   }
 
   Error execute(BackendExecuteContext& context, DelegateHandle* handle,
@@ -283,6 +260,34 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace
+
+Result<DelegateHandle*> init_graph(CpuGraph&& g, BackendInitContext& context,
+                                   std::span<const CompileSpec> specs,
+                                   const NamedDataMap* weights) {
+  if (g.precision == Precision::Bf16 && !bf16_supported()) {
+    return fail(Error::NotSupported,
+                "cpu delegate: this program computes convolutions and matmuls in bf16 (compiled "
+                "with --precision bf16), which oneDNN runs only on CPUs with AVX-512 (avx512_core "
+                "or later); this CPU offers %s to oneDNN and %s to Ember. Compile the model with "
+                "--precision fp32 (the default) to run it here",
+                onednn_isa_name(), cpu_isa_name(cpu_isa()));
+  }
+  const int threads = threads_from(specs);
+  if (threads < 1) return fail(Error::InvalidArgument, "cpu delegate: bad num_threads spec");
+  std::unique_ptr<CpuHandle> h;
+  try {
+    h = std::make_unique<CpuHandle>(std::move(g), threads,
+                                    DelegateOptions{switch_from(specs, "fp32_winograd", false),
+                                                    switch_from(specs, "ember_kernels", true),
+                                                    switch_from(specs, "int8", true)},
+                                    weights);
+  } catch (const std::bad_alloc&) {
+    return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
+  }
+  if (Error e = h->init(context.allocator); e != Error::Ok) return e;
+  // DelegateHandle is opaque: the runtime only hands the pointer back.
+  return reinterpret_cast<DelegateHandle*>(h.release());
+}
 
 // Whether bf16 convolutions and matmuls can run: oneDNN implements them from avx512_core up
 // (emulated there, native from avx512_core_bf16), and EMBER_CPU_ISA, when it caps Ember below

@@ -1,0 +1,877 @@
+// translate (translate.h): node by node, each XNNPACK node becomes the engine ops that compute it,
+// each XNNPACK value an engine tensor under a permutation (Mapped).
+#include "backends/xnnpack/translate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runtime/core/error.h"
+
+namespace ember::xnn {
+
+using cpu::BinaryAlg;
+using cpu::CpuGraph;
+using cpu::EltwiseAlg;
+using cpu::OpDesc;
+using cpu::OpKind;
+using cpu::TensorDesc;
+using cpu::TensorKind;
+
+// WeightTable
+
+void WeightTable::add_view(std::string key, std::span<const uint8_t> bytes) {
+  entries_[std::move(key)].view = bytes;
+}
+
+void WeightTable::add_owned(std::string key, std::vector<uint8_t> bytes) {
+  entries_[std::move(key)].owned = std::move(bytes);
+}
+
+Result<TensorLayout> WeightTable::get_tensor_layout(std::string_view key) const {
+  if (named_ != nullptr && entries_.find(key) == entries_.end()) {
+    return named_->get_tensor_layout(key);
+  }
+  return fail(Error::NotFound, "'%.*s' has no tensor layout", static_cast<int>(key.size()),
+              key.data());
+}
+
+Result<FreeableBuffer> WeightTable::get_data(std::string_view key) const {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (named_ != nullptr) return named_->get_data(key);
+    return fail(Error::NotFound, "'%.*s' is missing from named data", static_cast<int>(key.size()),
+                key.data());
+  }
+  const std::span<const uint8_t> b = it->second.bytes();
+  return FreeableBuffer(b.data(), b.size(), nullptr, nullptr);
+}
+
+Error WeightTable::load_data_into(std::string_view key, void* buffer, size_t size) const {
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    if (named_ != nullptr) return named_->load_data_into(key, buffer, size);
+    return fail(Error::NotFound, "'%.*s' is missing from named data", static_cast<int>(key.size()),
+                key.data());
+  }
+  const std::span<const uint8_t> b = it->second.bytes();
+  if (b.size() < size) {
+    return fail(Error::InvalidArgument, "'%.*s' has %zu bytes, %zu asked",
+                static_cast<int>(key.size()), key.data(), b.size(), size);
+  }
+  if (size > 0) std::memcpy(buffer, b.data(), size);
+  return Error::Ok;
+}
+
+Result<std::string_view> WeightTable::key(size_t index) const {
+  if (index >= entries_.size()) return fail(Error::InvalidArgument, "key %zu", index);
+  auto it = entries_.begin();
+  std::advance(it, static_cast<std::ptrdiff_t>(index));
+  return std::string_view(it->first);
+}
+
+namespace {
+
+using Perm = std::vector<int64_t>;  // XNNPACK dim i is the engine tensor's dim perm[i]
+
+Perm identity(size_t rank) {
+  Perm p(rank);
+  std::iota(p.begin(), p.end(), 0);
+  return p;
+}
+
+const Perm kNhwc = {0, 2, 3, 1};  // an NHWC value held as an NCHW tensor
+
+// An XNNPACK value as the engine holds it.
+struct Mapped {
+  int32_t tensor = -1;
+  Perm perm;  // empty: not yet mapped
+};
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+class Translator {
+ public:
+  Translator(const Payload& p, const NamedDataMap* named) : p_(p), mapped_(p.values.size()) {
+    out_.weights = std::make_unique<WeightTable>();
+    out_.weights->set_named(named);
+  }
+
+  Result<Translation> run() {
+    CpuGraph& g = out_.graph;
+    g.num_inputs = static_cast<uint32_t>(p_.inputs.size());
+    for (size_t k = 0; k < p_.inputs.size(); ++k) {
+      const Value& v = p_.values[p_.inputs[k]];
+      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+        return fail(Error::NotSupported,
+                    "XNNPACK delegate: input %zu (value %u) is %s; Ember runs float32 delegate "
+                    "inputs",
+                    k, v.id, datatype_name(v.dtype));
+      }
+      EMBER_TRY(check_rank(v, "input"));
+      TensorDesc t;
+      t.kind = TensorKind::Input;
+      t.index = static_cast<uint32_t>(k);
+      t.dims = v.dims;
+      mapped_[v.id] = {add_tensor(std::move(t)), identity(v.dims.size())};
+    }
+    for (size_t i = 0; i < p_.nodes.size(); ++i) {
+      node_ = i;
+      if (Error e = node(p_.nodes[i]); e != Error::Ok) return e;
+    }
+    for (size_t j = 0; j < p_.outputs.size(); ++j) {
+      const Value& v = p_.values[p_.outputs[j]];
+      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+        return fail(Error::NotSupported,
+                    "XNNPACK delegate: output %zu (value %u) is %s; Ember writes float32 delegate "
+                    "outputs",
+                    j, v.id, datatype_name(v.dtype));
+      }
+      EMBER_ASSIGN_OR_RETURN(const int32_t t, as_perm(v.id, identity(v.dims.size())));
+      g.outputs.push_back(t);
+      g.output_dim_orders.emplace_back();
+    }
+    return std::move(out_);
+  }
+
+ private:
+  // Refusals name the node being translated.
+  [[gnu::format(printf, 2, 3)]] Error refuse(const char* format, ...) const {
+    char text[512];
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(text, sizeof(text), format, args);
+    va_end(args);
+    const Node& n = p_.nodes[node_];
+    return fail(Error::NotSupported, "XNNPACK delegate: node %zu (%s, debug handle %u): %s", node_,
+                node_type_name(n.type), n.debug_handle, text);
+  }
+
+  Error check_rank(const Value& v, const char* what) const {
+    if (v.dims.empty() || v.dims.size() > static_cast<size_t>(cpu::kMaxCpuRank)) {
+      return fail(Error::NotSupported,
+                  "XNNPACK delegate: %s value %u has rank %zu; Ember's cpu "
+                  "engine takes ranks 1 to %d",
+                  what, v.id, v.dims.size(), cpu::kMaxCpuRank);
+    }
+    return Error::Ok;
+  }
+
+  int32_t add_tensor(TensorDesc t) {
+    out_.graph.tensors.push_back(std::move(t));
+    return static_cast<int32_t>(out_.graph.tensors.size() - 1);
+  }
+
+  int32_t intermediate(std::vector<int64_t> dims) {
+    TensorDesc t;
+    t.kind = TensorKind::Intermediate;
+    t.dims = std::move(dims);
+    return add_tensor(std::move(t));
+  }
+
+  // An op writing a new tensor of `dims`; returns that tensor.
+  int32_t emit(OpKind kind, std::vector<int32_t> inputs, cpu::OpParams params,
+               std::vector<int64_t> dims, std::vector<cpu::PostOp> post = {}) {
+    OpDesc d;
+    d.kind = kind;
+    d.inputs = std::move(inputs);
+    d.params = std::move(params);
+    d.output = intermediate(std::move(dims));
+    d.post_ops = std::move(post);
+    out_.graph.ops.push_back(std::move(d));
+    return out_.graph.ops.back().output;
+  }
+
+  const Value& value(uint32_t id) const { return p_.values[id]; }
+
+  // The engine tensor of a constant, its dims the value's (made once).
+  Result<int32_t> constant(const Value& v) {
+    if (v.dtype != Datatype::Fp32 || v.quantized()) {
+      return refuse("constant value %u is %s; this node takes float32 constants", v.id,
+                    datatype_name(v.dtype));
+    }
+    EMBER_TRY(check_rank(v, "constant"));
+    const int64_t n = numel(v.dims);
+    const Constant& c = p_.constants[v.constant];
+    if (static_cast<uint64_t>(n) * 4 != c.size) {
+      return refuse("constant value %u has %lld elements but %llu bytes", v.id,
+                    static_cast<long long>(n), static_cast<unsigned long long>(c.size));
+    }
+    std::string key;
+    if (!c.named_key.empty()) {
+      key = c.named_key;
+    } else {
+      key = "xnnpack/constant/" + std::to_string(v.constant);
+      if (c.is_inline) {
+        out_.weights->add_owned(key, c.inline_bytes);
+      } else {
+        out_.weights->add_view(key, p_.constant_data.subspan(c.offset, c.size));
+      }
+    }
+    cpu::WeightRef ref{key, c.size};
+    out_.graph.weights.push_back(ref);
+    TensorDesc t;
+    t.kind = TensorKind::Weight;
+    t.index = static_cast<uint32_t>(out_.graph.weights.size() - 1);
+    t.dims = v.dims;
+    return add_tensor(std::move(t));
+  }
+
+  // The engine tensor holding value `id` under `want` (XNNPACK dim i = the tensor's dim want[i]):
+  // the value's own when it is so held, a re-described weight, or a Permute of it.
+  Result<int32_t> as_perm(uint32_t id, const Perm& want) {
+    Mapped& m = mapped_[id];
+    if (m.perm.empty()) {
+      const Value& v = value(id);
+      if (v.constant == 0) return refuse("value %u is read before it is written", id);
+      EMBER_ASSIGN_OR_RETURN(m.tensor, constant(v));
+      m.perm = identity(v.dims.size());
+    }
+    if (m.perm == want) return m.tensor;
+    if (m.perm.size() != want.size()) return refuse("value %u: rank mismatch", id);
+    const size_t r = want.size();
+    // The new tensor's dim j is XNNPACK's dim k with want[k] = j, which is the old tensor's dim
+    // m.perm[k]: a Permute whose output dim j is input dim q[j].
+    std::vector<int64_t> q(r);
+    for (size_t k = 0; k < r; ++k) q[want[k]] = m.perm[k];
+    const TensorDesc src = out_.graph.tensors[m.tensor];
+    std::vector<int64_t> dims(r);
+    for (size_t j = 0; j < r; ++j) dims[j] = src.dims[q[j]];
+    int32_t t;
+    if (src.kind == TensorKind::Weight) {
+      // The same bytes, re-described: dims permuted, the physical order kept.
+      std::vector<int64_t> inv(r);
+      for (size_t j = 0; j < r; ++j) inv[q[j]] = static_cast<int64_t>(j);
+      TensorDesc w = src;
+      w.dims = dims;
+      w.dim_order.clear();
+      for (size_t k = 0; k < r; ++k) {
+        const int64_t old = src.dim_order.empty() ? static_cast<int64_t>(k) : src.dim_order[k];
+        w.dim_order.push_back(static_cast<uint8_t>(inv[old]));
+      }
+      t = add_tensor(std::move(w));
+    } else {
+      t = emit(OpKind::Permute, {m.tensor}, cpu::PermuteParams{q}, dims);
+    }
+    // Later readers wanting `want` find it (one Permute per value and layout).
+    alt_.push_back({id, want, t});
+    return t;
+  }
+
+  // As as_perm, reusing a Permute made before for the same value and layout.
+  Result<int32_t> held(uint32_t id, const Perm& want) {
+    for (const auto& a : alt_) {
+      if (a.id == id && a.perm == want) return a.tensor;
+    }
+    return as_perm(id, want);
+  }
+
+  // The engine tensor of `id` in whatever layout it is held, with that layout.
+  Result<Mapped> any(uint32_t id) {
+    if (mapped_[id].perm.empty()) EMBER_TRY(as_perm(id, identity(value(id).dims.size())).error());
+    return mapped_[id];
+  }
+
+  void define(uint32_t id, int32_t tensor, Perm perm) { mapped_[id] = {tensor, std::move(perm)}; }
+
+  // The engine dims of XNNPACK dims `dims` held under `perm`.
+  static std::vector<int64_t> engine_dims(const std::vector<int64_t>& dims, const Perm& perm) {
+    std::vector<int64_t> e(dims.size());
+    for (size_t i = 0; i < dims.size(); ++i) e[perm[i]] = dims[i];
+    return e;
+  }
+
+  // Float32 values, checked per node: every input and output of a float node.
+  Error float_values(const Node& n) const {
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] == kNoValue) continue;
+      const Value& v = value(n.inputs[k]);
+      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+        return refuse("input %zu (value %u) is %s; Ember runs this node on float32 values", k, v.id,
+                      datatype_name(v.dtype));
+      }
+    }
+    for (const uint32_t id : n.outputs) {
+      const Value& v = value(id);
+      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+        return refuse("output value %u is %s; Ember runs this node on float32 values", v.id,
+                      datatype_name(v.dtype));
+      }
+      if (Error e = check_rank(v, "output"); e != Error::Ok) return e;
+    }
+    return Error::Ok;
+  }
+
+  // The node's fused output clamp as post-ops: none, a relu, or a clip.
+  std::vector<cpu::PostOp> clamp_post_ops(const Node& n) const {
+    if (!n.has_output_min_max) return {};
+    const float lo = n.output_min, hi = n.output_max;
+    if (lo == -kInf && hi == kInf) return {};
+    cpu::PostOp p;
+    if (lo == 0 && hi == kInf) {
+      p.alg = EltwiseAlg::Relu;
+    } else {
+      p.alg = EltwiseAlg::Clip;
+      p.alpha = lo;
+      p.beta = hi;
+    }
+    return {p};
+  }
+
+  Error node(const Node& n) {
+    switch (n.type) {
+      case NodeType::Conv2d:
+      case NodeType::DepthwiseConv2d:
+        return conv(n);
+      case NodeType::FullyConnected:
+        return fully_connected(n);
+      case NodeType::Add:
+        return binary(n, BinaryAlg::Add);
+      case NodeType::Multiply:
+        return binary(n, BinaryAlg::Mul);
+      case NodeType::Clamp:
+        return clamp(n);
+      case NodeType::Sigmoid:
+        return unary(n, EltwiseAlg::Logistic);
+      case NodeType::Tanh:
+        return unary(n, EltwiseAlg::Tanh);
+      case NodeType::Hardswish:
+        return unary(n, EltwiseAlg::Hardswish);
+      case NodeType::Gelu:
+        return unary(n, EltwiseAlg::GeluErf);
+      case NodeType::ELU:
+        return unary(n, EltwiseAlg::Elu, n.alpha);
+      case NodeType::Square:
+        return unary(n, EltwiseAlg::Square);
+      case NodeType::SquareRoot:
+        return unary(n, EltwiseAlg::Sqrt);
+      case NodeType::ReciprocalSquareRoot:
+        return unary(n, EltwiseAlg::Rsqrt);
+      case NodeType::Negate:
+        return unary(n, EltwiseAlg::Neg);
+      case NodeType::Softmax:
+        return softmax(n);
+      case NodeType::AvgPooling2d:
+      case NodeType::MaxPooling2d:
+        return pool(n);
+      case NodeType::GlobalAvgPooling2d:
+        return global_avg_pool(n);
+      case NodeType::StaticTranspose:
+        return transpose(n);
+      case NodeType::StaticReshape:
+        return reshape(n);
+      case NodeType::Copy:
+        return copy(n);
+      case NodeType::Concatenate2:
+      case NodeType::Concatenate3:
+      case NodeType::Concatenate4:
+      case NodeType::Concatenate5:
+        return concat(n);
+      case NodeType::StaticSlice:
+        return slice(n);
+      case NodeType::StaticConstantPad:
+        return pad(n);
+      case NodeType::BatchMatrixMultiply:
+        return batch_matmul(n);
+      default:
+        return refuse("Ember's cpu engine has no translation of this node type");
+    }
+  }
+
+  Error conv(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Window& w = n.window;
+    const Value& x = value(n.inputs[0]);
+    const Value& f = value(n.inputs[1]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims.size() != 4 || f.dims.size() != 4 || y.dims.size() != 4) {
+      return refuse("a 2-D convolution of rank-4 NHWC values, not ranks %zu, %zu, %zu",
+                    x.dims.size(), f.dims.size(), y.dims.size());
+    }
+    if (f.constant == 0) return refuse("the filter (value %u) is not a constant", f.id);
+    if (n.flags != 0)
+      return refuse("flags %u (TensorFlow SAME padding) are not supported", n.flags);
+    const bool depthwise = n.type == NodeType::DepthwiseConv2d;
+    const int64_t groups = w.groups, gi = w.group_input_channels, go = w.group_output_channels;
+    const int64_t kh = w.kernel_h, kw = w.kernel_w;
+    // NHWC input [N, H, W, groups * gi]; filter OHWI [groups * go, kh, kw, gi], or a depthwise
+    // one [1, kh, kw, groups * go] (gi = 1).
+    const std::vector<int64_t> want_f = depthwise ? std::vector<int64_t>{1, kh, kw, groups * go}
+                                                  : std::vector<int64_t>{groups * go, kh, kw, gi};
+    if (groups < 1 || gi < 1 || go < 1 || (depthwise && gi != 1) || x.dims[3] != groups * gi ||
+        f.dims != want_f || y.dims[3] != groups * go || w.stride_h < 1 || w.stride_w < 1 ||
+        w.dilation_h < 1 || w.dilation_w < 1 || y.dims[0] != x.dims[0]) {
+      return refuse(
+          "inconsistent shapes: input %s, filter %s, output %s with %lld groups of %lld "
+          "in and %lld out channels",
+          dims_text(x.dims).c_str(), dims_text(f.dims).c_str(), dims_text(y.dims).c_str(),
+          static_cast<long long>(groups), static_cast<long long>(gi), static_cast<long long>(go));
+    }
+    // The output size XNNPACK computes must be the one recorded.
+    auto out_size = [](int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s) {
+      const int64_t span = (k - 1) * d + 1;
+      return in + pa + pb < span ? int64_t{-1} : (in + pa + pb - span) / s + 1;
+    };
+    if (out_size(x.dims[1], w.pad_top, w.pad_bottom, kh, w.dilation_h, w.stride_h) != y.dims[1] ||
+        out_size(x.dims[2], w.pad_left, w.pad_right, kw, w.dilation_w, w.stride_w) != y.dims[2]) {
+      return refuse("output %s does not follow from input %s and the window",
+                    dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
+    }
+    EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
+    // The filter as PyTorch's OIHW.
+    const Perm filter_perm = depthwise ? Perm{1, 2, 3, 0} : Perm{0, 2, 3, 1};
+    EMBER_ASSIGN_OR_RETURN(const int32_t weight, held(f.id, filter_perm));
+    int32_t bias = -1;
+    if (n.inputs[2] != kNoValue) {
+      const Value& b = value(n.inputs[2]);
+      if (b.constant == 0 || b.dims != std::vector<int64_t>{groups * go}) {
+        return refuse("the bias (value %u) is not a constant of %lld elements", b.id,
+                      static_cast<long long>(groups * go));
+      }
+      EMBER_ASSIGN_OR_RETURN(bias, held(b.id, identity(1)));
+    }
+    cpu::ConvParams c;
+    c.groups = groups;
+    c.stride = {w.stride_h, w.stride_w};
+    c.pad_l = {w.pad_top, w.pad_left};
+    c.pad_r = {w.pad_bottom, w.pad_right};
+    c.dilation = {w.dilation_h, w.dilation_w};
+    c.output_padding = {0, 0};
+    const int32_t t =
+        emit(OpKind::Conv, {src, weight, bias}, c, engine_dims(y.dims, kNhwc), clamp_post_ops(n));
+    define(y.id, t, kNhwc);
+    return Error::Ok;
+  }
+
+  Error fully_connected(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& f = value(n.inputs[1]);
+    const Value& y = value(n.outputs[0]);
+    if (f.dims.size() != 2 || f.constant == 0) {
+      return refuse("the filter (value %u) is not a rank-2 constant", f.id);
+    }
+    if ((n.flags & ~1u) != 0) return refuse("flags %u are not supported", n.flags);
+    const bool transposed = (n.flags & 1u) != 0;  // the filter is [K, N]
+    const int64_t k = transposed ? f.dims[0] : f.dims[1];
+    const int64_t nn = transposed ? f.dims[1] : f.dims[0];
+    if (x.dims.empty() || x.dims.back() != k || y.dims.empty() || y.dims.back() != nn ||
+        numel(x.dims) / k != numel(y.dims) / nn) {
+      return refuse("inconsistent shapes: input %s, filter %s%s, output %s",
+                    dims_text(x.dims).c_str(), dims_text(f.dims).c_str(),
+                    transposed ? " (transposed)" : "", dims_text(y.dims).c_str());
+    }
+    const int64_t m = numel(x.dims) / k;
+    EMBER_ASSIGN_OR_RETURN(int32_t a, held(x.id, identity(x.dims.size())));
+    if (x.dims.size() != 2) a = emit(OpKind::Reshape, {a}, cpu::NoParams{}, {m, k});
+    // The engine's matmul takes b as [K, N].
+    EMBER_ASSIGN_OR_RETURN(const int32_t b, held(f.id, transposed ? Perm{0, 1} : Perm{1, 0}));
+    int32_t bias = -1;
+    if (n.inputs[2] != kNoValue) {
+      const Value& bv = value(n.inputs[2]);
+      if (bv.constant == 0 || numel(bv.dims) != nn) {
+        return refuse("the bias (value %u) is not a constant of %lld elements", bv.id,
+                      static_cast<long long>(nn));
+      }
+      EMBER_ASSIGN_OR_RETURN(bias, held(bv.id, identity(bv.dims.size())));
+      if (bv.dims.size() != 1) {
+        TensorDesc flat = out_.graph.tensors[bias];
+        flat.dims = {nn};
+        flat.dim_order.clear();
+        bias = add_tensor(std::move(flat));
+      }
+    }
+    int32_t t = emit(OpKind::MatMul, {a, b, bias}, cpu::MatMulParams{}, {m, nn}, clamp_post_ops(n));
+    if (y.dims.size() != 2) t = emit(OpKind::Reshape, {t}, cpu::NoParams{}, y.dims);
+    define(y.id, t, identity(y.dims.size()));
+    return Error::Ok;
+  }
+
+  // XNNPACK broadcasts as NumPy does (dims aligned at the end); the engine's Binary broadcasts b
+  // to a, both of a's rank: the operand of the output's shape goes first, the other takes a's
+  // rank and layout.
+  Error binary(const Node& n, BinaryAlg alg) {
+    EMBER_TRY(float_values(n));
+    const Value& y = value(n.outputs[0]);
+    uint32_t a = n.inputs[0], b = n.inputs[1];
+    if (value(a).dims != y.dims) {
+      const bool commutes = alg == BinaryAlg::Add || alg == BinaryAlg::Mul;
+      if (!commutes || value(b).dims != y.dims) {
+        return refuse(
+            "the first operand %s is broadcast to the output %s, which Ember's engine "
+            "does only for the second",
+            dims_text(value(a).dims).c_str(), dims_text(y.dims).c_str());
+      }
+      std::swap(a, b);
+    }
+    const Value& bv = value(b);
+    if (bv.dims.size() > y.dims.size()) return refuse("an operand of higher rank than the output");
+    for (size_t i = 0; i < bv.dims.size(); ++i) {
+      const int64_t d = bv.dims[i], o = y.dims[y.dims.size() - bv.dims.size() + i];
+      if (d != o && d != 1) {
+        return refuse("operand %s does not broadcast to %s", dims_text(bv.dims).c_str(),
+                      dims_text(y.dims).c_str());
+      }
+    }
+    EMBER_ASSIGN_OR_RETURN(const Mapped ma, any(a));
+    EMBER_ASSIGN_OR_RETURN(const int32_t tb, broadcast_operand(b, y.dims.size(), ma.perm));
+    const int32_t t = emit(OpKind::Binary, {ma.tensor, tb}, cpu::BinaryParams{alg},
+                           engine_dims(y.dims, ma.perm), clamp_post_ops(n));
+    define(y.id, t, ma.perm);
+    return Error::Ok;
+  }
+
+  // Value `id` with leading 1s to `rank`, held under `perm`.
+  Result<int32_t> broadcast_operand(uint32_t id, size_t rank, const Perm& perm) {
+    const Value& v = value(id);
+    if (v.dims.size() == rank) return held(id, perm);
+    std::vector<int64_t> full(rank - v.dims.size(), 1);
+    full.insert(full.end(), v.dims.begin(), v.dims.end());
+    EMBER_ASSIGN_OR_RETURN(const int32_t plain, held(id, identity(v.dims.size())));
+    const TensorDesc& src = out_.graph.tensors[plain];
+    int32_t t;
+    if (src.kind == TensorKind::Weight && src.dim_order.empty()) {
+      TensorDesc w = src;
+      w.dims = full;
+      t = add_tensor(std::move(w));
+    } else {
+      t = emit(OpKind::Reshape, {plain}, cpu::NoParams{}, full);
+    }
+    if (perm == identity(rank)) return t;
+    // Leading 1s: the permuted tensor's dims, with the same elements in the same order where only
+    // dims of size 1 move; otherwise a Permute.
+    std::vector<int64_t> q(rank);
+    for (size_t k = 0; k < rank; ++k) q[perm[k]] = static_cast<int64_t>(k);
+    std::vector<int64_t> dims(rank);
+    for (size_t j = 0; j < rank; ++j) dims[j] = full[q[j]];
+    if (out_.graph.tensors[t].kind == TensorKind::Weight && only_ones_move(full, q)) {
+      TensorDesc w = out_.graph.tensors[t];
+      w.dims = dims;
+      return add_tensor(std::move(w));
+    }
+    return emit(OpKind::Permute, {t}, cpu::PermuteParams{q}, dims);
+  }
+
+  // Whether permuting `dims` by `q` keeps the order of the dims larger than 1 (the same bytes).
+  static bool only_ones_move(const std::vector<int64_t>& dims, const std::vector<int64_t>& q) {
+    int64_t last = -1;
+    for (const int64_t j : q) {
+      if (dims[j] == 1) continue;
+      if (j < last) return false;
+      last = j;
+    }
+    return true;
+  }
+
+  Error unary(const Node& n, EltwiseAlg alg, float alpha = 0, float beta = 0) {
+    EMBER_TRY(float_values(n));
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
+    const Value& y = value(n.outputs[0]);
+    const int32_t t = emit(OpKind::Eltwise, {m.tensor}, cpu::EltwiseParams{alg, alpha, beta},
+                           engine_dims(y.dims, m.perm), clamp_post_ops(n));
+    define(y.id, t, m.perm);
+    return Error::Ok;
+  }
+
+  Error clamp(const Node& n) {
+    const float lo = n.has_output_min_max ? n.output_min : -kInf;
+    const float hi = n.has_output_min_max ? n.output_max : kInf;
+    if (lo == 0 && hi == kInf) return unary(n, EltwiseAlg::Relu);
+    if (std::isnan(lo) || std::isnan(hi) || lo > hi) {
+      return refuse("bounds [%g, %g]", static_cast<double>(lo), static_cast<double>(hi));
+    }
+    Node plain = n;
+    plain.has_output_min_max = false;  // the bounds are the clip's own
+    return unary(plain, EltwiseAlg::Clip, lo, hi);
+  }
+
+  Error softmax(const Node& n) {
+    EMBER_TRY(float_values(n));
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
+    const Value& y = value(n.outputs[0]);
+    // XNNPACK normalizes over the innermost dim.
+    const int32_t t = emit(OpKind::Softmax, {m.tensor}, cpu::SoftmaxParams{m.perm.back()},
+                           engine_dims(y.dims, m.perm));
+    define(y.id, t, m.perm);
+    return Error::Ok;
+  }
+
+  Error pool(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Window& w = n.window;
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    const bool is_max = n.type == NodeType::MaxPooling2d;
+    if (x.dims.size() != 4 || y.dims.size() != 4) return refuse("pooling of rank-4 NHWC values");
+    const uint32_t dh = is_max ? w.dilation_h : 1, dw = is_max ? w.dilation_w : 1;
+    if (w.kernel_h < 1 || w.kernel_w < 1 || w.stride_h < 1 || w.stride_w < 1 || dh < 1 || dw < 1 ||
+        y.dims[0] != x.dims[0] || y.dims[3] != x.dims[3]) {
+      return refuse("inconsistent window or shapes");
+    }
+    // XNNPACK's flag 0x40 keeps dims; its absence would flatten, which the exporter never writes.
+    if ((n.flags & ~0x40u) != 0) return refuse("flags %u are not supported", n.flags);
+    auto out_size = [](int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s) {
+      const int64_t span = (k - 1) * d + 1;
+      return in + pa + pb < span ? int64_t{-1} : (in + pa + pb - span) / s + 1;
+    };
+    if (out_size(x.dims[1], w.pad_top, w.pad_bottom, w.kernel_h, dh, w.stride_h) != y.dims[1] ||
+        out_size(x.dims[2], w.pad_left, w.pad_right, w.kernel_w, dw, w.stride_w) != y.dims[2]) {
+      return refuse("output %s does not follow from input %s and the window",
+                    dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
+    }
+    const bool padded = w.pad_top + w.pad_bottom + w.pad_left + w.pad_right != 0;
+    cpu::PoolParams p;
+    // XNNPACK's average pooling divides by the count of elements inside the input (padding
+    // excluded), PyTorch's count_include_pad=False; without padding the two agree.
+    p.alg = is_max ? cpu::PoolAlg::Max
+                   : (padded ? cpu::PoolAlg::AvgExcludePad : cpu::PoolAlg::AvgIncludePad);
+    p.kernel = {w.kernel_h, w.kernel_w};
+    p.stride = {w.stride_h, w.stride_w};
+    p.pad_l = {w.pad_top, w.pad_left};
+    p.pad_r = {w.pad_bottom, w.pad_right};
+    p.dilation = {dh, dw};
+    EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
+    std::vector<cpu::PostOp> post = clamp_post_ops(n);
+    int32_t t = emit(OpKind::Pool, {src}, p, engine_dims(y.dims, kNhwc));
+    t = apply_post_ops(t, post);
+    define(y.id, t, kNhwc);
+    return Error::Ok;
+  }
+
+  // Post-ops on an op that takes none: each its own eltwise step.
+  int32_t apply_post_ops(int32_t t, const std::vector<cpu::PostOp>& post) {
+    for (const cpu::PostOp& p : post) {
+      t = emit(OpKind::Eltwise, {t}, cpu::EltwiseParams{p.alg, p.alpha, p.beta},
+               out_.graph.tensors[t].dims);
+    }
+    return t;
+  }
+
+  Error global_avg_pool(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims.size() != 4) return refuse("global pooling of a rank-%zu value", x.dims.size());
+    const bool keep = (n.flags & 0x40u) != 0;
+    if ((n.flags & ~0x40u) != 0) return refuse("flags %u are not supported", n.flags);
+    const std::vector<int64_t> want = keep ? std::vector<int64_t>{x.dims[0], 1, 1, x.dims[3]}
+                                           : std::vector<int64_t>{x.dims[0], x.dims[3]};
+    if (y.dims != want)
+      return refuse("output %s, expected %s", dims_text(y.dims).c_str(), dims_text(want).c_str());
+    EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
+    cpu::ReduceParams r{cpu::ReduceAlg::Mean, {2, 3}};
+    const std::vector<int64_t> dims = keep ? std::vector<int64_t>{x.dims[0], x.dims[3], 1, 1}
+                                           : std::vector<int64_t>{x.dims[0], x.dims[3]};
+    int32_t t = emit(OpKind::Reduce, {src}, r, dims);
+    t = apply_post_ops(t, clamp_post_ops(n));
+    define(y.id, t, keep ? kNhwc : identity(2));
+    return Error::Ok;
+  }
+
+  Error transpose(const Node& n) {
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dtype != y.dtype || x.quant.kind != Quant::Kind::None ||
+        y.quant.kind != Quant::Kind::None) {
+      EMBER_TRY(float_values(n));
+    }
+    const size_t r = x.dims.size();
+    if (n.ints.size() != r || y.dims.size() != r) return refuse("a permutation of %zu dims", r);
+    std::vector<bool> seen(r, false);
+    for (size_t i = 0; i < r; ++i) {
+      if (n.ints[i] >= r || seen[n.ints[i]] || y.dims[i] != x.dims[n.ints[i]]) {
+        return refuse("not a permutation of the input's dims onto the output's");
+      }
+      seen[n.ints[i]] = true;
+    }
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+    // Output dim i is input dim ints[i], which is the tensor's dim m.perm[ints[i]]: no step.
+    Perm p(r);
+    for (size_t i = 0; i < r; ++i) p[i] = m.perm[n.ints[i]];
+    define(y.id, m.tensor, std::move(p));
+    return Error::Ok;
+  }
+
+  Error reshape(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (numel(x.dims) != numel(y.dims)) {
+      return refuse("%s to %s changes the number of elements", dims_text(x.dims).c_str(),
+                    dims_text(y.dims).c_str());
+    }
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, identity(x.dims.size())));
+    const TensorDesc& s = out_.graph.tensors[src];
+    int32_t t;
+    if (s.kind == TensorKind::Weight && s.dim_order.empty()) {
+      TensorDesc w = s;
+      w.dims = y.dims;
+      t = add_tensor(std::move(w));
+    } else {
+      t = emit(OpKind::Reshape, {src}, cpu::NoParams{}, y.dims);
+    }
+    define(y.id, t, identity(y.dims.size()));
+    return Error::Ok;
+  }
+
+  Error copy(const Node& n) {
+    EMBER_TRY(float_values(n));
+    if (value(n.inputs[0]).dims != value(n.outputs[0]).dims) return refuse("a copy of new dims");
+    if (n.has_output_min_max) return unary(n, EltwiseAlg::Clip, -kInf, kInf);
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
+    define(n.outputs[0], m.tensor, m.perm);
+    return Error::Ok;
+  }
+
+  Error concat(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& y = value(n.outputs[0]);
+    const size_t r = y.dims.size();
+    if (n.axis >= r) return refuse("axis %u of a rank-%zu output", n.axis, r);
+    int64_t total = 0;
+    for (const uint32_t id : n.inputs) {
+      const Value& v = value(id);
+      if (v.dims.size() != r) return refuse("inputs of different ranks");
+      for (size_t d = 0; d < r; ++d) {
+        if (d != n.axis && v.dims[d] != y.dims[d]) return refuse("inputs of different dims");
+      }
+      total += v.dims[n.axis];
+    }
+    if (total != y.dims[n.axis])
+      return refuse("the output's dim %u is not the inputs' sum", n.axis);
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const Mapped first, any(n.inputs[0]));
+    std::vector<int32_t> srcs;
+    for (const uint32_t id : n.inputs) {
+      EMBER_ASSIGN_OR_RETURN(const int32_t t, held(id, first.perm));
+      srcs.push_back(t);
+    }
+    const int32_t t = emit(OpKind::Concat, srcs, cpu::ConcatParams{first.perm[n.axis]},
+                           engine_dims(y.dims, first.perm));
+    define(y.id, t, first.perm);
+    return Error::Ok;
+  }
+
+  Error slice(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    const size_t r = x.dims.size();
+    if (n.ints.size() != r || n.ints2.size() != r || y.dims.size() != r) {
+      return refuse("offsets and sizes for each of %zu dims", r);
+    }
+    for (size_t d = 0; d < r; ++d) {
+      const int64_t off = n.ints[d], size = n.ints2[d];
+      if (size != y.dims[d] || off + size > x.dims[d]) {
+        return refuse("dim %zu: [%lld, +%lld) of %lld", d, static_cast<long long>(off),
+                      static_cast<long long>(size), static_cast<long long>(x.dims[d]));
+      }
+    }
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+    int32_t t = m.tensor;
+    std::vector<int64_t> dims = out_.graph.tensors[t].dims;
+    for (size_t d = 0; d < r; ++d) {
+      if (n.ints2[d] == x.dims[d]) continue;
+      const int64_t e = m.perm[d];
+      dims[e] = n.ints2[d];
+      t = emit(OpKind::Slice, {t}, cpu::SliceParams{e, n.ints[d]}, dims);
+    }
+    if (t == m.tensor) t = emit(OpKind::Reshape, {t}, cpu::NoParams{}, dims);  // a copy
+    define(y.id, t, m.perm);
+    return Error::Ok;
+  }
+
+  Error pad(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    const size_t r = x.dims.size();
+    if (n.ints.size() != r || n.ints2.size() != r || y.dims.size() != r) {
+      return refuse("paddings for each of %zu dims", r);
+    }
+    for (size_t d = 0; d < r; ++d) {
+      if (x.dims[d] + n.ints[d] + n.ints2[d] != y.dims[d]) return refuse("dim %zu: bad padding", d);
+    }
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+    cpu::PadParams p;
+    p.before.assign(r, 0);
+    p.after.assign(r, 0);
+    for (size_t d = 0; d < r; ++d) {
+      p.before[m.perm[d]] = n.ints[d];
+      p.after[m.perm[d]] = n.ints2[d];
+    }
+    p.value = n.alpha;
+    const int32_t t = emit(OpKind::Pad, {m.tensor}, p, engine_dims(y.dims, m.perm));
+    define(y.id, t, m.perm);
+    return Error::Ok;
+  }
+
+  Error batch_matmul(const Node& n) {
+    EMBER_TRY(float_values(n));
+    const Value& a = value(n.inputs[0]);
+    const Value& b = value(n.inputs[1]);
+    const Value& y = value(n.outputs[0]);
+    const size_t r = a.dims.size();
+    if (r < 2 || b.dims.size() != r || y.dims.size() != r) {
+      return refuse("operands of equal rank, at least 2");
+    }
+    if (n.flags != 0) return refuse("flags %u (a transposed operand) are not supported", n.flags);
+    for (size_t d = 0; d + 2 < r; ++d) {
+      if (a.dims[d] != b.dims[d] || y.dims[d] != a.dims[d]) {
+        return refuse("broadcast batch dims are not supported");
+      }
+    }
+    if (a.dims[r - 1] != b.dims[r - 2] || y.dims[r - 2] != a.dims[r - 2] ||
+        y.dims[r - 1] != b.dims[r - 1]) {
+      return refuse("inconsistent shapes %s x %s -> %s", dims_text(a.dims).c_str(),
+                    dims_text(b.dims).c_str(), dims_text(y.dims).c_str());
+    }
+    EMBER_ASSIGN_OR_RETURN(const int32_t ta, held(a.id, identity(r)));
+    EMBER_ASSIGN_OR_RETURN(const int32_t tb, held(b.id, identity(r)));
+    const int32_t t =
+        emit(OpKind::MatMul, {ta, tb, -1}, cpu::MatMulParams{}, y.dims, clamp_post_ops(n));
+    define(y.id, t, identity(r));
+    return Error::Ok;
+  }
+
+  static std::string dims_text(const std::vector<int64_t>& dims) {
+    std::string s = "[";
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (i > 0) s += ", ";
+      s += std::to_string(dims[i]);
+    }
+    return s + "]";
+  }
+
+  struct Alt {
+    uint32_t id;
+    Perm perm;
+    int32_t tensor;
+  };
+
+  const Payload& p_;
+  Translation out_;
+  std::vector<Mapped> mapped_;
+  std::vector<Alt> alt_;
+  size_t node_ = 0;
+};
+
+}  // namespace
+
+Result<Translation> translate(const Payload& p, const NamedDataMap* named) {
+  return Translator(p, named).run();
+}
+
+}  // namespace ember::xnn
