@@ -99,7 +99,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 class Translator {
  public:
-  Translator(const Payload& p, const NamedDataMap* named) : p_(p), mapped_(p.values.size()) {
+  Translator(const Payload& p, const NamedDataMap* named)
+      : p_(p), named_(named), mapped_(p.values.size()) {
     out_.weights = std::make_unique<WeightTable>();
     out_.weights->set_named(named);
   }
@@ -124,6 +125,7 @@ class Translator {
     }
     for (size_t i = 0; i < p_.nodes.size(); ++i) {
       node_ = i;
+      node_first_op_ = out_.graph.ops.size();
       if (Error e = node(p_.nodes[i]); e != Error::Ok) return e;
     }
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
@@ -279,8 +281,6 @@ class Translator {
     return mapped_[id];
   }
 
-  void define(uint32_t id, int32_t tensor, Perm perm) { mapped_[id] = {tensor, std::move(perm)}; }
-
   // The engine dims of XNNPACK dims `dims` held under `perm`.
   static std::vector<int64_t> engine_dims(const std::vector<int64_t>& dims, const Perm& perm) {
     std::vector<int64_t> e(dims.size());
@@ -288,25 +288,83 @@ class Translator {
     return e;
   }
 
-  // Float32 values, checked per node: every input and output of a float node.
-  Error float_values(const Node& n) const {
+  // A static int8 value (qint8, one scale and zero point): the engine tensor holds its real
+  // values, (q - zero point) * scale, each exactly a float; ops that change them put them back
+  // on the value's grid (define).
+  static bool is_q8(const Value& v) {
+    return v.dtype == Datatype::QInt8 && v.quant.kind == Quant::Kind::PerTensor;
+  }
+  static bool is_real(const Value& v) {
+    return (v.dtype == Datatype::Fp32 && !v.quantized()) || (is_q8(v) && v.constant == 0);
+  }
+
+  // Real values, checked per node: every input and output of a node that computes on floats
+  // (float32 values, or static int8 values as their real values).
+  Error real_values(const Node& n) const {
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (n.inputs[k] == kNoValue) continue;
       const Value& v = value(n.inputs[k]);
-      if (v.dtype != Datatype::Fp32 || v.quantized()) {
-        return refuse("input %zu (value %u) is %s; Ember runs this node on float32 values", k, v.id,
-                      datatype_name(v.dtype));
+      if (!is_real(v)) {
+        return refuse(
+            "input %zu (value %u) is %s%s; Ember runs this node on float32 and "
+            "per-tensor int8 values",
+            k, v.id, datatype_name(v.dtype), v.constant != 0 ? " (a constant)" : "");
       }
     }
     for (const uint32_t id : n.outputs) {
       const Value& v = value(id);
-      if (v.dtype != Datatype::Fp32 || v.quantized()) {
-        return refuse("output value %u is %s; Ember runs this node on float32 values", v.id,
-                      datatype_name(v.dtype));
+      if (!is_real(v)) {
+        return refuse(
+            "output value %u is %s; Ember runs this node on float32 and per-tensor "
+            "int8 values",
+            v.id, datatype_name(v.dtype));
       }
       if (Error e = check_rank(v, "output"); e != Error::Ok) return e;
     }
     return Error::Ok;
+  }
+
+  static bool same_grid(const Value& a, const Value& b) {
+    return is_q8(a) && is_q8(b) && a.quant.scale == b.quant.scale &&
+           a.quant.zero_point == b.quant.zero_point;
+  }
+
+  // Rounds tensor t to value y's int8 grid, as XNNPACK's requantization does (to nearest, ties
+  // to even, saturated to [-128, 127]), keeping real values: a quantize and a dequantize, fused
+  // into the op this node emitted when it takes post-ops.
+  int32_t to_grid(const Value& y, int32_t t) {
+    const cpu::PostOp q{false, -1, EltwiseAlg::Quantize, 1.0f / y.quant.scale,
+                        static_cast<float>(y.quant.zero_point)};
+    const cpu::PostOp dq{false, -1, EltwiseAlg::Dequantize, y.quant.scale,
+                         static_cast<float>(y.quant.zero_point)};
+    std::vector<OpDesc>& ops = out_.graph.ops;
+    if (ops.size() > node_first_op_ && ops.back().output == t &&
+        (ops.back().kind == OpKind::Conv || ops.back().kind == OpKind::QuantConv ||
+         ops.back().kind == OpKind::MatMul || ops.back().kind == OpKind::QuantMatMul ||
+         ops.back().kind == OpKind::Binary)) {
+      ops.back().post_ops.push_back(q);
+      ops.back().post_ops.push_back(dq);
+      return t;
+    }
+    const std::vector<int64_t> dims = out_.graph.tensors[t].dims;
+    t = emit(OpKind::Eltwise, {t}, cpu::EltwiseParams{q.alg, q.alpha, q.beta}, dims);
+    return emit(OpKind::Eltwise, {t}, cpu::EltwiseParams{dq.alg, dq.alpha, dq.beta}, dims);
+  }
+
+  // Value `id` is tensor t under perm. A static int8 value is put on its grid unless the caller
+  // knows it is there (`on_grid`).
+  void define(uint32_t id, int32_t tensor, Perm perm, bool on_grid = false) {
+    if (is_q8(value(id)) && !on_grid) tensor = to_grid(value(id), tensor);
+    mapped_[id] = {tensor, std::move(perm)};
+  }
+
+  // Whether a node that only moves or selects values read them all from its output's grid.
+  bool moves_on_grid(const Node& n) const {
+    const Value& y = value(n.outputs[0]);
+    for (const uint32_t in : n.inputs) {
+      if (!same_grid(value(in), y)) return false;
+    }
+    return true;
   }
 
   // The node's fused output clamp as post-ops: none, a relu, or a clip.
@@ -332,6 +390,8 @@ class Translator {
         return conv(n);
       case NodeType::FullyConnected:
         return fully_connected(n);
+      case NodeType::Convert:
+        return convert(n);
       case NodeType::Add:
         return binary(n, BinaryAlg::Add);
       case NodeType::Multiply:
@@ -386,18 +446,24 @@ class Translator {
   }
 
   Error conv(const Node& n) {
-    EMBER_TRY(float_values(n));
     const Window& w = n.window;
     const Value& x = value(n.inputs[0]);
     const Value& f = value(n.inputs[1]);
     const Value& y = value(n.outputs[0]);
+    if (!is_real(x) || !is_real(y)) {
+      return refuse(
+          "input %s and output %s; Ember runs convolutions of float32 and per-tensor "
+          "int8 values",
+          datatype_name(x.dtype), datatype_name(y.dtype));
+    }
     if (x.dims.size() != 4 || f.dims.size() != 4 || y.dims.size() != 4) {
       return refuse("a 2-D convolution of rank-4 NHWC values, not ranks %zu, %zu, %zu",
                     x.dims.size(), f.dims.size(), y.dims.size());
     }
     if (f.constant == 0) return refuse("the filter (value %u) is not a constant", f.id);
-    if (n.flags != 0)
+    if (n.flags != 0) {
       return refuse("flags %u (TensorFlow SAME padding) are not supported", n.flags);
+    }
     const bool depthwise = n.type == NodeType::DepthwiseConv2d;
     const int64_t groups = w.groups, gi = w.group_input_channels, go = w.group_output_channels;
     const int64_t kh = w.kernel_h, kw = w.kernel_w;
@@ -414,29 +480,12 @@ class Translator {
           dims_text(x.dims).c_str(), dims_text(f.dims).c_str(), dims_text(y.dims).c_str(),
           static_cast<long long>(groups), static_cast<long long>(gi), static_cast<long long>(go));
     }
-    // The output size XNNPACK computes must be the one recorded.
-    auto out_size = [](int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s) {
-      const int64_t span = (k - 1) * d + 1;
-      return in + pa + pb < span ? int64_t{-1} : (in + pa + pb - span) / s + 1;
-    };
-    if (out_size(x.dims[1], w.pad_top, w.pad_bottom, kh, w.dilation_h, w.stride_h) != y.dims[1] ||
-        out_size(x.dims[2], w.pad_left, w.pad_right, kw, w.dilation_w, w.stride_w) != y.dims[2]) {
+    if (window_out(x.dims[1], w.pad_top, w.pad_bottom, kh, w.dilation_h, w.stride_h) != y.dims[1] ||
+        window_out(x.dims[2], w.pad_left, w.pad_right, kw, w.dilation_w, w.stride_w) != y.dims[2]) {
       return refuse("output %s does not follow from input %s and the window",
                     dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
     }
     EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
-    // The filter as PyTorch's OIHW.
-    const Perm filter_perm = depthwise ? Perm{1, 2, 3, 0} : Perm{0, 2, 3, 1};
-    EMBER_ASSIGN_OR_RETURN(const int32_t weight, held(f.id, filter_perm));
-    int32_t bias = -1;
-    if (n.inputs[2] != kNoValue) {
-      const Value& b = value(n.inputs[2]);
-      if (b.constant == 0 || b.dims != std::vector<int64_t>{groups * go}) {
-        return refuse("the bias (value %u) is not a constant of %lld elements", b.id,
-                      static_cast<long long>(groups * go));
-      }
-      EMBER_ASSIGN_OR_RETURN(bias, held(b.id, identity(1)));
-    }
     cpu::ConvParams c;
     c.groups = groups;
     c.stride = {w.stride_h, w.stride_w};
@@ -444,17 +493,237 @@ class Translator {
     c.pad_r = {w.pad_bottom, w.pad_right};
     c.dilation = {w.dilation_h, w.dilation_w};
     c.output_padding = {0, 0};
-    const int32_t t =
-        emit(OpKind::Conv, {src, weight, bias}, c, engine_dims(y.dims, kNhwc), clamp_post_ops(n));
+    const int64_t oc = groups * go;
+    const std::vector<int64_t> out_dims = engine_dims(y.dims, kNhwc);
+    int32_t t;
+    if (is_q8(x)) {
+      // The integer convolution: an int8 filter (OIHW, its scales per output channel) of the
+      // source's real values on its grid.
+      EMBER_ASSIGN_OR_RETURN(const std::vector<float> scales,
+                             weight_scales(f, oc, depthwise ? 3 : 0));
+      EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> q, constant_bytes(f, 1));
+      // OHWI (or 1HWO) bytes into OIHW.
+      const int64_t ci = depthwise ? 1 : gi;
+      std::vector<uint8_t> oihw(q.size());
+      for (int64_t o = 0; o < oc; ++o) {
+        for (int64_t h = 0; h < kh; ++h) {
+          for (int64_t v = 0; v < kw; ++v) {
+            for (int64_t i = 0; i < ci; ++i) {
+              const int64_t from =
+                  depthwise ? (h * kw + v) * oc + o : ((o * kh + h) * kw + v) * ci + i;
+              oihw[((o * ci + i) * kh + h) * kw + v] = q[from];
+            }
+          }
+        }
+      }
+      const int32_t weight =
+          owned_weight("filter", std::move(oihw), {oc, ci, kh, kw}, cpu::WeightStorage::Int8);
+      EMBER_ASSIGN_OR_RETURN(const int32_t bias, quant_bias(n.inputs[2], oc, x, scales));
+      const int32_t scale_t = owned_floats("scales", scales, {oc});
+      t = emit(OpKind::QuantConv, {src, weight, bias, scale_t}, cpu::QuantConvParams{c, grid_of(x)},
+               out_dims, clamp_post_ops(n));
+    } else {
+      if (!is_real(f) || is_q8(f))
+        return refuse("a float32 input with a %s filter", datatype_name(f.dtype));
+      // The filter as PyTorch's OIHW.
+      const Perm filter_perm = depthwise ? Perm{1, 2, 3, 0} : Perm{0, 2, 3, 1};
+      EMBER_ASSIGN_OR_RETURN(const int32_t weight, held(f.id, filter_perm));
+      EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], oc));
+      t = emit(OpKind::Conv, {src, weight, bias}, c, out_dims, clamp_post_ops(n));
+    }
     define(y.id, t, kNhwc);
     return Error::Ok;
   }
 
+  static int64_t window_out(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s) {
+    const int64_t span = (k - 1) * d + 1;
+    return in + pa + pb < span ? int64_t{-1} : (in + pa + pb - span) / s + 1;
+  }
+
+  static cpu::QuantParams grid_of(const Value& v) {
+    return {v.quant.scale, static_cast<float>(v.quant.zero_point)};
+  }
+
+  // A float32 bias of `count` elements (kNoValue: none, -1).
+  Result<int32_t> float_bias(uint32_t id, int64_t count) {
+    if (id == kNoValue) return -1;
+    const Value& b = value(id);
+    if (b.constant == 0 || numel(b.dims) != count || !is_real(b) || is_q8(b)) {
+      return refuse("the bias (value %u) is not a float32 constant of %lld elements", id,
+                    static_cast<long long>(count));
+    }
+    EMBER_ASSIGN_OR_RETURN(int32_t t, held(b.id, identity(b.dims.size())));
+    if (b.dims.size() != 1) {
+      TensorDesc flat = out_.graph.tensors[t];
+      flat.dims = {count};
+      flat.dim_order.clear();
+      t = add_tensor(std::move(flat));
+    }
+    return t;
+  }
+
+  // The float bias of an int8 node: XNNPACK adds int32 biases to the integer sums, on the grid
+  // of scale input scale x weight scale (the bias's own scales, which the exporter writes so);
+  // Ember adds their real values to the real sums. kNoValue: none, -1.
+  Result<int32_t> quant_bias(uint32_t id, int64_t count, const Value& x,
+                             const std::vector<float>& weight_scales) {
+    if (id == kNoValue) return -1;
+    const Value& b = value(id);
+    if (b.dtype == Datatype::Fp32 && !b.quantized()) return float_bias(id, count);
+    if ((b.dtype != Datatype::QInt32 && b.dtype != Datatype::QCInt32) || b.constant == 0 ||
+        numel(b.dims) != count) {
+      return refuse("the bias (value %u) is %s, not an int32 constant of %lld elements", id,
+                    datatype_name(b.dtype), static_cast<long long>(count));
+    }
+    std::vector<float> scales;
+    if (b.quant.kind == Quant::Kind::PerTensor) {
+      if (b.quant.zero_point != 0) return refuse("the bias has a zero point");
+      scales.assign(static_cast<size_t>(count), b.quant.scale);
+    } else {
+      EMBER_ASSIGN_OR_RETURN(scales, weight_scales_of(b, count, 0));
+    }
+    for (int64_t c = 0; c < count; ++c) {
+      // The exporter's bias grid; anything else would be a different sum than XNNPACK's.
+      const float want = x.quant.scale * weight_scales[c];
+      if (std::fabs(scales[c] - want) > 1e-6f * std::fabs(want)) {
+        return refuse("the bias's scale %g of channel %lld is not input scale x weight scale %g",
+                      static_cast<double>(scales[c]), static_cast<long long>(c),
+                      static_cast<double>(want));
+      }
+    }
+    EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, constant_bytes(b, 4));
+    std::vector<float> real(static_cast<size_t>(count));
+    for (int64_t c = 0; c < count; ++c) {
+      int32_t v;
+      std::memcpy(&v, bytes.data() + 4 * c, 4);
+      real[c] = static_cast<float>(v) * scales[c];
+    }
+    return owned_floats("bias", real, {count});
+  }
+
+  // A weight's scales, one per output channel along `channel_dim`: per channel, or one for all
+  // (per tensor, zero point 0). Each finite and positive.
+  Result<std::vector<float>> weight_scales(const Value& f, int64_t count, int channel_dim) {
+    if (f.dtype == Datatype::QInt8 && f.quant.kind == Quant::Kind::PerTensor) {
+      if (f.quant.zero_point != 0) return refuse("an int8 filter with a zero point");
+      if (!std::isfinite(f.quant.scale) || !(f.quant.scale > 0)) return refuse("filter scale");
+      return std::vector<float>(static_cast<size_t>(count), f.quant.scale);
+    }
+    if (f.dtype != Datatype::QCInt8 || f.quant.kind != Quant::Kind::PerChannel) {
+      return refuse("the filter (value %u) is %s; int8 nodes take qcint8 or qint8 filters", f.id,
+                    datatype_name(f.dtype));
+    }
+    return weight_scales_of(f, count, channel_dim);
+  }
+
+  // Per-channel (or per-group) scales of `v`: inline, or constant data (float32 per channel,
+  // bf16 per group), `count` of them along `channel_dim`.
+  Result<std::vector<float>> weight_scales_of(const Value& v, int64_t count, int channel_dim) {
+    const Quant& q = v.quant;
+    if (q.kind != Quant::Kind::PerChannel && q.kind != Quant::Kind::PerChannelGroup) {
+      return refuse("value %u is not quantized per channel", v.id);
+    }
+    if (q.channel_dim != channel_dim) {
+      return refuse("value %u is quantized along dim %d, expected %d", v.id, q.channel_dim,
+                    channel_dim);
+    }
+    std::vector<float> s = q.scales;
+    if (q.scale_constant != 0) {
+      const bool bf16 = q.kind == Quant::Kind::PerChannelGroup;
+      const Constant& c = p_.constants[q.scale_constant];
+      if (c.size != static_cast<uint64_t>(q.num_scales) * (bf16 ? 2 : 4)) {
+        return refuse("value %u's %u scales are %llu bytes", v.id, q.num_scales,
+                      static_cast<unsigned long long>(c.size));
+      }
+      EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, bytes_of(q.scale_constant));
+      s.resize(q.num_scales);
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (bf16) {
+          uint16_t h;
+          std::memcpy(&h, bytes.data() + 2 * i, 2);
+          const uint32_t bits = uint32_t{h} << 16;
+          std::memcpy(&s[i], &bits, 4);
+        } else {
+          std::memcpy(&s[i], bytes.data() + 4 * i, 4);
+        }
+      }
+    }
+    if (static_cast<int64_t>(s.size()) != count) {
+      return refuse("value %u has %zu scales, expected %lld", v.id, s.size(),
+                    static_cast<long long>(count));
+    }
+    for (const float x : s) {
+      if (!std::isfinite(x) || !(x > 0)) return refuse("value %u has a scale %g", v.id, double{x});
+    }
+    return s;
+  }
+
+  // The bytes of constant value `v`, checked to be `bytes_per_element` x its elements (int4:
+  // pass 0, half a byte each).
+  Result<std::vector<uint8_t>> constant_bytes(const Value& v, int bytes_per_element) {
+    const int64_t n = numel(v.dims);
+    const uint64_t want = bytes_per_element == 0 ? static_cast<uint64_t>((n + 1) / 2)
+                                                 : static_cast<uint64_t>(n) * bytes_per_element;
+    if (p_.constants[v.constant].size != want) {
+      return refuse("constant value %u (%s, %s) has %llu bytes, expected %llu", v.id,
+                    datatype_name(v.dtype), dims_text(v.dims).c_str(),
+                    static_cast<unsigned long long>(p_.constants[v.constant].size),
+                    static_cast<unsigned long long>(want));
+    }
+    return bytes_of(v.constant);
+  }
+
+  // Constant `index`'s bytes, wherever they are.
+  Result<std::vector<uint8_t>> bytes_of(uint32_t index) {
+    const Constant& c = p_.constants[index];
+    if (c.is_inline) return c.inline_bytes;
+    if (c.named_key.empty()) {
+      const std::span<const uint8_t> b = p_.constant_data.subspan(c.offset, c.size);
+      return std::vector<uint8_t>(b.begin(), b.end());
+    }
+    if (named_ == nullptr) {
+      return refuse("constant %u is named data '%s', and the program has none", index,
+                    c.named_key.c_str());
+    }
+    std::vector<uint8_t> out(c.size);
+    if (Error e = named_->load_data_into(c.named_key, out.data(), out.size()); e != Error::Ok) {
+      return refuse("constant %u ('%s'): %s", index, c.named_key.c_str(), last_error_message());
+    }
+    return out;
+  }
+
+  // A weight of bytes made here.
+  int32_t owned_weight(const char* what, std::vector<uint8_t> bytes, std::vector<int64_t> dims,
+                       cpu::WeightStorage storage) {
+    const std::string key =
+        "xnnpack/node" + std::to_string(node_) + "/" + what + std::to_string(made_++);
+    out_.graph.weights.push_back({key, bytes.size()});
+    out_.weights->add_owned(key, std::move(bytes));
+    TensorDesc t;
+    t.kind = TensorKind::Weight;
+    t.index = static_cast<uint32_t>(out_.graph.weights.size() - 1);
+    t.dims = std::move(dims);
+    t.storage = storage;
+    return add_tensor(std::move(t));
+  }
+
+  int32_t owned_floats(const char* what, const std::vector<float>& v, std::vector<int64_t> dims) {
+    std::vector<uint8_t> bytes(v.size() * 4);
+    if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+    return owned_weight(what, std::move(bytes), std::move(dims), cpu::WeightStorage::Float32);
+  }
+
   Error fully_connected(const Node& n) {
-    EMBER_TRY(float_values(n));
     const Value& x = value(n.inputs[0]);
     const Value& f = value(n.inputs[1]);
     const Value& y = value(n.outputs[0]);
+    const bool dynamic = x.dtype == Datatype::QDInt8;
+    if ((!is_real(x) && !dynamic) || !is_real(y)) {
+      return refuse(
+          "input %s and output %s; Ember runs linear layers of float32, per-tensor "
+          "int8 and dynamically quantized (qdint8) values",
+          datatype_name(x.dtype), datatype_name(y.dtype));
+    }
     if (f.dims.size() != 2 || f.constant == 0) {
       return refuse("the filter (value %u) is not a rank-2 constant", f.id);
     }
@@ -471,34 +740,133 @@ class Translator {
     const int64_t m = numel(x.dims) / k;
     EMBER_ASSIGN_OR_RETURN(int32_t a, held(x.id, identity(x.dims.size())));
     if (x.dims.size() != 2) a = emit(OpKind::Reshape, {a}, cpu::NoParams{}, {m, k});
-    // The engine's matmul takes b as [K, N].
-    EMBER_ASSIGN_OR_RETURN(const int32_t b, held(f.id, transposed ? Perm{0, 1} : Perm{1, 0}));
-    int32_t bias = -1;
-    if (n.inputs[2] != kNoValue) {
-      const Value& bv = value(n.inputs[2]);
-      if (bv.constant == 0 || numel(bv.dims) != nn) {
-        return refuse("the bias (value %u) is not a constant of %lld elements", bv.id,
-                      static_cast<long long>(nn));
+    int32_t t;
+    if (dynamic) {
+      EMBER_ASSIGN_OR_RETURN(t, dynamic_linear(n, a, f, m, k, nn, transposed));
+    } else if (is_q8(x)) {
+      if (transposed) return refuse("a transposed int8 filter");
+      EMBER_ASSIGN_OR_RETURN(const std::vector<float> scales, weight_scales(f, nn, 0));
+      EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> q, constant_bytes(f, 1));
+      const int32_t weight =
+          owned_weight("filter", std::move(q), {nn, k}, cpu::WeightStorage::Int8);
+      EMBER_ASSIGN_OR_RETURN(const int32_t bias, quant_bias(n.inputs[2], nn, x, scales));
+      const int32_t scale_t = owned_floats("scales", scales, {nn});
+      t = emit(OpKind::QuantMatMul, {a, weight, bias, scale_t}, cpu::QuantMatMulParams{grid_of(x)},
+               {m, nn}, clamp_post_ops(n));
+    } else {
+      if (!is_real(f) || is_q8(f)) {
+        return refuse("a float32 input with a %s filter", datatype_name(f.dtype));
       }
-      EMBER_ASSIGN_OR_RETURN(bias, held(bv.id, identity(bv.dims.size())));
-      if (bv.dims.size() != 1) {
-        TensorDesc flat = out_.graph.tensors[bias];
-        flat.dims = {nn};
-        flat.dim_order.clear();
-        bias = add_tensor(std::move(flat));
+      // The engine's matmul takes b as [K, N].
+      EMBER_ASSIGN_OR_RETURN(const int32_t b, held(f.id, transposed ? Perm{0, 1} : Perm{1, 0}));
+      EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], nn));
+      t = emit(OpKind::MatMul, {a, b, bias}, cpu::MatMulParams{}, {m, nn}, clamp_post_ops(n));
+    }
+    if (is_q8(y)) t = to_grid(y, t);
+    if (y.dims.size() != 2) t = emit(OpKind::Reshape, {t}, cpu::NoParams{}, y.dims);
+    define(y.id, t, identity(y.dims.size()), /*on_grid=*/true);
+    return Error::Ok;
+  }
+
+  // A linear layer of a dynamically quantized input (the exporter's Convert to qdint8: each row
+  // quantized at run time, asymmetric int8) by int8 or int4 weights per channel or per block:
+  // the engine's grouped linear, which quantizes each row (kernels/quant_gemm.h) and computes in
+  // integers. `a` is the float input [m, k].
+  Result<int32_t> dynamic_linear(const Node& n, int32_t a, const Value& f, int64_t m, int64_t k,
+                                 int64_t nn, bool transposed) {
+    if (transposed) return refuse("a transposed quantized filter");
+    const Value& x = value(n.inputs[0]);
+    if (x.quant.kind != Quant::Kind::PerToken || x.quant.num_nonbatch_dims != 1) {
+      return refuse(
+          "a dynamically quantized input with %d non-batch dims; Ember quantizes rows "
+          "(1)",
+          x.quant.num_nonbatch_dims);
+    }
+    int64_t group = k;
+    std::vector<float> scales;
+    std::vector<uint8_t> q;
+    cpu::WeightStorage storage = cpu::WeightStorage::Int8;
+    if (f.dtype == Datatype::QCInt8 && f.quant.kind == Quant::Kind::PerChannel) {
+      EMBER_ASSIGN_OR_RETURN(scales, weight_scales_of(f, nn, 0));
+      EMBER_ASSIGN_OR_RETURN(q, constant_bytes(f, 1));
+    } else if ((f.dtype == Datatype::QCInt4 && f.quant.kind == Quant::Kind::PerChannel) ||
+               (f.dtype == Datatype::QBInt4 && f.quant.kind == Quant::Kind::PerChannelGroup)) {
+      if (k % 2 != 0)
+        return refuse("an int4 filter of an odd row length %lld", static_cast<long long>(k));
+      if (f.dtype == Datatype::QBInt4) {
+        group = f.quant.group_size;
+        if (group < 2 || k % group != 0) {
+          return refuse("group size %lld does not divide %lld", static_cast<long long>(group),
+                        static_cast<long long>(k));
+        }
+      }
+      EMBER_ASSIGN_OR_RETURN(scales, weight_scales_of(f, nn * (k / group), 0));
+      EMBER_ASSIGN_OR_RETURN(q, constant_bytes(f, 0));
+      // XNNPACK's int4 are stored + 8 (0..15), two a byte, the lower first; the engine's are
+      // two's complement nibbles in the same places.
+      for (uint8_t& byte : q) byte ^= 0x88;
+      storage = cpu::WeightStorage::Int4;
+    } else {
+      return refuse(
+          "the filter (value %u) is %s; dynamically quantized linear layers take "
+          "qcint8, qcint4 or qbint4 filters",
+          f.id, datatype_name(f.dtype));
+    }
+    if (group < 2) return refuse("a row length of %lld", static_cast<long long>(k));
+    const int32_t weight = owned_weight("filter", std::move(q), {nn, k}, storage);
+    EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], nn));
+    const int32_t scale_t = owned_floats("scales", scales, {nn, k / group});
+    cpu::GroupQuantMatMulParams p;
+    p.group = group;
+    p.input_quant = cpu::InputQuant::PerToken;
+    p.eps = std::numeric_limits<float>::epsilon();
+    return emit(OpKind::GroupQuantMatMul, {a, weight, bias, scale_t, -1}, p, {m, nn},
+                clamp_post_ops(n));
+  }
+
+  // Between float32, static int8 and dynamically quantized values.
+  Error convert(const Node& n) {
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims != y.dims) return refuse("a conversion that changes dims");
+    if (n.has_output_min_max) return refuse("a fused output clamp");
+    if (y.dtype == Datatype::QDInt8 && x.dtype == Datatype::Fp32 && !x.quantized()) {
+      // Quantized where it is read: the linear layer quantizes its float input itself.
+      EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+      if (!is_dynamic_reader_only(y.id)) {
+        return refuse(
+            "value %u, quantized at run time, is read by a node other than a linear "
+            "layer",
+            y.id);
+      }
+      mapped_[y.id] = m;
+      return Error::Ok;
+    }
+    EMBER_TRY(real_values(n));
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+    // To int8: rounded to the grid (define); to float32: the real values already held.
+    define(y.id, m.tensor, m.perm, same_grid(x, y));
+    return Error::Ok;
+  }
+
+  // Whether every node reading value `id` is a linear layer (as its input).
+  bool is_dynamic_reader_only(uint32_t id) const {
+    for (const Node& r : p_.nodes) {
+      for (size_t k = 0; k < r.inputs.size(); ++k) {
+        if (r.inputs[k] == id && (r.type != NodeType::FullyConnected || k != 0)) return false;
       }
     }
-    int32_t t = emit(OpKind::MatMul, {a, b, bias}, cpu::MatMulParams{}, {m, nn}, clamp_post_ops(n));
-    if (y.dims.size() != 2) t = emit(OpKind::Reshape, {t}, cpu::NoParams{}, y.dims);
-    define(y.id, t, identity(y.dims.size()));
-    return Error::Ok;
+    for (const uint32_t o : p_.outputs) {
+      if (o == id) return false;
+    }
+    return true;
   }
 
   // XNNPACK broadcasts as NumPy does (dims aligned at the end); the engine's Binary broadcasts b
   // to a, both of a's rank: the operand of the output's shape goes first, the other takes a's
   // rank and layout.
   Error binary(const Node& n, BinaryAlg alg) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& y = value(n.outputs[0]);
     uint32_t a = n.inputs[0], b = n.inputs[1];
     if (value(a).dims != y.dims) {
@@ -571,7 +939,7 @@ class Translator {
   }
 
   Error unary(const Node& n, EltwiseAlg alg, float alpha = 0, float beta = 0) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);
     const int32_t t = emit(OpKind::Eltwise, {m.tensor}, cpu::EltwiseParams{alg, alpha, beta},
@@ -593,7 +961,7 @@ class Translator {
   }
 
   Error softmax(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     if (n.has_output_min_max) return refuse("a fused output clamp");
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);
@@ -605,7 +973,7 @@ class Translator {
   }
 
   Error pool(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Window& w = n.window;
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
@@ -618,12 +986,8 @@ class Translator {
     }
     // XNNPACK's flag 0x40 keeps dims; its absence would flatten, which the exporter never writes.
     if ((n.flags & ~0x40u) != 0) return refuse("flags %u are not supported", n.flags);
-    auto out_size = [](int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s) {
-      const int64_t span = (k - 1) * d + 1;
-      return in + pa + pb < span ? int64_t{-1} : (in + pa + pb - span) / s + 1;
-    };
-    if (out_size(x.dims[1], w.pad_top, w.pad_bottom, w.kernel_h, dh, w.stride_h) != y.dims[1] ||
-        out_size(x.dims[2], w.pad_left, w.pad_right, w.kernel_w, dw, w.stride_w) != y.dims[2]) {
+    if (window_out(x.dims[1], w.pad_top, w.pad_bottom, w.kernel_h, dh, w.stride_h) != y.dims[1] ||
+        window_out(x.dims[2], w.pad_left, w.pad_right, w.kernel_w, dw, w.stride_w) != y.dims[2]) {
       return refuse("output %s does not follow from input %s and the window",
                     dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
     }
@@ -642,7 +1006,7 @@ class Translator {
     std::vector<cpu::PostOp> post = clamp_post_ops(n);
     int32_t t = emit(OpKind::Pool, {src}, p, engine_dims(y.dims, kNhwc));
     t = apply_post_ops(t, post);
-    define(y.id, t, kNhwc);
+    define(y.id, t, kNhwc, is_max && post.empty() && moves_on_grid(n));
     return Error::Ok;
   }
 
@@ -656,7 +1020,7 @@ class Translator {
   }
 
   Error global_avg_pool(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
     if (x.dims.size() != 4) return refuse("global pooling of a rank-%zu value", x.dims.size());
@@ -679,10 +1043,7 @@ class Translator {
   Error transpose(const Node& n) {
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
-    if (x.dtype != y.dtype || x.quant.kind != Quant::Kind::None ||
-        y.quant.kind != Quant::Kind::None) {
-      EMBER_TRY(float_values(n));
-    }
+    EMBER_TRY(real_values(n));
     const size_t r = x.dims.size();
     if (n.ints.size() != r || y.dims.size() != r) return refuse("a permutation of %zu dims", r);
     std::vector<bool> seen(r, false);
@@ -697,12 +1058,12 @@ class Translator {
     // Output dim i is input dim ints[i], which is the tensor's dim m.perm[ints[i]]: no step.
     Perm p(r);
     for (size_t i = 0; i < r; ++i) p[i] = m.perm[n.ints[i]];
-    define(y.id, m.tensor, std::move(p));
+    define(y.id, m.tensor, std::move(p), moves_on_grid(n));
     return Error::Ok;
   }
 
   Error reshape(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
     if (numel(x.dims) != numel(y.dims)) {
@@ -720,21 +1081,21 @@ class Translator {
     } else {
       t = emit(OpKind::Reshape, {src}, cpu::NoParams{}, y.dims);
     }
-    define(y.id, t, identity(y.dims.size()));
+    define(y.id, t, identity(y.dims.size()), moves_on_grid(n));
     return Error::Ok;
   }
 
   Error copy(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     if (value(n.inputs[0]).dims != value(n.outputs[0]).dims) return refuse("a copy of new dims");
     if (n.has_output_min_max) return unary(n, EltwiseAlg::Clip, -kInf, kInf);
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
-    define(n.outputs[0], m.tensor, m.perm);
+    define(n.outputs[0], m.tensor, m.perm, moves_on_grid(n));
     return Error::Ok;
   }
 
   Error concat(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& y = value(n.outputs[0]);
     const size_t r = y.dims.size();
     if (n.axis >= r) return refuse("axis %u of a rank-%zu output", n.axis, r);
@@ -758,12 +1119,12 @@ class Translator {
     }
     const int32_t t = emit(OpKind::Concat, srcs, cpu::ConcatParams{first.perm[n.axis]},
                            engine_dims(y.dims, first.perm));
-    define(y.id, t, first.perm);
+    define(y.id, t, first.perm, moves_on_grid(n));
     return Error::Ok;
   }
 
   Error slice(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
     const size_t r = x.dims.size();
@@ -788,12 +1149,12 @@ class Translator {
       t = emit(OpKind::Slice, {t}, cpu::SliceParams{e, n.ints[d]}, dims);
     }
     if (t == m.tensor) t = emit(OpKind::Reshape, {t}, cpu::NoParams{}, dims);  // a copy
-    define(y.id, t, m.perm);
+    define(y.id, t, m.perm, moves_on_grid(n));
     return Error::Ok;
   }
 
   Error pad(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
     const size_t r = x.dims.size();
@@ -819,7 +1180,7 @@ class Translator {
   }
 
   Error batch_matmul(const Node& n) {
-    EMBER_TRY(float_values(n));
+    EMBER_TRY(real_values(n));
     const Value& a = value(n.inputs[0]);
     const Value& b = value(n.inputs[1]);
     const Value& y = value(n.outputs[0]);
@@ -862,10 +1223,13 @@ class Translator {
   };
 
   const Payload& p_;
+  const NamedDataMap* named_;
   Translation out_;
   std::vector<Mapped> mapped_;
   std::vector<Alt> alt_;
   size_t node_ = 0;
+  size_t node_first_op_ = 0;  // the first op the current node emits
+  int made_ = 0;              // weights made so far (their keys' numbers)
 };
 
 }  // namespace
