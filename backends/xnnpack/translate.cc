@@ -107,6 +107,17 @@ class Translator {
 
   Result<Translation> run() {
     CpuGraph& g = out_.graph;
+    // The engine computes no empty tensors (and every shape check below divides by dims).
+    for (const Value& v : p_.values) {
+      for (const int64_t d : v.dims) {
+        if (d == 0) {
+          return fail(Error::NotSupported,
+                      "XNNPACK delegate: value %u has a dim of size 0; Ember's cpu engine runs "
+                      "no empty tensors",
+                      v.id);
+        }
+      }
+    }
     g.num_inputs = static_cast<uint32_t>(p_.inputs.size());
     for (size_t k = 0; k < p_.inputs.size(); ++k) {
       const Value& v = p_.values[p_.inputs[k]];
