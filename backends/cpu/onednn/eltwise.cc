@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/kernels/nan_exact.h"
 #include "backends/cpu/onednn/families.h"
 
@@ -33,6 +34,46 @@ Error build_eltwise(Build& b, const OpDesc& op) try {
   return b.onednn_error(e);
 }
 
+namespace {
+
+// dst = minimum or maximum of a (the result's dims) and b broadcast to it, by Ember's kernel
+// (oneDNN's binary_min and binary_max return the other operand where one is NaN; ATen's NaN). Its
+// element-wise post-ops follow as steps; a sum post-op is refused.
+Error add_min_max_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
+                       const memory::dims& bd) try {
+  for (const PostOp& p : op.post_ops) {
+    if (p.is_sum) return refused("a sum fused after minimum or maximum");
+  }
+  const memory::dims ad = b.dims_of(op.inputs[0]);
+  if (ad.size() > 6) return refused("minimum or maximum of rank above 6");
+  EMBER_ASSIGN_OR_RETURN(memory a, b.as(op.inputs[0], plain_md(ad, dt::f32)));
+  EMBER_ASSIGN_OR_RETURN(memory other, b.as(op.inputs[1], plain_md(b_dims, dt::f32)));
+  BroadcastShape shape;
+  shape.rank = static_cast<int64_t>(ad.size());
+  const memory::dims strides = dense_strides(bd, {});
+  for (size_t i = 0; i < ad.size(); ++i) {
+    shape.dims[i] = ad[i];
+    shape.b[i] = bd[i] == 1 ? 0 : strides[i];
+  }
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, plain_md(ad, dt::f32)));
+  const bool is_max = op.binary().alg == BinaryAlg::Maximum;
+  OwnStep s{
+      OwnKind::Exact,
+      is_max ? "binary,ember:max,forward_inference,," : "binary,ember:min,forward_inference,,",
+      dims_text(ad) + ":" + dims_text(bd),
+      {}};
+  s.run = [a, other, dst, shape, is_max, threads = b.threads()](void*) {
+    min_max_broadcast(is_max, data_as<const float>(a), data_as<const float>(other),
+                      data_as<float>(dst), shape, threads);
+  };
+  b.add_own_step(std::move(s), {a, other});
+  return add_post_op_steps(b, op, 0, dst);
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
+}  // namespace
+
 Error build_binary(Build& b, const OpDesc& op) try {
   EMBER_TRY(b.check_same_dims(op.inputs[0], op.output));
   EMBER_ASSIGN_OR_RETURN(memory src0, b.src_memory(op.inputs[0]));
@@ -42,6 +83,9 @@ Error build_binary(Build& b, const OpDesc& op) try {
   if (bd.size() != rank) return refused("binary operand of higher rank");
   for (size_t i = 0; i < rank; ++i) {
     if (bd[i] != 1 && bd[i] != ad[i]) return refused("binary operand does not broadcast");
+  }
+  if (op.binary().alg == BinaryAlg::Minimum || op.binary().alg == BinaryAlg::Maximum) {
+    return add_min_max_step(b, op, b.dims_of(op.inputs[1]), bd);
   }
   // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
   // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
@@ -55,8 +99,24 @@ Error build_binary(Build& b, const OpDesc& op) try {
                            b.as(op.inputs[1], plain_md(b.dims_of(op.inputs[1]), dt::f32)));
     EMBER_ASSIGN_OR_RETURN(src1, b.view(plain, plain_md(bd, dt::f32)));
   }
-  const auto alg =
-      op.binary().alg == BinaryAlg::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+  const BinaryAlg which = op.binary().alg;
+  dnnl::algorithm alg = dnnl::algorithm::binary_add;
+  switch (which) {
+    case BinaryAlg::Add:
+      break;
+    case BinaryAlg::Mul:
+      alg = dnnl::algorithm::binary_mul;
+      break;
+    case BinaryAlg::Sub:  // IEEE's a - b and a / b, as ATen's (vsubps, vdivps)
+      alg = dnnl::algorithm::binary_sub;
+      break;
+    case BinaryAlg::Div:
+      alg = dnnl::algorithm::binary_div;
+      break;
+    case BinaryAlg::Minimum:
+    case BinaryAlg::Maximum:
+      return refused("minimum and maximum are Ember's kernel's");
+  }
   dnnl::binary::desc d(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
   EMBER_ASSIGN_OR_RETURN(dnnl::primitive_attr attr, b.attr_for(op));
   dnnl::binary::primitive_desc pd(d, attr, b.engine());
