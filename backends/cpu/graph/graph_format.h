@@ -170,9 +170,18 @@ inline constexpr uint8_t kNumReduceAlgs = 2;
 
 // a op b, b broadcast to a (ATen's add and mul with alpha 1, sub.Tensor with alpha 1,
 // div.Tensor without a rounding mode, minimum and maximum: a NaN in either operand gives NaN,
-// a's NaN where both are; of two equal values, a).
-enum class BinaryAlg : uint8_t { Add = 0, Mul = 1, Sub = 2, Div = 3, Minimum = 4, Maximum = 5 };
-inline constexpr uint8_t kNumBinaryAlgs = 6;
+// a's NaN where both are; of two equal values, a). Prelu: a > 0 ? a : b * a (PyTorch's prelu, b
+// the slope: per channel of NCHW-like a, b is [C, 1, ..., 1]; one slope for all, [1]).
+enum class BinaryAlg : uint8_t {
+  Add = 0,
+  Mul = 1,
+  Sub = 2,
+  Div = 3,
+  Minimum = 4,
+  Maximum = 5,
+  Prelu = 6,
+};
+inline constexpr uint8_t kNumBinaryAlgs = 7;
 
 enum class ResizeAlg : uint8_t { Bilinear = 0, Nearest = 1 };
 inline constexpr uint8_t kNumResizeAlgs = 2;

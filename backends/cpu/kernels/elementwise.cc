@@ -1,4 +1,4 @@
-// The unary kernels and the NaN-propagating minimum / maximum of kernels/elementwise.h.
+// The unary kernels and the broadcast minimum, maximum and prelu of kernels/elementwise.h.
 #include "backends/cpu/kernels/elementwise.h"
 
 #include <algorithm>
@@ -72,43 +72,81 @@ float log_f(float v) { return std::log(v); }
 float sin_f(float v) { return std::sin(v); }
 float cos_f(float v) { return std::cos(v); }
 
-// One row of min_max_broadcast, b's stride along it 1 (B) or 0. NaN wins, a's first; of equal
-// values a's.
-template <bool Max, bool B>
-EMBER_INLINE void min_max_row(const float* a, const float* b, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float x = a[i], z = b[B ? i : 0];
-    float r = Max ? (x < z ? z : x) : (z < x ? z : x);
+// One row of broadcast_binary, b's stride along it 1 (B) or 0. Minimum and maximum: NaN wins,
+// a's first; of equal values a's. Prelu: b * a where a is not above 0 (NaN included), ATen's
+// operand order.
+template <BroadcastOp Op>
+EMBER_INLINE float broadcast_one(float x, float z) {
+  if constexpr (Op == BroadcastOp::Prelu) {
+    return x > 0.f ? x : z * x;
+  } else {
+    float r = Op == BroadcastOp::Maximum ? (x < z ? z : x) : (z < x ? z : x);
     r = z != z ? z : r;
-    y[i] = x != x ? x : r;
+    return x != x ? x : r;
   }
 }
-template <bool Max, bool B>
-void min_max_row_on(CpuIsa isa, const float* a, const float* b, float* y, int64_t n);
-#define EMBER_MIN_MAX_ROW(M, B)                                                                \
-  EMBER_TARGET_AVX512 void min_max_avx512_##M##B(const float* a, const float* b, float* y,     \
-                                                 int64_t n) {                                  \
-    min_max_row<M, B>(a, b, y, n);                                                             \
-  }                                                                                            \
-  EMBER_TARGET_AVX2 void min_max_avx2_##M##B(const float* a, const float* b, float* y,         \
-                                             int64_t n) {                                      \
-    min_max_row<M, B>(a, b, y, n);                                                             \
-  }                                                                                            \
-  template <>                                                                                  \
-  void min_max_row_on<M, B>(CpuIsa isa, const float* a, const float* b, float* y, int64_t n) { \
-    if (isa >= CpuIsa::Avx512) {                                                               \
-      min_max_avx512_##M##B(a, b, y, n);                                                       \
-    } else if (isa >= CpuIsa::Avx2) {                                                          \
-      min_max_avx2_##M##B(a, b, y, n);                                                         \
-    } else {                                                                                   \
-      min_max_row<M, B>(a, b, y, n);                                                           \
-    }                                                                                          \
+template <BroadcastOp Op, bool B>
+EMBER_INLINE void broadcast_row(const float* a, const float* b, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = broadcast_one<Op>(a[i], b[B ? i : 0]);
+}
+template <BroadcastOp Op, bool B>
+void broadcast_row_on(CpuIsa isa, const float* a, const float* b, float* y, int64_t n);
+#define EMBER_BROADCAST_ROW(OP, B)                                                                \
+  EMBER_TARGET_AVX512 void broadcast_avx512_##OP##B(const float* a, const float* b, float* y,     \
+                                                    int64_t n) {                                  \
+    broadcast_row<BroadcastOp::OP, B>(a, b, y, n);                                                \
+  }                                                                                               \
+  EMBER_TARGET_AVX2 void broadcast_avx2_##OP##B(const float* a, const float* b, float* y,         \
+                                                int64_t n) {                                      \
+    broadcast_row<BroadcastOp::OP, B>(a, b, y, n);                                                \
+  }                                                                                               \
+  template <>                                                                                     \
+  void broadcast_row_on<BroadcastOp::OP, B>(CpuIsa isa, const float* a, const float* b, float* y, \
+                                            int64_t n) {                                          \
+    if (isa >= CpuIsa::Avx512) {                                                                  \
+      broadcast_avx512_##OP##B(a, b, y, n);                                                       \
+    } else if (isa >= CpuIsa::Avx2) {                                                             \
+      broadcast_avx2_##OP##B(a, b, y, n);                                                         \
+    } else {                                                                                      \
+      broadcast_row<BroadcastOp::OP, B>(a, b, y, n);                                              \
+    }                                                                                             \
   }
-EMBER_MIN_MAX_ROW(false, false)
-EMBER_MIN_MAX_ROW(false, true)
-EMBER_MIN_MAX_ROW(true, false)
-EMBER_MIN_MAX_ROW(true, true)
-#undef EMBER_MIN_MAX_ROW
+EMBER_BROADCAST_ROW(Minimum, false)
+EMBER_BROADCAST_ROW(Minimum, true)
+EMBER_BROADCAST_ROW(Maximum, false)
+EMBER_BROADCAST_ROW(Maximum, true)
+EMBER_BROADCAST_ROW(Prelu, false)
+EMBER_BROADCAST_ROW(Prelu, true)
+#undef EMBER_BROADCAST_ROW
+
+template <BroadcastOp Op>
+void broadcast_on(const float* a, const float* b, float* y, const BroadcastShape& shape,
+                  int threads) {
+  const int64_t r = shape.rank;
+  const int64_t len = r == 0 ? 1 : shape.dims[r - 1];
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < r; ++d) rows *= shape.dims[d];
+  const int64_t sb = r == 0 ? 0 : shape.b[r - 1];
+  const CpuIsa isa = cpu_isa();
+  split(rows, rows * len, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int64_t ob = 0;  // the row's first element of b: i's digits over the outer dims
+      for (int64_t d = r - 2, rest = i; d >= 0; --d) {
+        ob += (rest % shape.dims[d]) * shape.b[d];
+        rest /= shape.dims[d];
+      }
+      const float* x = a + i * len;
+      float* out = y + i * len;
+      if (sb == 0) {
+        broadcast_row_on<Op, false>(isa, x, b + ob, out, len);
+      } else if (sb == 1) {
+        broadcast_row_on<Op, true>(isa, x, b + ob, out, len);
+      } else {
+        for (int64_t k = 0; k < len; ++k) out[k] = broadcast_one<Op>(x[k], b[ob + k * sb]);
+      }
+    }
+  });
+}
 
 }  // namespace
 
@@ -153,39 +191,16 @@ void unary_in_place(UnaryOp op, float* x, int64_t n, float alpha, int threads) {
   });
 }
 
-void min_max_broadcast(bool is_max, const float* a, const float* b, float* y,
-                       const BroadcastShape& shape, int threads) {
-  const int64_t r = shape.rank;
-  const int64_t len = r == 0 ? 1 : shape.dims[r - 1];
-  int64_t rows = 1;
-  for (int64_t d = 0; d + 1 < r; ++d) rows *= shape.dims[d];
-  const int64_t sb = r == 0 ? 0 : shape.b[r - 1];
-  using Row = void (*)(CpuIsa, const float*, const float*, float*, int64_t);
-  static constexpr Row kRows[4] = {min_max_row_on<false, false>, min_max_row_on<false, true>,
-                                   min_max_row_on<true, false>, min_max_row_on<true, true>};
-  const Row row = kRows[(is_max ? 2 : 0) + (sb != 0)];
-  const bool unit = sb == 0 || sb == 1;
-  const CpuIsa isa = cpu_isa();
-  split(rows, rows * len, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      int64_t ob = 0;  // the row's first element of b: i's digits over the outer dims
-      for (int64_t d = r - 2, rest = i; d >= 0; --d) {
-        ob += (rest % shape.dims[d]) * shape.b[d];
-        rest /= shape.dims[d];
-      }
-      if (unit) {
-        row(isa, a + i * len, b + ob, y + i * len, len);
-      } else {
-        for (int64_t k = 0; k < len; ++k) {
-          if (is_max) {
-            min_max_row<true, false>(a + i * len + k, b + ob + k * sb, y + i * len + k, 1);
-          } else {
-            min_max_row<false, false>(a + i * len + k, b + ob + k * sb, y + i * len + k, 1);
-          }
-        }
-      }
-    }
-  });
+void broadcast_binary(BroadcastOp op, const float* a, const float* b, float* y,
+                      const BroadcastShape& shape, int threads) {
+  switch (op) {
+    case BroadcastOp::Minimum:
+      return broadcast_on<BroadcastOp::Minimum>(a, b, y, shape, threads);
+    case BroadcastOp::Maximum:
+      return broadcast_on<BroadcastOp::Maximum>(a, b, y, shape, threads);
+    case BroadcastOp::Prelu:
+      return broadcast_on<BroadcastOp::Prelu>(a, b, y, shape, threads);
+  }
 }
 
 }  // namespace ember::cpu

@@ -1,12 +1,13 @@
 // Element-wise kernels with ATen's results for the unary ops oneDNN 2.6 lacks or computes
 // otherwise (floor, ceil, sin, cos; abs, exp, log, round, leaky relu and reciprocal with ATen's
-// NaN, infinity and signed-zero results), and minimum / maximum of a broadcast operand, which
-// propagate NaN as torch.minimum and torch.maximum do (oneDNN's binary_min and binary_max return
-// the other operand). They run on every instruction set (AVX-512, AVX2 or generic code, chosen by
-// cpu_isa()), on the caller's OpenMP threads, and allocate nothing.
+// NaN, infinity and signed-zero results), and minimum, maximum and prelu of a broadcast operand
+// (minimum and maximum propagate NaN as torch.minimum and torch.maximum do; oneDNN's binary_min
+// and binary_max return the other operand where one is NaN). They run on every instruction set
+// (AVX-512, AVX2 or generic code, chosen by cpu_isa()), on the caller's OpenMP threads, and
+// allocate nothing.
 //
 //   unary_in_place(UnaryOp::Floor, y, n, 0.f, threads);
-//   min_max_broadcast(/*max=*/true, a, b, y, shape, threads);
+//   broadcast_binary(BroadcastOp::Maximum, a, b, y, shape, threads);
 #pragma once
 
 #include <cstdint>
@@ -32,15 +33,17 @@ void unary_in_place(UnaryOp op, float* x, int64_t n, float alpha, int threads);
 // Whether op(0) is 0 (then the zero padding of a channel-blocked layout stays zero).
 bool unary_keeps_zero(UnaryOp op);
 
-// y = minimum(a, b) or maximum(a, b) over `rank` dims (at most 6): a and y dense at `dims`, b read
-// at its strides (0 along a dim it broadcasts). ATen's rule: a NaN in either operand gives NaN
+// y = op(a, b) over `rank` dims (at most 6): a and y dense at `dims`, b read at its strides (0
+// along a dim it broadcasts). Minimum and Maximum as ATen's: a NaN in either operand gives NaN
 // (a's where both are); of two equal values, a's (the portable kernels' nan_min / nan_max).
+// Prelu: a > 0 ? a : b * a (ATen's prelu, b the slope; NaN kept).
+enum class BroadcastOp : uint8_t { Minimum, Maximum, Prelu };
 struct BroadcastShape {
   int64_t rank = 0;
   int64_t dims[6] = {};
   int64_t b[6] = {};  // b's strides, in elements
 };
-void min_max_broadcast(bool is_max, const float* a, const float* b, float* y,
-                       const BroadcastShape& shape, int threads);
+void broadcast_binary(BroadcastOp op, const float* a, const float* b, float* y,
+                      const BroadcastShape& shape, int threads);
 
 }  // namespace ember::cpu

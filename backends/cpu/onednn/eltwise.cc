@@ -36,16 +36,16 @@ Error build_eltwise(Build& b, const OpDesc& op) try {
 
 namespace {
 
-// dst = minimum or maximum of a (the result's dims) and b broadcast to it, by Ember's kernel
-// (oneDNN's binary_min and binary_max return the other operand where one is NaN; ATen's NaN). Its
-// element-wise post-ops follow as steps; a sum post-op is refused.
-Error add_min_max_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
-                       const memory::dims& bd) try {
+// dst = minimum, maximum or prelu of a (the result's dims) and b broadcast to it, by Ember's kernel
+// (oneDNN's binary_min and binary_max return the other operand where one is NaN; ATen's NaN; oneDNN
+// 2.6 has no prelu). Its element-wise post-ops follow as steps; a sum post-op is refused.
+Error add_broadcast_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
+                         const memory::dims& bd) try {
   for (const PostOp& p : op.post_ops) {
-    if (p.is_sum) return refused("a sum fused after minimum or maximum");
+    if (p.is_sum) return refused("a sum fused after minimum, maximum or prelu");
   }
   const memory::dims ad = b.dims_of(op.inputs[0]);
-  if (ad.size() > 6) return refused("minimum or maximum of rank above 6");
+  if (ad.size() > 6) return refused("minimum, maximum or prelu of rank above 6");
   EMBER_ASSIGN_OR_RETURN(memory a, b.as(op.inputs[0], plain_md(ad, dt::f32)));
   EMBER_ASSIGN_OR_RETURN(memory other, b.as(op.inputs[1], plain_md(b_dims, dt::f32)));
   BroadcastShape shape;
@@ -56,15 +56,17 @@ Error add_min_max_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
     shape.b[i] = bd[i] == 1 ? 0 : strides[i];
   }
   EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, plain_md(ad, dt::f32)));
-  const bool is_max = op.binary().alg == BinaryAlg::Maximum;
-  OwnStep s{
-      OwnKind::Exact,
-      is_max ? "binary,ember:max,forward_inference,," : "binary,ember:min,forward_inference,,",
-      dims_text(ad) + ":" + dims_text(bd),
-      {}};
-  s.run = [a, other, dst, shape, is_max, threads = b.threads()](void*) {
-    min_max_broadcast(is_max, data_as<const float>(a), data_as<const float>(other),
-                      data_as<float>(dst), shape, threads);
+  const BinaryAlg alg = op.binary().alg;
+  const BroadcastOp kernel = alg == BinaryAlg::Minimum   ? BroadcastOp::Minimum
+                             : alg == BinaryAlg::Maximum ? BroadcastOp::Maximum
+                                                         : BroadcastOp::Prelu;
+  const char* what = alg == BinaryAlg::Minimum   ? "binary,ember:min,forward_inference,,"
+                     : alg == BinaryAlg::Maximum ? "binary,ember:max,forward_inference,,"
+                                                 : "binary,ember:prelu,forward_inference,,";
+  OwnStep s{OwnKind::Exact, what, dims_text(ad) + ":" + dims_text(bd), {}};
+  s.run = [a, other, dst, shape, kernel, threads = b.threads()](void*) {
+    broadcast_binary(kernel, data_as<const float>(a), data_as<const float>(other),
+                     data_as<float>(dst), shape, threads);
   };
   b.add_own_step(std::move(s), {a, other});
   return add_post_op_steps(b, op, 0, dst);
@@ -84,8 +86,9 @@ Error build_binary(Build& b, const OpDesc& op) try {
   for (size_t i = 0; i < rank; ++i) {
     if (bd[i] != 1 && bd[i] != ad[i]) return refused("binary operand does not broadcast");
   }
-  if (op.binary().alg == BinaryAlg::Minimum || op.binary().alg == BinaryAlg::Maximum) {
-    return add_min_max_step(b, op, b.dims_of(op.inputs[1]), bd);
+  if (op.binary().alg == BinaryAlg::Minimum || op.binary().alg == BinaryAlg::Maximum ||
+      op.binary().alg == BinaryAlg::Prelu) {
+    return add_broadcast_step(b, op, b.dims_of(op.inputs[1]), bd);
   }
   // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
   // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
@@ -115,7 +118,8 @@ Error build_binary(Build& b, const OpDesc& op) try {
       break;
     case BinaryAlg::Minimum:
     case BinaryAlg::Maximum:
-      return refused("minimum and maximum are Ember's kernel's");
+    case BinaryAlg::Prelu:
+      return refused("minimum, maximum and prelu are Ember's kernel's");
   }
   dnnl::binary::desc d(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
   EMBER_ASSIGN_OR_RETURN(dnnl::primitive_attr attr, b.attr_for(op));

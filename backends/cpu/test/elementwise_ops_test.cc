@@ -295,6 +295,40 @@ TEST(CpuElementwiseOps, ResizeMatchesAten) {
   }
 }
 
+// Prelu, an engine op without a compile-side claim yet (Ember's compiler has no prelu kernel): a
+// step graph written by hand, as another front door (ExecuTorch's XNNPACK payload) writes it,
+// per channel (the slope [C, 1, 1]) and one slope for all ([1]), against ATen's prelu bit for bit.
+TEST(CpuElementwiseOps, PreluMatchesAten) {
+  at::manual_seed(36);
+  const at::Tensor x = special_values().reshape({2, 2, 4, 4});
+  for (const at::Tensor& slope :
+       {at::tensor({0.25f, -2.f}), at::tensor({kNan, 0.5f}), at::tensor({0.1f})}) {
+    SCOPED_TRACE(type_of(slope));
+    const at::Tensor want = at::prelu(x, slope);
+    CpuGraph g;
+    g.num_inputs = 2;
+    g.tensors.push_back({TensorKind::Input, 0, {2, 2, 4, 4}, {}});
+    std::vector<int64_t> sd = {slope.size(0), 1, 1};
+    if (slope.size(0) == 1) sd = {1};
+    g.tensors.push_back({TensorKind::Input, 1, sd, {}});
+    g.tensors.push_back({TensorKind::Intermediate, 0, {2, 2, 4, 4}, {}});
+    OpDesc op;
+    op.kind = OpKind::Binary;
+    op.inputs = {0, 1};
+    op.output = 2;
+    op.params = BinaryParams{BinaryAlg::Prelu};
+    g.ops.push_back(op);
+    g.outputs = {2};
+    g.output_dim_orders = {{}};
+    Compiled c;
+    c.result.processed = serialize(g);
+    c.graph = g;
+    auto out = run(c, {x, slope.reshape(sd)}, {want});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(hex(out[0]), hex(want)) << "got " << out[0] << "\nwant " << want;
+  }
+}
+
 // What the engine does not compute as ATen does stays portable, with the reason.
 TEST(CpuElementwiseOps, WhatTheBackendCannotDoStaysPortable) {
   auto program = parse_text(
