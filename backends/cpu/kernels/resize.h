@@ -33,8 +33,9 @@ std::vector<LinearTap> linear_taps(int64_t in, int64_t out, bool align_corners);
 std::vector<int64_t> nearest_taps(int64_t in, int64_t out);
 
 // y[p][i][j] = h.l0 * (w.l0 * x[p][h.i0][w.i0] + w.l1 * x[p][h.i0][w.i1]) + h.l1 * (...h.i1...),
-// in ATen's order of float operations (NaN and infinities spread as ATen's do). Planes are split
-// between `threads` OpenMP threads.
+// each product rounded (the portable kernel's arithmetic; ATen's vector loops fuse some of it:
+// within a few ulps), NaN and infinities spread as ATen's do (a weight of 0 times inf is NaN).
+// Planes are split between `threads` OpenMP threads.
 void resize_bilinear(const float* x, float* y, const ResizeShape& s, const LinearTap* h,
                      const LinearTap* w, int threads);
 
