@@ -210,6 +210,10 @@ class Builder {
 
   ir::Status where(const Node& n);
 
+  // upsample_bilinear2d / upsample_nearest2d (support.cc's check_resize): a Resize to the output's
+  // H and W.
+  ir::Status resize(const Node& n);
+
   ir::Status softmax(const Node& n);
 
   ir::Status layer_norm(const Node& n);

@@ -345,7 +345,9 @@ ir::Status Builder::binary(const Node& n) {
       return {};
     }
   }
-  if (static_dims(*a) != out_dims) std::swap(a, b);  // add and mul commute
+  // add and mul commute; sub, div, minimum and maximum come with a of the result's shape
+  // (check_ordered_binary).
+  if (static_dims(*a) != out_dims) std::swap(a, b);
   auto ta = tensor(a);
   auto tb = tensor(b);
   if (!ta.ok()) return ta.status();
@@ -353,7 +355,13 @@ ir::Status Builder::binary(const Node& n) {
   OpDesc d;
   d.kind = OpKind::Binary;
   d.inputs = {*ta, *tb};
-  d.params = BinaryParams{is_add ? BinaryAlg::Add : BinaryAlg::Mul};
+  const std::string& op = n.op();
+  d.params = BinaryParams{is_add                  ? BinaryAlg::Add
+                          : op == "aten::mul"     ? BinaryAlg::Mul
+                          : op == "aten::sub"     ? BinaryAlg::Sub
+                          : op == "aten::div"     ? BinaryAlg::Div
+                          : op == "aten::minimum" ? BinaryAlg::Minimum
+                                                  : BinaryAlg::Maximum};
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

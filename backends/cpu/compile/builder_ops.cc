@@ -165,6 +165,30 @@ ir::Status Builder::emit_reshaped(OpDesc d, TensorDesc result, const Node& n) {
   return {};
 }
 
+namespace {
+
+// The element-wise ops of one tensor and no parameter.
+struct UnaryAlg {
+  const char* op;
+  EltwiseAlg alg;
+};
+constexpr UnaryAlg kUnaryAlgs[] = {
+    {"aten::abs", EltwiseAlg::Abs},     {"aten::exp", EltwiseAlg::Exp},
+    {"aten::log", EltwiseAlg::Log},     {"aten::floor", EltwiseAlg::Floor},
+    {"aten::ceil", EltwiseAlg::Ceil},   {"aten::sin", EltwiseAlg::Sin},
+    {"aten::cos", EltwiseAlg::Cos},     {"aten::reciprocal", EltwiseAlg::Reciprocal},
+    {"aten::round", EltwiseAlg::Round},
+};
+
+std::optional<EltwiseAlg> unary_alg(const std::string& op) {
+  for (const UnaryAlg& u : kUnaryAlgs) {
+    if (op == u.op) return u.alg;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 ir::Status Builder::eltwise(const Node& n) {
   PostOp p;
   const std::string& op = n.op();
@@ -204,6 +228,11 @@ ir::Status Builder::eltwise(const Node& n) {
     p.alg = EltwiseAlg::Rsqrt;
   } else if (op == "aten::neg") {
     p.alg = EltwiseAlg::Neg;
+  } else if (op == "aten::leaky_relu") {
+    p.alg = EltwiseAlg::LeakyRelu;
+    p.alpha = static_cast<float>(*number(n, "negative_slope", 0.01));
+  } else if (const std::optional<EltwiseAlg> u = unary_alg(op)) {
+    p.alg = *u;
   } else {
     return ir::Status::error("op not supported by the cpu backend");
   }
@@ -287,6 +316,25 @@ ir::Status Builder::pad(const Node& n) {
   d.kind = OpKind::Pad;
   d.inputs = {*src};
   d.params = PadParams{p.before, p.after, static_cast<float>(*number(n, "value", 0))};
+  d.output = new_intermediate(*n.output());
+  emit(std::move(d), n.output());
+  return {};
+}
+
+ir::Status Builder::resize(const Node& n) {
+  Value* in = value_arg(n, "self") != nullptr ? value_arg(n, "self") : value_arg(n, "input");
+  auto src = tensor(in);
+  if (!src.ok()) return src.status();
+  const std::vector<int64_t> od = static_dims(*n.output());
+  ResizeParams p;
+  p.alg = n.op() == "aten::upsample_bilinear2d" ? ResizeAlg::Bilinear : ResizeAlg::Nearest;
+  p.align_corners = p.alg == ResizeAlg::Bilinear && *number(n, "align_corners", 0) != 0;
+  p.height = od[2];
+  p.width = od[3];
+  OpDesc d;
+  d.kind = OpKind::Resize;
+  d.inputs = {*src};
+  d.params = p;
   d.output = new_intermediate(*n.output());
   emit(std::move(d), n.output());
   return {};

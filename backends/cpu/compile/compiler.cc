@@ -193,7 +193,9 @@ ir::Status Builder::lower(const Node& n) {
     return batch_norm(n);
   }
   if (op == "aten::addmm" || op == "aten::mm" || op == "aten::bmm") return matmul(n);
-  if (op == "aten::sub") {  // only an activation's dequantize (check_activation_dequantize)
+  // An activation's dequantize (check_activation_dequantize; its int8 casts may be inputs of the
+  // partition, and check_ordered_binary left no float subtraction of its shape).
+  if (op == "aten::sub" && activation_dequantize_linear(n, /*casts=*/false) != nullptr) {
     activation_quant_[n.output()] = {value_arg(n, "self"), value_arg(n, "other")};
     return {};
   }
@@ -209,7 +211,11 @@ ir::Status Builder::lower(const Node& n) {
       op == "aten::select_copy") {
     return slice(n);
   }
-  if (op == "aten::add" || op == "aten::mul") return binary(n);
+  if (op == "aten::add" || op == "aten::mul" || op == "aten::sub" || op == "aten::div" ||
+      op == "aten::minimum" || op == "aten::maximum") {
+    return binary(n);
+  }
+  if (op == "aten::upsample_bilinear2d" || op == "aten::upsample_nearest2d") return resize(n);
   if (op == "aten::_softmax") return softmax(n);
   if (op == "aten::native_layer_norm") return layer_norm(n);
   if (op == "aten::cat") return concat(n);

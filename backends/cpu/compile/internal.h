@@ -104,7 +104,10 @@ const ir::Node* transposed_weight_dequantize(const ir::Value* wt);
 // ([..., 1]), whose result reaches, through reshapes that keep the rows, only the input of a
 // linear (addmm/mm) by a transposed grouped-integer weight (dequantize_per_channel_group of a
 // constant). `sub` is the subtraction: the linear, or nullptr.
-const ir::Node* activation_dequantize_linear(const ir::Node& sub);
+// `casts` false: the same but for the int8 casts of q and the zero point (a partition, whose
+// inputs they may be: the support check saw them in the whole program, and refuses a float
+// subtraction of that shape, check_ordered_binary, so in a partition the shape alone says it).
+const ir::Node* activation_dequantize_linear(const ir::Node& sub, bool casts = true);
 Why check_activation_dequantize(const ir::Node& sub);
 
 // torchao's whole per-token quantization of a linear's input (compile/activation_quant.cc), from

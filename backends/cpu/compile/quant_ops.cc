@@ -232,12 +232,12 @@ const Node* transposed_weight_dequantize(const Value* wt) {
   return dq;
 }
 
-const Node* activation_dequantize_linear(const Node& sub) {
+const Node* activation_dequantize_linear(const Node& sub, bool casts) {
   Value* q = value_arg(sub, "self");
   Value* zp = value_arg(sub, "other");
   const Node* mul = only_user(sub.output());
-  if (!is_int8_cast(q) || !is_int8_cast(zp) || number(sub, "alpha", 1).value_or(0) != 1 ||
-      mul == nullptr || mul->op() != "aten::mul") {
+  if (q == nullptr || zp == nullptr || (casts && (!is_int8_cast(q) || !is_int8_cast(zp))) ||
+      number(sub, "alpha", 1).value_or(0) != 1 || mul == nullptr || mul->op() != "aten::mul") {
     return nullptr;
   }
   Value* scale =

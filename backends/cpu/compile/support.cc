@@ -241,6 +241,97 @@ Why check_binary(const Node& n) {
 
 Why check_static(const Node& n) { return all_static(n); }
 
+// sub.Tensor (alpha 1), div.Tensor, minimum, maximum: float32 operands, the first of the result's
+// shape and the second broadcast to it (the engine's Binary; a first operand that broadcasts
+// stays portable: these do not commute).
+Why check_ordered_binary(const Node& n) {
+  if (auto w = check_binary(n)) return w;
+  for (const char* name : {"self", "other"}) {
+    if (value_arg(n, name)->tensor_type().dtype != DType::Float32) {
+      return n.op() + " of a non-float32 operand";
+    }
+  }
+  if (static_dims(*value_arg(n, "self")) != static_dims(*n.output())) {
+    return n.op() + " whose first operand broadcasts (the cpu backend broadcasts the second only)";
+  }
+  if (n.op() == "aten::sub") {
+    const auto alpha = number(n, "alpha", 1);
+    if (!alpha || *alpha != 1) return "sub with an alpha other than 1";
+    // A partition holding it could not tell it from an int8 activation's dequantize whose casts
+    // stay outside (Builder::lower reads the shape alone).
+    if (activation_dequantize_linear(n, /*casts=*/false) != nullptr) {
+      return "a subtraction shaped as an int8 activation's dequantize read by a grouped integer "
+             "linear, of operands that are not int8 casts";
+    }
+  }
+  return std::nullopt;
+}
+
+// The same node inside a dynamically quantized activation (check_activation_quantize), or else
+// `check` (the op on its own).
+std::function<Why(const Node&)> in_activation_quant_or(Why (*check)(const Node&)) {
+  return [check](const Node& n) -> Why {
+    if (!check_activation_quantize(n)) return std::nullopt;
+    return check(n);
+  };
+}
+
+// upsample_bilinear2d and upsample_nearest2d (.default and .vec) of an NCHW float32 tensor to the
+// output's static H and W. A scale factor is ATen's only where its 1 / scale is in / out in float
+// (ATen computes the source positions with the scale where one is given); otherwise portable.
+Why check_resize(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  const Value* in = value_arg(n, "self") != nullptr ? value_arg(n, "self") : value_arg(n, "input");
+  if (in == nullptr) return n.op() + " of a non-tensor";
+  const std::vector<int64_t> sd = static_dims(*in), od = static_dims(*n.output());
+  if (sd.size() != 4 || od.size() != 4) return n.op() + " of a tensor other than NCHW";
+  for (size_t d = 2; d < 4; ++d) {
+    if (od[d] < 1 || od[d] > (int64_t{1} << 20)) return n.op() + " to a size above 2^20";
+  }
+  const bool bilinear = n.op() == "aten::upsample_bilinear2d";
+  if (bilinear) {
+    const auto ac = number(n, "align_corners", 0);
+    if (!ac) return "upsample_bilinear2d with a non-static align_corners";
+    if (*ac != 0) return std::nullopt;  // the positions ignore any scale
+  }
+  std::optional<double> scales[2];
+  if (n.overload() == "vec") {
+    const ir::Arg* f = n.arg("scale_factors");
+    if (f != nullptr && !f->is_none()) {
+      if (f->kind() != ArgKind::List || f->as_list().size() != 2) {
+        return n.op() + " scale_factors that are not a static list of 2";
+      }
+      for (size_t i = 0; i < 2; ++i) {
+        const ir::Arg& a = f->as_list()[i];
+        if (a.kind() != ArgKind::Float && a.kind() != ArgKind::Int) {
+          return n.op() + " scale_factors that are not static numbers";
+        }
+        scales[i] = a.kind() == ArgKind::Float ? a.as_float() : double(a.as_int());
+      }
+    }
+  } else {
+    const char* names[2] = {"scales_h", "scales_w"};
+    for (size_t i = 0; i < 2; ++i) {
+      const ir::Arg* a = n.arg(names[i]);
+      if (a == nullptr || a->is_none()) continue;
+      scales[i] = number(n, names[i], 0);
+      if (!scales[i]) return n.op() + " " + names[i] + " that is not a static number";
+    }
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t i_size = sd[2 + i], o_size = od[2 + i];
+    if (!scales[i] || !(*scales[i] > 0) || i_size == o_size) continue;
+    if (!bilinear && o_size == 2 * i_size) continue;  // ATen's nearest halves the index
+    if (static_cast<float>(1.0 / *scales[i]) !=
+        static_cast<float>(i_size) / static_cast<float>(o_size)) {
+      return n.op() +
+             " with a scale factor whose inverse is not in / out (ATen then computes "
+             "its positions by the scale)";
+    }
+  }
+  return std::nullopt;
+}
+
 // `check`, and int8 tensors only in torchao's per-token activation quantization.
 std::function<Why(const Node&)> int8_only_in_activation_quant(Why (*check)(const Node&)) {
   return [check](const Node& n) -> Why {
@@ -383,6 +474,33 @@ const OpSupportTable& support_table() {
             .attrs = {{"alpha", {1.0}}},
             .extra = int8_only_in_activation_quant(check_binary)});
     t->add({.op = "aten::mul", .overload = "Tensor", .extra = check_binary});
+    // In torchao's activation quantization these are its nodes (below); elsewhere the engine's
+    // Binary (a NaN of either operand is minimum's and maximum's result, as ATen's).
+    for (const auto& [op, overload] :
+         {std::pair{"aten::div", "Tensor"}, std::pair{"aten::minimum", "default"},
+          std::pair{"aten::maximum", "default"}}) {
+      t->add(
+          {.op = op, .overload = overload, .extra = in_activation_quant_or(check_ordered_binary)});
+    }
+    for (const char* op : {"aten::abs", "aten::exp", "aten::log", "aten::floor", "aten::ceil",
+                           "aten::sin", "aten::cos"}) {
+      t->add({.op = op, .overload = "default", .extra = check_static});
+    }
+    // round.default (halves to even) and reciprocal: also nodes of the activation quantization.
+    for (const char* op : {"aten::round", "aten::reciprocal"}) {
+      t->add({.op = op, .overload = "default", .extra = in_activation_quant_or(check_static)});
+    }
+    t->add({.op = "aten::leaky_relu", .overload = "default", .extra = [](const Node& n) -> Why {
+              if (auto w = all_static(n)) return w;
+              const auto slope = number(n, "negative_slope", 0.01);
+              if (!slope || !std::isfinite(*slope)) return "leaky_relu with a non-static slope";
+              return std::nullopt;
+            }});
+    for (const char* op : {"aten::upsample_bilinear2d", "aten::upsample_nearest2d"}) {
+      for (const char* overload : {"default", "vec"}) {
+        t->add({.op = op, .overload = overload, .extra = check_resize});
+      }
+    }
     t->add({.op = "aten::_softmax", .extra = check_softmax});
     t->add({.op = "aten::native_layer_norm", .extra = check_layer_norm});
     t->add({.op = "aten::cat", .extra = check_static});
@@ -403,10 +521,11 @@ const OpSupportTable& support_table() {
     // torchao's dynamically quantized activation: its quantization (min, max, scale, zero point,
     // rounding) and dequantize, (float(q) - float(zero point)) * scale, only as the input of a
     // grouped integer linear (GroupQuantMatMul), which computes them (compile/activation_quant.cc).
+    // Elsewhere a float subtraction (alpha 1): the engine's Binary.
     t->add({.op = "aten::sub",
             .overload = "Tensor",
             .arg_dtypes = {{"self", {DType::Float32, DType::Int64}}},
-            .extra = check_activation_quantize});
+            .extra = in_activation_quant_or(check_ordered_binary)});
     for (const char* op :
          {"aten::amin", "aten::amax", "aten::full_like", "aten::minimum", "aten::maximum",
           "aten::div", "aten::clamp", "aten::round", "aten::reciprocal"}) {

@@ -113,8 +113,15 @@ enum class OpKind : uint8_t {
   // PyTorch's constant_pad_nd with pads of at least 0: in: src; PadParams. The output's dims are
   // src's plus before and after; src's elements sit at their index + before, `value` elsewhere.
   Pad = 17,
+  // PyTorch's upsample_bilinear2d (align_corners true or false) and upsample_nearest2d of an
+  // NCHW src to [N, C, height, width] (the output's dims): in: src (rank 4); ResizeParams. The
+  // source positions are ATen's for output sizes given (no scale factor): bilinear with
+  // align_corners maps corner to corner, (in - 1) / (out - 1); without, half pixels,
+  // max((dst + 0.5) * in / out - 0.5, 0); nearest takes floor(dst * (float)(in / out)), at most
+  // in - 1 (ATen's legacy `nearest`, not `nearest-exact`).
+  Resize = 18,
 };
-inline constexpr uint8_t kNumOpKinds = 18;
+inline constexpr uint8_t kNumOpKinds = 19;
 
 enum class EltwiseAlg : uint8_t {
   Relu = 0,
@@ -135,8 +142,20 @@ enum class EltwiseAlg : uint8_t {
   Sqrt = 12,
   Rsqrt = 13,  // 1 / sqrt(x), as ATen computes it
   Neg = 14,
+  // ATen's abs, exp, log, floor, ceil, sin, cos: NaN and infinities as ATen gives them (floor,
+  // ceil and abs exact; exp, log, sin, cos within about an ulp of ATen's).
+  Abs = 15,
+  Exp = 16,
+  Log = 17,
+  Floor = 18,
+  Ceil = 19,
+  Sin = 20,
+  Cos = 21,
+  LeakyRelu = 22,   // alpha = the negative slope: x > 0 ? x : x * alpha (NaN kept)
+  Reciprocal = 23,  // 1 / x, correctly rounded
+  Round = 24,       // to the nearest integer, halves to even (ATen's round, no decimals)
 };
-inline constexpr uint8_t kNumEltwiseAlgs = 15;
+inline constexpr uint8_t kNumEltwiseAlgs = 25;
 
 // How a GroupQuantMatMul quantizes its float input to int8 (kernels/quant_gemm.h, DotRows):
 enum class InputQuant : uint8_t {
@@ -149,8 +168,23 @@ inline constexpr uint8_t kNumInputQuants = 3;
 enum class ReduceAlg : uint8_t { Mean = 0, Sum = 1 };
 inline constexpr uint8_t kNumReduceAlgs = 2;
 
-enum class BinaryAlg : uint8_t { Add = 0, Mul = 1 };
-inline constexpr uint8_t kNumBinaryAlgs = 2;
+// a op b, b broadcast to a (ATen's add and mul with alpha 1, sub.Tensor with alpha 1,
+// div.Tensor without a rounding mode, minimum and maximum: a NaN in either operand gives NaN,
+// a's NaN where both are; of two equal values, a). Prelu: a > 0 ? a : b * a (PyTorch's prelu, b
+// the slope: per channel of NCHW-like a, b is [C, 1, ..., 1]; one slope for all, [1]).
+enum class BinaryAlg : uint8_t {
+  Add = 0,
+  Mul = 1,
+  Sub = 2,
+  Div = 3,
+  Minimum = 4,
+  Maximum = 5,
+  Prelu = 6,
+};
+inline constexpr uint8_t kNumBinaryAlgs = 7;
+
+enum class ResizeAlg : uint8_t { Bilinear = 0, Nearest = 1 };
+inline constexpr uint8_t kNumResizeAlgs = 2;
 
 enum class PoolAlg : uint8_t { Max = 0, AvgIncludePad = 1, AvgExcludePad = 2 };
 inline constexpr uint8_t kNumPoolAlgs = 3;
@@ -250,12 +284,18 @@ struct PadParams {
   float value = 0;
 };
 
+struct ResizeParams {
+  ResizeAlg alg = ResizeAlg::Bilinear;
+  bool align_corners = false;     // Bilinear only (false for Nearest)
+  int64_t height = 0, width = 0;  // the output's H and W, each in [1, 2^20]
+};
+
 struct NoParams {};  // Reshape and Where
 
-using OpParams =
-    std::variant<NoParams, ConvParams, QuantConvParams, MatMulParams, QuantMatMulParams,
-                 GroupQuantMatMulParams, PoolParams, EltwiseParams, BinaryParams, SoftmaxParams,
-                 NormParams, ConcatParams, PermuteParams, ReduceParams, SliceParams, PadParams>;
+using OpParams = std::variant<NoParams, ConvParams, QuantConvParams, MatMulParams,
+                              QuantMatMulParams, GroupQuantMatMulParams, PoolParams, EltwiseParams,
+                              BinaryParams, SoftmaxParams, NormParams, ConcatParams, PermuteParams,
+                              ReduceParams, SliceParams, PadParams, ResizeParams>;
 
 // Aborts the process: an op of `kind` was asked for parameters of type `want`, which it does not
 // hold. parse refuses a blob whose parameters are not its op kind's, so this is a broken internal
@@ -310,6 +350,8 @@ struct OpDesc {
   SliceParams& slice() { return mut<SliceParams>("SliceParams"); }
   const PadParams& pad() const { return as<PadParams>("PadParams"); }
   PadParams& pad() { return mut<PadParams>("PadParams"); }
+  const ResizeParams& resize() const { return as<ResizeParams>("ResizeParams"); }
+  ResizeParams& resize() { return mut<ResizeParams>("ResizeParams"); }
 
  private:
   template <typename T>

@@ -74,6 +74,11 @@ TEST(CpuGraphFormat, OutOfRangeEnumRefused) {
   }));
   EXPECT_NE(why.find("op 0: convolution groups or transposed flag out of range"), std::string::npos)
       << why;
+  why = reason(one_op_blob(OpKind::Resize, {0}, [](auto& fbb) {
+    return HandMadeOp{fb::OpParams::ResizeParams,
+                      fb::CreateResizeParams(fbb, 0, /*align_corners=*/2, 4, 4).Union()};
+  }));
+  EXPECT_NE(why.find("op 0: resize align_corners is not 0 or 1"), std::string::npos) << why;
 }
 
 // Parameters of another kind's type, or none, are refused with the op's index and both types.
@@ -277,6 +282,30 @@ TEST(CpuGraphFormat, ParameterRangesRefused) {
        }},
       {"padding out of range", [](CpuGraph& g) { first(g, OpKind::Pad).pad().before[0] = -1; }},
       {"padding out of range", [](CpuGraph& g) { first(g, OpKind::Pad).pad().after[1] = 4097; }},
+      {"resize needs src", [](CpuGraph& g) { first(g, OpKind::Resize).inputs.push_back(0); }},
+      {"resize needs src", [](CpuGraph& g) { first(g, OpKind::Resize).inputs = {-1}; }},
+      {"resize parameters out of range",
+       [](CpuGraph& g) {
+         first(g, OpKind::Resize).resize().alg = static_cast<ResizeAlg>(kNumResizeAlgs);
+       }},
+      {"resize parameters out of range",  // align_corners is bilinear's only
+       [](CpuGraph& g) { first(g, OpKind::Resize).resize().alg = ResizeAlg::Nearest; }},
+      {"resize parameters out of range",
+       [](CpuGraph& g) { first(g, OpKind::Resize).resize().height = 0; }},
+      {"resize parameters out of range",
+       [](CpuGraph& g) { first(g, OpKind::Resize).resize().width = (int64_t{1} << 20) + 1; }},
+      {"eltwise parameters out of range",  // a leaky relu's slope must be finite
+       [](CpuGraph& g) {
+         EltwiseParams& p = first(g, OpKind::Eltwise).eltwise();
+         p.alg = EltwiseAlg::LeakyRelu;
+         p.alpha = std::numeric_limits<float>::infinity();
+       }},
+      {"post-op algorithm out of range",
+       [](CpuGraph& g) {
+         PostOp& p = first(g, OpKind::Conv).post_ops[0];
+         p.alg = EltwiseAlg::LeakyRelu;
+         p.alpha = std::numeric_limits<float>::quiet_NaN();
+       }},
   };
   for (const Case& c : cases) {
     CpuGraph g = every_kind();

@@ -159,6 +159,8 @@ fb::OpParams params_type_of(OpKind kind) {
       return fb::OpParams::SliceParams;
     case OpKind::Pad:
       return fb::OpParams::PadParams;
+    case OpKind::Resize:
+      return fb::OpParams::ResizeParams;
     case OpKind::Reshape:
     case OpKind::Where:
       break;
@@ -319,6 +321,17 @@ Error read_params(const fb::Op& fop, OpKind kind, const std::string& where, OpPa
       }
       p.value = f.value();
       *out = std::move(p);
+      return Error::Ok;
+    }
+    case fb::OpParams::ResizeParams: {
+      const fb::ResizeParams& f = *fop.params_as_ResizeParams();
+      if (f.align_corners() > 1) return invalid_blob(where + "resize align_corners is not 0 or 1");
+      ResizeParams p;
+      p.alg = static_cast<ResizeAlg>(f.alg());
+      p.align_corners = f.align_corners() != 0;
+      p.height = f.height();
+      p.width = f.width();
+      *out = p;
       return Error::Ok;
     }
     case fb::OpParams::NONE:

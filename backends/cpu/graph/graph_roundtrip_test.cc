@@ -93,6 +93,12 @@ void expect_same_params(const PadParams& a, const PadParams& b) {
   EXPECT_EQ(a.after, b.after);
   EXPECT_EQ(std::bit_cast<uint32_t>(a.value), std::bit_cast<uint32_t>(b.value));
 }
+void expect_same_params(const ResizeParams& a, const ResizeParams& b) {
+  EXPECT_EQ(a.alg, b.alg);
+  EXPECT_EQ(a.align_corners, b.align_corners);
+  EXPECT_EQ(a.height, b.height);
+  EXPECT_EQ(a.width, b.width);
+}
 
 void expect_same(const CpuGraph& a, const CpuGraph& b) {
   EXPECT_EQ(a.precision, b.precision);
@@ -192,6 +198,10 @@ TEST(CpuGraphFormat, EveryAlgorithmRoundTrips) {
   }
   for (uint8_t a = 0; a < kNumReduceAlgs; ++a) {
     op(g, OpKind::Reduce, {x}, value({2, 3}), ReduceParams{static_cast<ReduceAlg>(a), {2, 3}});
+  }
+  for (uint8_t a = 0; a < kNumResizeAlgs; ++a) {
+    op(g, OpKind::Resize, {x}, value({2, 3, 7, 5}),
+       ResizeParams{static_cast<ResizeAlg>(a), a == 0, 7, 5});
   }
   g.outputs = {g.ops.back().output};
   g.output_dim_orders = {{}};

@@ -102,6 +102,12 @@ struct ParamsWriter {
                                                          write_vector(fbb, p.after), p.value)
                                          .Union()};
   }
+  Written operator()(const ResizeParams& p) const {
+    return {fb::OpParams::ResizeParams,
+            fb::CreateResizeParams(fbb, static_cast<uint8_t>(p.alg), p.align_corners ? 1 : 0,
+                                   p.height, p.width)
+                .Union()};
+  }
 };
 
 }  // namespace

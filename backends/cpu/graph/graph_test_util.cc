@@ -172,8 +172,10 @@ CpuGraph every_kind() {
   const int32_t sel = op(g, OpKind::Where, {tmask, mm, fill}, value({4, 6}));
   const int32_t padded =
       op(g, OpKind::Pad, {slice}, value({4, 9}), PadParams{{1, 0}, {0, 3}, -0.f});
-  g.outputs = {reshape, soft, ln, red, slice, qconv, sel, upsampled, padded};
-  g.output_dim_orders = {{}, {1, 0}, {}, {}, {}, {0, 3, 1, 2}, {}, {}, {}};
+  const int32_t resized = op(g, OpKind::Resize, {elt}, value({4, 8, 12, 10}, 0),
+                             ResizeParams{ResizeAlg::Bilinear, true, 12, 10});
+  g.outputs = {reshape, soft, ln, red, slice, qconv, sel, upsampled, padded, resized};
+  g.output_dim_orders = {{}, {1, 0}, {}, {}, {}, {0, 3, 1, 2}, {}, {}, {}, {}};
   return g;
 }
 

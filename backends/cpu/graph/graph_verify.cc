@@ -23,6 +23,15 @@ bool same_rank(size_t r, const V&... v) {
   return ((v.size() == r) && ...);
 }
 
+// An element-wise algorithm of EltwiseAlg, and a finite slope for a leaky relu.
+bool eltwise_in_range(EltwiseAlg alg, float alpha) {
+  if (static_cast<uint8_t>(alg) >= kNumEltwiseAlgs) return false;
+  return alg != EltwiseAlg::LeakyRelu || std::isfinite(alpha);
+}
+
+// A resize's output height or width at most this.
+constexpr int64_t kMaxResizeSize = int64_t{1} << 20;
+
 }  // namespace
 
 Error check_params(const OpDesc& op, size_t op_index) {
@@ -126,7 +135,7 @@ Error check_params(const OpDesc& op, size_t op_index) {
     }
     case OpKind::Eltwise:
       if (!need_inputs(1, 1) || !required(0) ||
-          static_cast<uint8_t>(op.eltwise().alg) >= kNumEltwiseAlgs) {
+          !eltwise_in_range(op.eltwise().alg, op.eltwise().alpha)) {
         return invalid_blob(where + "eltwise parameters out of range");
       }
       break;
@@ -204,6 +213,16 @@ Error check_params(const OpDesc& op, size_t op_index) {
       }
       break;
     }
+    case OpKind::Resize: {
+      const ResizeParams& p = op.resize();
+      if (!need_inputs(1, 1) || !required(0)) return invalid_blob(where + "resize needs src");
+      if (static_cast<uint8_t>(p.alg) >= kNumResizeAlgs ||
+          (p.align_corners && p.alg != ResizeAlg::Bilinear) || p.height < 1 ||
+          p.height > kMaxResizeSize || p.width < 1 || p.width > kMaxResizeSize) {
+        return invalid_blob(where + "resize parameters out of range");
+      }
+      break;
+    }
     case OpKind::Permute: {
       const std::vector<int64_t>& perm = op.permute().perm;
       if (!need_inputs(1, 1) || !required(0) || perm.size() > kMaxCpuRank) {
@@ -227,7 +246,7 @@ Error check_params(const OpDesc& op, size_t op_index) {
     return invalid_blob(where + "post-ops on an op that takes none");
   }
   for (const PostOp& p : op.post_ops) {
-    if (!p.is_sum && static_cast<uint8_t>(p.alg) >= kNumEltwiseAlgs) {
+    if (!p.is_sum && !eltwise_in_range(p.alg, p.alpha)) {
       return invalid_blob(where + "post-op algorithm out of range");
     }
   }

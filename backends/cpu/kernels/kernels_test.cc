@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "backends/cpu/kernels/depthwise.h"
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/kernels/inverted_residual.h"
 #include "backends/cpu/kernels/pad.h"
 #include "backends/cpu/kernels/policy.h"
+#include "backends/cpu/kernels/resize.h"
 #include "backends/cpu/test/test_util.h"
 #include "runtime/platform/cpu_isa.h"
 
@@ -491,6 +493,106 @@ TEST(OwnKernels, ConstantPadMatchesAten) {
                             sizeof(float) * static_cast<size_t>(want.numel())),
                 0)
           << "dims " << c.dims.size() << "-d, threads " << threads;
+    }
+  }
+}
+
+// The element-wise kernels alone, large enough to split between two threads (at an odd count:
+// each thread's part, and the last one's tail), against ATen: the exact ones bit for bit, the
+// C library's within an ulp or so.
+TEST(OwnKernels, UnaryKernelsMatchAten) {
+  at::manual_seed(41);
+  const int64_t n = 100003;
+  at::Tensor x = at::randn({n}) * 20;
+  x[5] = std::numeric_limits<float>::quiet_NaN();
+  x[n - 1] = -std::numeric_limits<float>::infinity();
+  x[n - 2] = -0.f;
+  x[n - 3] = 2.5f;
+  struct Case {
+    UnaryOp op;
+    at::Tensor want;
+    bool exact;
+  };
+  const std::vector<Case> cases = {
+      {UnaryOp::Abs, at::abs(x), true},
+      {UnaryOp::Floor, at::floor(x), true},
+      {UnaryOp::Ceil, at::ceil(x), true},
+      {UnaryOp::Round, at::round(x), true},
+      {UnaryOp::Reciprocal, at::reciprocal(x), true},
+      {UnaryOp::LeakyRelu, at::leaky_relu(x, 0.2), true},
+      {UnaryOp::Exp, at::exp(x), false},
+      {UnaryOp::Log, at::log(x), false},
+      {UnaryOp::Sin, at::sin(x), false},
+      {UnaryOp::Cos, at::cos(x), false},
+  };
+  for (const Case& c : cases) {
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(c.op)) + ", threads " + std::to_string(threads));
+      at::Tensor got = x.clone();
+      unary_in_place(c.op, got.data_ptr<float>(), n, 0.2f, threads);
+      EXPECT_TRUE(at::equal(got.isnan(), c.want.isnan()));
+      if (c.exact) {
+        EXPECT_EQ(std::memcmp(got.data_ptr<float>(), c.want.data_ptr<float>(), n * sizeof(float)),
+                  0);
+      } else {
+        EXPECT_TRUE(at::allclose(got, c.want, 1e-6, 1e-7, /*equal_nan=*/true));
+      }
+    }
+  }
+}
+
+TEST(OwnKernels, BroadcastBinaryMatchesAten) {
+  at::manual_seed(42);
+  at::Tensor a = at::randn({4, 32, 33, 17});
+  a.view(-1)[100] = std::numeric_limits<float>::quiet_NaN();
+  for (const std::vector<int64_t>& bd :
+       {std::vector<int64_t>{4, 32, 33, 17}, std::vector<int64_t>{1, 32, 1, 1},
+        std::vector<int64_t>{1, 1, 1, 17}, std::vector<int64_t>{4, 1, 33, 1}}) {
+    at::Tensor b = at::randn(bd);
+    b.view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+    BroadcastShape shape;
+    shape.rank = 4;
+    int64_t stride = 1;
+    for (int64_t d = 3; d >= 0; --d) {
+      shape.dims[d] = a.size(d);
+      shape.b[d] = bd[static_cast<size_t>(d)] == 1 ? 0 : stride;
+      stride *= bd[static_cast<size_t>(d)];
+    }
+    for (BroadcastOp op : {BroadcastOp::Minimum, BroadcastOp::Maximum, BroadcastOp::Prelu}) {
+      const at::Tensor want = op == BroadcastOp::Minimum   ? at::minimum(a, b)
+                              : op == BroadcastOp::Maximum ? at::maximum(a, b)
+                                                           : at::where(a > 0, a, b * a);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(std::to_string(static_cast<int>(op)) + " by " + ints(bd) + ", threads " +
+                     std::to_string(threads));
+        at::Tensor got = at::empty_like(a);
+        broadcast_binary(op, a.data_ptr<float>(), b.data_ptr<float>(), got.data_ptr<float>(), shape,
+                         threads);
+        EXPECT_TRUE(at::equal(got.isnan(), want.isnan()));
+        EXPECT_TRUE(at::equal(got.nan_to_num(0), want.nan_to_num(0)));
+      }
+    }
+  }
+}
+
+// The resize kernels with their planes split between threads, against ATen.
+TEST(OwnKernels, ResizeKernelsOnThreads) {
+  at::manual_seed(43);
+  const at::Tensor x = at::randn({2, 8, 20, 30});
+  for (int threads : {1, 2}) {
+    const ResizeShape s{16, 20, 30, 40, 60};
+    at::Tensor got = at::empty({2, 8, 40, 60});
+    const std::vector<int64_t> h = nearest_taps(20, 40), w = nearest_taps(30, 60);
+    resize_nearest(x.data_ptr<float>(), got.data_ptr<float>(), s, h.data(), w.data(), threads);
+    EXPECT_TRUE(at::equal(got, at::upsample_nearest2d(x, {40, 60})));
+    for (bool align : {false, true}) {
+      const std::vector<LinearTap> lh = linear_taps(20, 40, align), lw = linear_taps(30, 60, align);
+      resize_bilinear(x.data_ptr<float>(), got.data_ptr<float>(), s, lh.data(), lw.data(), threads);
+      // The libtorch linked here (1.13) computes source positions in double, PyTorch 2 (and the
+      // kernel) in float: weights a few float ulps apart where align_corners' ratio is inexact.
+      const at::Tensor want = at::upsample_bilinear2d(x, {40, 60}, align);
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-5))
+          << "align " << align << " max diff " << (got - want).abs().max().item<float>();
     }
   }
 }

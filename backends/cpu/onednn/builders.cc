@@ -35,6 +35,7 @@ constexpr Family kFamilies[] = {
     {OpKind::Slice, build_slice},
     {OpKind::Where, build_where},
     {OpKind::Pad, build_pad},
+    {OpKind::Resize, build_resize},
 };
 
 constexpr bool every_kind_at_its_index() {

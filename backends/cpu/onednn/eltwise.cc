@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/kernels/nan_exact.h"
 #include "backends/cpu/onednn/families.h"
 
@@ -33,6 +34,48 @@ Error build_eltwise(Build& b, const OpDesc& op) try {
   return b.onednn_error(e);
 }
 
+namespace {
+
+// dst = minimum, maximum or prelu of a (the result's dims) and b broadcast to it, by Ember's kernel
+// (oneDNN's binary_min and binary_max return the other operand where one is NaN; ATen's NaN; oneDNN
+// 2.6 has no prelu). Its element-wise post-ops follow as steps; a sum post-op is refused.
+Error add_broadcast_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
+                         const memory::dims& bd) try {
+  for (const PostOp& p : op.post_ops) {
+    if (p.is_sum) return refused("a sum fused after minimum, maximum or prelu");
+  }
+  const memory::dims ad = b.dims_of(op.inputs[0]);
+  if (ad.size() > 6) return refused("minimum, maximum or prelu of rank above 6");
+  EMBER_ASSIGN_OR_RETURN(memory a, b.as(op.inputs[0], plain_md(ad, dt::f32)));
+  EMBER_ASSIGN_OR_RETURN(memory other, b.as(op.inputs[1], plain_md(b_dims, dt::f32)));
+  BroadcastShape shape;
+  shape.rank = static_cast<int64_t>(ad.size());
+  const memory::dims strides = dense_strides(bd, {});
+  for (size_t i = 0; i < ad.size(); ++i) {
+    shape.dims[i] = ad[i];
+    shape.b[i] = bd[i] == 1 ? 0 : strides[i];
+  }
+  EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, plain_md(ad, dt::f32)));
+  const BinaryAlg alg = op.binary().alg;
+  const BroadcastOp kernel = alg == BinaryAlg::Minimum   ? BroadcastOp::Minimum
+                             : alg == BinaryAlg::Maximum ? BroadcastOp::Maximum
+                                                         : BroadcastOp::Prelu;
+  const char* what = alg == BinaryAlg::Minimum   ? "binary,ember:min,forward_inference,,"
+                     : alg == BinaryAlg::Maximum ? "binary,ember:max,forward_inference,,"
+                                                 : "binary,ember:prelu,forward_inference,,";
+  OwnStep s{OwnKind::Exact, what, dims_text(ad) + ":" + dims_text(bd), {}};
+  s.run = [a, other, dst, shape, kernel, threads = b.threads()](void*) {
+    broadcast_binary(kernel, data_as<const float>(a), data_as<const float>(other),
+                     data_as<float>(dst), shape, threads);
+  };
+  b.add_own_step(std::move(s), {a, other});
+  return add_post_op_steps(b, op, 0, dst);
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
+}  // namespace
+
 Error build_binary(Build& b, const OpDesc& op) try {
   EMBER_TRY(b.check_same_dims(op.inputs[0], op.output));
   EMBER_ASSIGN_OR_RETURN(memory src0, b.src_memory(op.inputs[0]));
@@ -42,6 +85,10 @@ Error build_binary(Build& b, const OpDesc& op) try {
   if (bd.size() != rank) return refused("binary operand of higher rank");
   for (size_t i = 0; i < rank; ++i) {
     if (bd[i] != 1 && bd[i] != ad[i]) return refused("binary operand does not broadcast");
+  }
+  if (op.binary().alg == BinaryAlg::Minimum || op.binary().alg == BinaryAlg::Maximum ||
+      op.binary().alg == BinaryAlg::Prelu) {
+    return add_broadcast_step(b, op, b.dims_of(op.inputs[1]), bd);
   }
   // An operand of the result's rank takes its layout; one of lower rank (a [16] weight
   // times a [1, 1, 16] activation) is viewed at the result's rank first: a reorder cannot
@@ -55,8 +102,25 @@ Error build_binary(Build& b, const OpDesc& op) try {
                            b.as(op.inputs[1], plain_md(b.dims_of(op.inputs[1]), dt::f32)));
     EMBER_ASSIGN_OR_RETURN(src1, b.view(plain, plain_md(bd, dt::f32)));
   }
-  const auto alg =
-      op.binary().alg == BinaryAlg::Add ? dnnl::algorithm::binary_add : dnnl::algorithm::binary_mul;
+  const BinaryAlg which = op.binary().alg;
+  dnnl::algorithm alg = dnnl::algorithm::binary_add;
+  switch (which) {
+    case BinaryAlg::Add:
+      break;
+    case BinaryAlg::Mul:
+      alg = dnnl::algorithm::binary_mul;
+      break;
+    case BinaryAlg::Sub:  // IEEE's a - b and a / b, as ATen's (vsubps, vdivps)
+      alg = dnnl::algorithm::binary_sub;
+      break;
+    case BinaryAlg::Div:
+      alg = dnnl::algorithm::binary_div;
+      break;
+    case BinaryAlg::Minimum:
+    case BinaryAlg::Maximum:
+    case BinaryAlg::Prelu:
+      return refused("minimum, maximum and prelu are Ember's kernel's");
+  }
   dnnl::binary::desc d(alg, src0.get_desc(), src1.get_desc(), src0.get_desc());
   EMBER_ASSIGN_OR_RETURN(dnnl::primitive_attr attr, b.attr_for(op));
   dnnl::binary::primitive_desc pd(d, attr, b.engine());

@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/kernels/nan_exact.h"
 #include "backends/cpu/onednn/families.h"
 #include "runtime/kernels/portable/util/row_kernels.h"
@@ -46,6 +47,32 @@ bool pool_layout(const memory::desc& md, int64_t r, PoolLayout* out) {
   return true;
 }
 
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Abs:
+      return "abs";
+    case UnaryOp::Exp:
+      return "exp";
+    case UnaryOp::Log:
+      return "log";
+    case UnaryOp::Floor:
+      return "floor";
+    case UnaryOp::Ceil:
+      return "ceil";
+    case UnaryOp::Round:
+      return "round";
+    case UnaryOp::Sin:
+      return "sin";
+    case UnaryOp::Cos:
+      return "cos";
+    case UnaryOp::LeakyRelu:
+      return "leaky_relu";
+    case UnaryOp::Reciprocal:
+      return "reciprocal";
+  }
+  return "unary";
+}
+
 // Below this many floats a layer norm runs on the calling thread (a parallel region costs a few
 // microseconds).
 constexpr int64_t kMinParallelFloats = int64_t{1} << 15;
@@ -76,7 +103,34 @@ bool is_own_eltwise(const PostOp& p) {
          (!p.is_sum && (p.alg == EltwiseAlg::Logistic || p.alg == EltwiseAlg::GeluErf ||
                         p.alg == EltwiseAlg::Elu || p.alg == EltwiseAlg::Quantize ||
                         p.alg == EltwiseAlg::Dequantize || p.alg == EltwiseAlg::Rsqrt ||
-                        p.alg == EltwiseAlg::Neg));
+                        p.alg == EltwiseAlg::Neg || unary_op_of(p.alg).has_value()));
+}
+
+std::optional<UnaryOp> unary_op_of(EltwiseAlg alg) {
+  switch (alg) {
+    case EltwiseAlg::Abs:
+      return UnaryOp::Abs;
+    case EltwiseAlg::Exp:
+      return UnaryOp::Exp;
+    case EltwiseAlg::Log:
+      return UnaryOp::Log;
+    case EltwiseAlg::Floor:
+      return UnaryOp::Floor;
+    case EltwiseAlg::Ceil:
+      return UnaryOp::Ceil;
+    case EltwiseAlg::Sin:
+      return UnaryOp::Sin;
+    case EltwiseAlg::Cos:
+      return UnaryOp::Cos;
+    case EltwiseAlg::LeakyRelu:
+      return UnaryOp::LeakyRelu;
+    case EltwiseAlg::Reciprocal:
+      return UnaryOp::Reciprocal;
+    case EltwiseAlg::Round:
+      return UnaryOp::Round;
+    default:
+      return std::nullopt;
+  }
 }
 
 Result<dnnl::eltwise_forward::primitive_desc> eltwise_primitive(Build& b, const memory::desc& src,
@@ -149,6 +203,16 @@ Error add_own_eltwise_step(Build& b, const memory& src, const memory& dst, const
   } else if (p.alg == EltwiseAlg::Neg) {
     return add_in_place_step(b, src, dst, true, "eltwise,ember:neg,forward_inference,,", "alg:neg",
                              neg_in_place);
+  } else if (const std::optional<UnaryOp> u = unary_op_of(p.alg)) {
+    const UnaryOp op = *u;
+    const float alpha = p.alpha;
+    const std::string name = unary_name(op);
+    return add_in_place_step(
+        b, src, dst, unary_keeps_zero(op), cat({"eltwise,ember:", name, ",forward_inference,,"}),
+        cat({"alg:", name, op == UnaryOp::LeakyRelu ? " alpha:" + std::to_string(alpha) : ""}),
+        [op, alpha](float* y, int64_t n, int threads) {
+          unary_in_place(op, y, n, alpha, threads);
+        });
   } else {
     return refused("an element-wise op Ember has no kernel of");
   }

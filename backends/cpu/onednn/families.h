@@ -11,12 +11,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backends/cpu/graph/graph_format.h"
+#include "backends/cpu/kernels/elementwise.h"
 #include "backends/cpu/onednn/build.h"
 
 namespace ember::cpu::delegate {
@@ -40,6 +42,7 @@ Error build_quant_conv(Build& b, const OpDesc& op);          // quant_conv.cc: Q
 Error build_quant_matmul(Build& b, const OpDesc& op);        // quant_matmul.cc: QuantMatMul
 Error build_group_quant_matmul(Build& b, const OpDesc& op);  // quant_matmul.cc: GroupQuantMatMul
 Error build_pad(Build& b, const OpDesc& op);                 // pad.cc: Pad
+Error build_resize(Build& b, const OpDesc& op);              // resize.cc: Resize
 
 // --- Fusions: ops i.. as one step; the number of ops built, 0 when it does not apply (nothing
 // built). Tried in builders.cc's order before the op's own builder. ------------------------------
@@ -90,6 +93,9 @@ Result<dnnl::eltwise_forward::primitive_desc> eltwise_primitive(Build& b, const 
 Error add_post_op_steps(Build& b, const OpDesc& op, size_t from, const memory& dst);
 // dst = clamp(src), NaN kept; src and dst have one layout (the same memory: in place).
 Error add_clamp_step(Build& b, const memory& src, const memory& dst, Clamp act);
+// The kernel of the element-wise ops that are Ember's unary kernels (kernels/elementwise.h:
+// abs, exp, log, floor, ceil, sin, cos, leaky relu, reciprocal, round), else nullopt.
+std::optional<UnaryOp> unary_op_of(EltwiseAlg alg);
 // dst = p(src) for an own element-wise op `p` (is_own_eltwise) by Ember's kernel.
 Error add_own_eltwise_step(Build& b, const memory& src, const memory& dst, const PostOp& p);
 // dst = f(src) by `kernel` (in place, over n floats, on `threads`), src and dst of one layout;

@@ -114,6 +114,16 @@ dnnl::algorithm eltwise_alg(EltwiseAlg a) {
     case EltwiseAlg::Dequantize:
     case EltwiseAlg::Rsqrt:
     case EltwiseAlg::Neg:
+    case EltwiseAlg::Abs:
+    case EltwiseAlg::Exp:
+    case EltwiseAlg::Log:
+    case EltwiseAlg::Floor:
+    case EltwiseAlg::Ceil:
+    case EltwiseAlg::Sin:
+    case EltwiseAlg::Cos:
+    case EltwiseAlg::LeakyRelu:
+    case EltwiseAlg::Reciprocal:
+    case EltwiseAlg::Round:
       return dnnl::algorithm::eltwise_linear;
   }
   return dnnl::algorithm::eltwise_relu;

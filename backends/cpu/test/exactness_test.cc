@@ -70,8 +70,9 @@ TEST(CpuBackend, MatmulOverOneElementStaysPortable) {
   EXPECT_TRUE(compiler_backend()->support().check(*nodes[1]).supported);
 }
 
-// A float subtraction stays portable, and the reason says so (it named torchao's pattern only).
-TEST(CpuBackend, FloatSubtractionStaysPortableSayingWhy) {
+// A float subtraction outside torchao's quantization pattern is the engine's Binary Sub (it was
+// claimed only inside that pattern before).
+TEST(CpuBackend, FloatSubtractionIsABinarySub) {
   auto program = parse_text(
       "graph(\n    %x: f32[3, 4],\n    %y: f32[3, 4]\n) {\n"
       "  %s: f32[3, 4] = aten::sub.Tensor(self=%x, other=%y, alpha=1)\n"
@@ -79,10 +80,11 @@ TEST(CpuBackend, FloatSubtractionStaysPortableSayingWhy) {
   ASSERT_TRUE(program);
   const ir::Node* sub = *program->graph().nodes().begin();
   partition::Support s = compiler_backend()->support().check(*sub);
-  EXPECT_FALSE(s.supported);
-  EXPECT_NE(s.reason.find("a subtraction; the cpu backend runs aten::sub only as part of"),
-            std::string::npos)
-      << s.reason;
+  EXPECT_TRUE(s.supported) << s.reason;
+  const Compiled compiled = compile(*program);
+  ASSERT_EQ(compiled.graph.ops.size(), 1u);
+  EXPECT_EQ(compiled.graph.ops[0].kind, OpKind::Binary);
+  EXPECT_EQ(compiled.graph.ops[0].binary().alg, BinaryAlg::Sub);
 }
 
 // A dynamic size other than the batch stays portable, with the reason.
