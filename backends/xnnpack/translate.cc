@@ -407,6 +407,35 @@ class Translator {
         return binary(n, BinaryAlg::Add);
       case NodeType::Multiply:
         return binary(n, BinaryAlg::Mul);
+      case NodeType::Subtract:
+        return binary(n, BinaryAlg::Sub);
+      case NodeType::Div:
+        return binary(n, BinaryAlg::Div);
+      case NodeType::Minimum:
+        return binary(n, BinaryAlg::Minimum);
+      case NodeType::Maximum:
+        return binary(n, BinaryAlg::Maximum);
+      case NodeType::PReLU:
+        return prelu(n);
+      case NodeType::Abs:
+        return unary(n, EltwiseAlg::Abs);
+      case NodeType::Exp:
+        return unary(n, EltwiseAlg::Exp);
+      case NodeType::Log:
+        return unary(n, EltwiseAlg::Log);
+      case NodeType::Floor:
+        return unary(n, EltwiseAlg::Floor);
+      case NodeType::Ceiling:
+        return unary(n, EltwiseAlg::Ceil);
+      case NodeType::Sin:
+        return unary(n, EltwiseAlg::Sin);
+      case NodeType::Cos:
+        return unary(n, EltwiseAlg::Cos);
+      case NodeType::LeakyReLU:
+        if (!std::isfinite(n.alpha)) return refuse("a slope of %g", static_cast<double>(n.alpha));
+        return unary(n, EltwiseAlg::LeakyRelu, n.alpha);
+      case NodeType::StaticResizeBilinear2D:
+        return resize(n);
       case NodeType::Clamp:
         return clamp(n);
       case NodeType::Sigmoid:
@@ -881,7 +910,8 @@ class Translator {
     const Value& y = value(n.outputs[0]);
     uint32_t a = n.inputs[0], b = n.inputs[1];
     if (value(a).dims != y.dims) {
-      const bool commutes = alg == BinaryAlg::Add || alg == BinaryAlg::Mul;
+      const bool commutes = alg == BinaryAlg::Add || alg == BinaryAlg::Mul ||
+                            alg == BinaryAlg::Minimum || alg == BinaryAlg::Maximum;
       if (!commutes || value(b).dims != y.dims) {
         return refuse(
             "the first operand %s is broadcast to the output %s, which Ember's engine "
@@ -904,6 +934,60 @@ class Translator {
     const int32_t t = emit(OpKind::Binary, {ma.tensor, tb}, cpu::BinaryParams{alg},
                            engine_dims(y.dims, ma.perm), clamp_post_ops(n));
     define(y.id, t, ma.perm);
+    return Error::Ok;
+  }
+
+  // PReLU: x where positive, else slope * x; XNNPACK's slope is one per channel (the innermost
+  // dim of an NHWC value) or one for all.
+  Error prelu(const Node& n) {
+    EMBER_TRY(real_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& slope = value(n.inputs[1]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims != y.dims || slope.constant == 0 || x.dims.empty()) {
+      return refuse("a slope constant and an output of the input's dims");
+    }
+    const int64_t channels = x.dims.back();
+    if (numel(slope.dims) != channels && numel(slope.dims) != 1) {
+      return refuse("a slope of %lld elements for %lld channels",
+                    static_cast<long long>(numel(slope.dims)), static_cast<long long>(channels));
+    }
+    EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
+    // The slope as a constant of x's rank, along x's innermost dim, held as x is.
+    EMBER_ASSIGN_OR_RETURN(int32_t s, held(slope.id, identity(slope.dims.size())));
+    std::vector<int64_t> full(x.dims.size(), 1);
+    full.back() = numel(slope.dims);
+    TensorDesc w = out_.graph.tensors[s];
+    if (w.kind != TensorKind::Weight || !w.dim_order.empty()) return refuse("the slope's layout");
+    w.dims = engine_dims(full, m.perm);
+    s = add_tensor(std::move(w));
+    const int32_t t = emit(OpKind::Binary, {m.tensor, s}, cpu::BinaryParams{BinaryAlg::Prelu},
+                           engine_dims(y.dims, m.perm), clamp_post_ops(n));
+    define(y.id, t, m.perm);
+    return Error::Ok;
+  }
+
+  // XNNPACK's bilinear resize of an NHWC value: ATen's upsample_bilinear2d, corners aligned
+  // (flag 8) or half pixels (no flag); TensorFlow's legacy positions (flag 4) are refused.
+  Error resize(const Node& n) {
+    EMBER_TRY(real_values(n));
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims.size() != 4 || y.dims.size() != 4 || y.dims[0] != x.dims[0] ||
+        y.dims[3] != x.dims[3] || y.dims[1] != n.new_height || y.dims[2] != n.new_width) {
+      return refuse("output %s of input %s resized to %u x %u", dims_text(y.dims).c_str(),
+                    dims_text(x.dims).c_str(), n.new_height, n.new_width);
+    }
+    if ((n.flags & ~0x8u) != 0) return refuse("flags %u are not supported", n.flags);
+    EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
+    cpu::ResizeParams r;
+    r.alg = cpu::ResizeAlg::Bilinear;
+    r.align_corners = (n.flags & 0x8u) != 0;
+    r.height = n.new_height;
+    r.width = n.new_width;
+    int32_t t = emit(OpKind::Resize, {src}, r, engine_dims(y.dims, kNhwc));
+    t = apply_post_ops(t, clamp_post_ops(n));
+    define(y.id, t, kNhwc);
     return Error::Ok;
   }
 
