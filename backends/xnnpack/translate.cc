@@ -462,8 +462,8 @@ class Translator {
     const bool transposed = (n.flags & 1u) != 0;  // the filter is [K, N]
     const int64_t k = transposed ? f.dims[0] : f.dims[1];
     const int64_t nn = transposed ? f.dims[1] : f.dims[0];
-    if (x.dims.empty() || x.dims.back() != k || y.dims.empty() || y.dims.back() != nn ||
-        numel(x.dims) / k != numel(y.dims) / nn) {
+    if (k < 1 || nn < 1 || x.dims.empty() || x.dims.back() != k || y.dims.empty() ||
+        y.dims.back() != nn || numel(x.dims) / k != numel(y.dims) / nn) {
       return refuse("inconsistent shapes: input %s, filter %s%s, output %s",
                     dims_text(x.dims).c_str(), dims_text(f.dims).c_str(),
                     transposed ? " (transposed)" : "", dims_text(y.dims).c_str());

@@ -233,6 +233,21 @@ TEST(XnnTranslateRefusal, AConstantOfTheWrongByteSize) {
       << last_error_message();
 }
 
+// Found by payload_fuzz (testdata/fuzz_regressions/fc_zero_filter_dim.xnn): a filter with a zero
+// dim divided the element count by zero.
+TEST(XnnTranslateRefusal, AFullyConnectedFilterWithAZeroDim) {
+  GraphSpec g = fc_graph();
+  g.values[1].dims = {3, 0};
+  g.values[0].dims = {2, 0};
+  g.constants[0].size = 0;
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_NE(
+      std::string(last_error_message()).find("inconsistent shapes: input [2, 0], filter [3, 0]"),
+      std::string::npos)
+      << last_error_message();
+}
+
 // ExecuTorch's payloads: the float ones translate into graphs the engine's verifier accepts; the
 // quantized ones are refused at their first node, named (quantized nodes: not yet translated).
 TEST(XnnTranslate, ExportedSeeds) {
