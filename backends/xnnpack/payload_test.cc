@@ -205,6 +205,14 @@ TEST(XnnPayload, ReadsEveryExportedSeed) {
 
 TEST(XnnPayloadRefusal, AnEmptyBlob) { expect_refused(std::vector<uint8_t>{}, "has 0 bytes"); }
 
+// Without "XH00" at bytes 4..8 the blob is taken for a flatbuffer alone (the format before the
+// header), whose identifier sits there instead.
+TEST(XnnPayloadRefusal, AnUnknownHeaderMagic) {
+  std::vector<uint8_t> blob = build(add_graph());
+  blob[7] = '1';  // "XH01"
+  expect_refused(blob, "the flatbuffer's identifier is not XN01 or XN00");
+}
+
 TEST(XnnPayloadRefusal, ATruncatedHeader) {
   std::vector<uint8_t> blob = build(add_graph());
   blob.resize(20);
