@@ -24,6 +24,8 @@ namespace fb = ember::xnn::fb;
 constexpr size_t kHeaderBytes = 30;
 constexpr uint32_t kMaxValues = 1u << 22, kMaxNodes = 1u << 22;
 constexpr uint32_t kMaxParams = 64;  // elements of a node's vector (perm, shape, paddings)
+// A window's sizes, strides, dilations, paddings and group counts: products of two fit int64.
+constexpr uint32_t kMaxWindow = 1u << 24;
 constexpr uint64_t kNoOffset = std::numeric_limits<uint64_t>::max();
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
@@ -519,6 +521,16 @@ class Reader {
         out.has_output_min_max = true;
         out.output_min = m->output_min();
         out.output_max = m->output_max();
+      }
+      const Window& w = out.window;
+      for (const uint32_t x :
+           {w.pad_top, w.pad_right, w.pad_bottom, w.pad_left, w.kernel_h, w.kernel_w, w.stride_h,
+            w.stride_w, w.dilation_h, w.dilation_w, w.groups, w.group_input_channels,
+            w.group_output_channels, w.adjustment_h, w.adjustment_w}) {
+        if (x > kMaxWindow) {
+          return bad("node %u (%s) has a window parameter of %u, past 2^24", i,
+                     node_type_name(out.type), x);
+        }
       }
       if (out.ints.size() > kMaxParams || out.ints2.size() > kMaxParams) {
         return bad("node %u (%s) has %zu parameters", i, node_type_name(out.type),

@@ -12,7 +12,8 @@
 // the blob, a flatbuffer the verifier rejects, a value id used twice or never defined, a node that
 // reads a value before any node writes it, a value written twice, dims past kMaxXnnRank or 2^40
 // elements, constants outside their data, external ids that are not 0..n-1 (inputs first), a
-// value flagged external that input_ids and output_ids do not list. It does not judge
+// value flagged external that input_ids and output_ids do not list, a window parameter (kernel,
+// stride, dilation, padding, groups) past 2^24. It does not judge
 // whether Ember can run a node (translate.h does); it only guarantees that what it returns is
 // self-consistent. The result copies everything but the constant bytes: constants in the blob are
 // offsets into it (Constant), so the caller keeps the blob while it reads them.

@@ -572,6 +572,31 @@ TEST(XnnPayloadRefusal, TooManyParameters) {
   expect_refused(g, "node 0 (XNNStaticTranspose) has 65 parameters");
 }
 
+// Found by payload_fuzz (testdata/fuzz_regressions/conv_groups_overflow.xnn): groups times
+// output channels per group, each near 2^32, overflowed int64 in translate.
+TEST(XnnPayloadRefusal, AWindowParameterPast2To24) {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, 4, 4, 2}), constant(1, 1, {2, 1, 1, 2}), output(2, 1, {1, 4, 4, 2})};
+  ConvSpec c;
+  c.groups = 0xFF000000u;
+  c.go = 0xFFFFFFFCu;
+  g.nodes = {conv(fb::NodeUnion::XNNConv2d, c, 0, 1, kNone, 2)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  g.constant_data.resize(16);
+  g.constants = {{0, 16, ""}};
+  expect_refused(g, "node 0 (XNNConv2d) has a window parameter of 4278190080, past 2^24");
+  c.groups = 1;
+  c.go = 2;
+  c.gi = 2;
+  c.kh = 1u << 25;
+  g.nodes = {conv(fb::NodeUnion::XNNConv2d, c, 0, 1, kNone, 2)};
+  expect_refused(g, "has a window parameter of 33554432");
+  c.kh = 1;
+  g.nodes = {conv(fb::NodeUnion::XNNConv2d, c, 0, 1, kNone, 2)};
+  EXPECT_TRUE(read(build(g)).ok()) << last_error_message();
+}
+
 TEST(XnnPayloadRefusal, AnOutputNeverWritten) {
   GraphSpec g = add_graph();
   g.nodes.clear();
