@@ -572,6 +572,7 @@ class Translator {
 
   Error unary(const Node& n, EltwiseAlg alg, float alpha = 0, float beta = 0) {
     EMBER_TRY(float_values(n));
+    EMBER_TRY(same_dims(n));
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);
     const int32_t t = emit(OpKind::Eltwise, {m.tensor}, cpu::EltwiseParams{alg, alpha, beta},
@@ -592,8 +593,19 @@ class Translator {
     return unary(plain, EltwiseAlg::Clip, lo, hi);
   }
 
+  // An element-wise node's output has its input's dims.
+  Error same_dims(const Node& n) const {
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims != y.dims) {
+      return refuse("output %s, input %s", dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
+    }
+    return Error::Ok;
+  }
+
   Error softmax(const Node& n) {
     EMBER_TRY(float_values(n));
+    EMBER_TRY(same_dims(n));
     if (n.has_output_min_max) return refuse("a fused output clamp");
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);

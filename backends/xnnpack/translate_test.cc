@@ -248,6 +248,23 @@ TEST(XnnTranslateRefusal, AFullyConnectedFilterWithAZeroDim) {
       << last_error_message();
 }
 
+// Found by xnnpack_corruption_test under ASan (mlp.pte, a dims count overwritten): an element-wise
+// node whose output had another rank than its input read past the input's permutation.
+TEST(XnnTranslateRefusal, AnElementwiseNodeChangingDims) {
+  for (const fb::NodeUnion type : {fb::NodeUnion::XNNSigmoid, fb::NodeUnion::XNNSoftmax}) {
+    GraphSpec g;
+    g.values = {input(0, 0, {2, 3}), output(1, 1, {2, 3, 4})};
+    g.nodes = {node1x1(type, 0, 1)};
+    g.input_ids = {0};
+    g.output_ids = {1};
+    Translated t = translate_blob(build(g));
+    ASSERT_FALSE(t.translation.ok());
+    EXPECT_NE(std::string(last_error_message()).find("output [2, 3, 4], input [2, 3]"),
+              std::string::npos)
+        << last_error_message();
+  }
+}
+
 // ExecuTorch's payloads: the float ones translate into graphs the engine's verifier accepts; the
 // quantized ones are refused at their first node, named (quantized nodes: not yet translated).
 TEST(XnnTranslate, ExportedSeeds) {
