@@ -1,8 +1,9 @@
 // ExecuTorch's XNNPACK-delegated programs (backends/xnnpack/testdata/programs, exported by
-// ExecuTorch's XnnpackPartitioner), corrupted: every byte of a small program's delegate payload and
-// a strided sweep of larger ones, overwritten, and every truncation of the payload's segment. Each
-// ends in a run (outputs of any value) or an Error with a message: never a crash. CI runs this
-// under ASan and UBSan, so an out-of-bounds read or undefined behaviour fails it.
+// ExecuTorch's XnnpackPartitioner), corrupted: every byte of add's and mlp's delegate payloads and
+// every other byte of convnet's, overwritten five ways; the rest of add.pte; every truncation of
+// the payload's segment. Each ends in a run (outputs of any value) or an Error with a message:
+// never a crash. CI runs this under ASan and UBSan, so an out-of-bounds read or undefined
+// behaviour fails it.
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -108,10 +109,11 @@ TEST_F(XnnpackCorruption, EveryPayloadByteOfAddLoadsOrFailsCleanly) {
   EXPECT_GT(t.ran, 0u);
 }
 
-TEST_F(XnnpackCorruption, StridedPayloadBytesOfMlpAndConvnetLoadOrFailCleanly) {
+// mlp: every byte; convnet: every other one (under ASan, about 10 s in all).
+TEST_F(XnnpackCorruption, PayloadBytesOfMlpAndConvnetLoadOrFailCleanly) {
   Tally t;
-  sweep_payload("mlp", 4, t);
-  sweep_payload("convnet", 8, t);
+  sweep_payload("mlp", 1, t);
+  sweep_payload("convnet", 2, t);
   EXPECT_GT(t.refused_by_method, 0u);
   EXPECT_GT(t.ran, 0u);
 }
