@@ -18,6 +18,9 @@ _parser = argparse.ArgumentParser()
 _parser.add_argument("--ember", required=True)
 _parser.add_argument("--shared", required=True)
 _parser.add_argument("--demo", required=True)
+# Whether this build has the XNNPACK payload reader (with the cpu engine): `ember inspect` then
+# lists an XnnpackBackend delegate's nodes.
+_parser.add_argument("--xnnpack", type=int, default=0)
 ARGS, _REST = _parser.parse_known_args()
 
 FIXTURE_CASES = [
@@ -43,6 +46,12 @@ def seed_program(name):
     """An exported program of the importer's fuzz seeds (in the repository)."""
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "compiler", "import",
                         "testdata", "fuzz_seeds", name)
+
+
+def xnnpack_program(name):
+    """A program ExecuTorch delegated to XNNPACK (backends/xnnpack/testdata/README.md)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "backends", "xnnpack",
+                        "testdata", "programs", name)
 
 
 def fixture(name):
@@ -186,6 +195,45 @@ class RunTest(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertTrue(r.stderr.startswith("error: "), r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    @unittest.skipUnless(ARGS.xnnpack, "built without the XNNPACK payload reader")
+    def test_inspect_lists_xnnpack_nodes(self):
+        """`ember inspect` of ExecuTorch's XNNPACK programs: each node with its values' datatypes,
+        shapes and quantization, the fused clamp, and whether Ember runs the delegate."""
+        r = ember("inspect", xnnpack_program("mlp.pte"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        i = lines.index("    0: XnnpackBackend (segment 1, 1184 bytes)")
+        self.assertEqual(lines[i + 1:i + 5], [
+            "      XNNPACK payload XN01, 7 value(s), 2 node(s):",
+            "        0: XNNFullyConnected (debug handle 1) v0 fp32 [2, 4], v1 fp32 [8, 4] const, "
+            "v2 fp32 [8] const -> v3 fp32 [2, 8]; output clamped to [0, inf]",
+            "        1: XNNFullyConnected (debug handle 3) v3 fp32 [2, 8], v4 fp32 [3, 8] const, "
+            "v5 fp32 [3] const -> v6 fp32 [2, 3]",
+            "      Ember: runs it"])
+        r = ember("inspect", xnnpack_program("convnet.pte"))
+        types = re.findall(r"^        \d+: (XNN\w+) ", r.stdout, re.M)
+        self.assertEqual(types, ["XNNStaticTranspose", "XNNConv2d", "XNNMaxPooling2d",
+                                 "XNNDepthwiseConv2d", "XNNSigmoid", "XNNStaticTranspose"])
+        # Static int8: quantization per tensor and per channel; Ember runs it.
+        r = ember("inspect", xnnpack_program("mlp_qs8.pte"), "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        x = json.loads(r.stdout)["methods"][0]["delegates"][0]["xnnpack"]
+        self.assertEqual([n["type"] for n in x["nodes"]],
+                         ["XNNConvert", "XNNFullyConnected", "XNNFullyConnected", "XNNConvert"])
+        fc = x["nodes"][1]
+        self.assertEqual([v["dtype"] for v in fc["inputs"]], ["qint8", "qcint8", "qcint32"])
+        self.assertEqual(fc["inputs"][0]["quant"]["kind"], "per_tensor")
+        self.assertIsInstance(fc["inputs"][0]["quant"]["zero_point"], int)
+        self.assertEqual(fc["inputs"][1]["quant"]["kind"], "per_channel")
+        self.assertEqual(fc["inputs"][1]["quant"]["num_scales"], 8)
+        self.assertEqual(fc["inputs"][1]["shape"], [8, 4])
+        self.assertTrue(fc["inputs"][1]["constant"])
+        self.assertEqual(fc["output_min_max"], [0, "inf"])
+        self.assertTrue(x["ember"]["runs"], x["ember"])
+        r = ember("inspect", xnnpack_program("mlp_qs8.pte"))
+        self.assertIn("      Ember: runs it", r.stdout)
+        self.assertIn("qcint8 [8, 4] const (per channel, dim 0, 8 scales", r.stdout)
 
     def test_compile_quiet_and_verbose(self):
         """The default prints a partition summary and one line per note; --verbose every node

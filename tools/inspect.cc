@@ -10,27 +10,16 @@
 #include "ember/schema/program_generated.h"
 #include "runtime/executor/method_meta.h"
 #include "tools/executorch_ops.h"
+#include "tools/json.h"
 #include "tools/plan_svg.h"
+#if EMBER_HAVE_XNNPACK_FORMAT
+#include "tools/inspect_xnnpack.h"
+#endif
 
 namespace ember::tools {
 namespace fb = executorch_flatbuffer;
 
 namespace {
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
 
 const char* dynamism_name(ShapeDynamism d) {
   return d == ShapeDynamism::Static         ? "static"
@@ -204,7 +193,33 @@ struct DelegateInfo {
   int64_t blob_bytes = -1;  // -1: unknown (inline data or a bad index)
   std::vector<std::string> spec_keys;
   std::vector<std::pair<std::string, std::string>> nodes;  // name, op (compile spec ember.nodes)
+  // An XnnpackBackend delegate's nodes and Ember's verdict (tools/inspect_xnnpack.h), where the
+  // build has the payload reader; empty otherwise.
+  std::string xnnpack_text, xnnpack_json;
 };
+
+#if EMBER_HAVE_XNNPACK_FORMAT
+// The XNNPACK payload of delegate `d`, described as text and JSON.
+void describe_xnnpack(const Program& program, const fb::BackendDelegateDataReference& ref,
+                      DelegateInfo& info) {
+  const fb::Program* root = program.flatbuffer();
+  FreeableBuffer blob;
+  if (ref.location() == fb::DataLocation::INLINE) {
+    const auto* inline_data = root->backend_delegate_data();
+    if (inline_data != nullptr && ref.index() < inline_data->size() &&
+        inline_data->Get(ref.index())->data() != nullptr) {
+      const auto* bytes = inline_data->Get(ref.index())->data();
+      blob = FreeableBuffer(bytes->data(), bytes->size(), nullptr, nullptr);
+    }
+  } else {
+    Result<FreeableBuffer> segment = program.load_segment(ref.index(), SegmentType::Backend);
+    if (segment.ok()) blob = std::move(*segment);
+  }
+  const std::span<const uint8_t> bytes(blob.bytes(), blob.size());
+  info.xnnpack_text = xnnpack_delegate_text(bytes, program.named_data(), "      ");
+  info.xnnpack_json = xnnpack_delegate_json(bytes, program.named_data());
+}
+#endif
 
 // The lines "name<TAB>op" of the compile spec `ember.nodes` that Ember's lowering stores.
 std::vector<std::pair<std::string, std::string>> parse_nodes(
@@ -435,6 +450,10 @@ Result<std::vector<MethodReport>> method_reports(const Program& program) {
             }
           }
         }
+#if EMBER_HAVE_XNNPACK_FORMAT
+        if (info.backend == "XnnpackBackend" && ref != nullptr)
+          describe_xnnpack(program, *ref, info);
+#endif
         r.delegates.push_back(std::move(info));
       }
     }
@@ -585,7 +604,9 @@ Result<std::string> inspect_program(const Program& program, bool json) {
           out << (k ? ", " : "") << "{\"name\": " << json_string(d.nodes[k].first)
               << ", \"op\": " << json_string(d.nodes[k].second) << "}";
         }
-        out << "]}";
+        out << "]";
+        if (!d.xnnpack_json.empty()) out << ", \"xnnpack\": " << d.xnnpack_json;
+        out << "}";
       }
       out << "], \"constants\": {\"count\": " << r.num_constants
           << ", \"bytes\": " << r.constant_bytes
@@ -659,6 +680,7 @@ Result<std::string> inspect_program(const Program& program, bool json) {
       for (const std::string& k : d.spec_keys) out << " spec " << k;
       out << (d.nodes.empty() ? "\n" : ", " + std::to_string(d.nodes.size()) + " node(s):\n");
       for (const auto& [name, op] : d.nodes) out << "      " << name << " (" << op << ")\n";
+      out << d.xnnpack_text;
     }
     out << "  constants: " << r.num_constants << " (" << r.constant_bytes << " bytes, "
         << constant_location << ")";

@@ -24,6 +24,8 @@ namespace fb = ember::xnn::fb;
 constexpr size_t kHeaderBytes = 30;
 constexpr uint32_t kMaxValues = 1u << 22, kMaxNodes = 1u << 22;
 constexpr uint32_t kMaxParams = 64;  // elements of a node's vector (perm, shape, paddings)
+// A window's sizes, strides, dilations, paddings and group counts: products of two fit int64.
+constexpr uint32_t kMaxWindow = 1u << 24;
 constexpr uint64_t kNoOffset = std::numeric_limits<uint64_t>::max();
 constexpr int64_t kMaxNumel = int64_t{1} << 40;
 
@@ -45,10 +47,11 @@ class Reader {
     EMBER_TRY(header());
     // The flatbuffer, 8-byte aligned (the blob's placement inside a .pte is 4 mod 8 at times, and
     // flatbuffers reads scalars in place).
+    // Checked before the copy: an empty blob may have no data pointer, which memcpy must not get.
+    if (fb_.size() < 8) return bad("the flatbuffer has %zu bytes", fb_.size());
     storage_.assign((fb_.size() + 7) / 8, 0);
     std::memcpy(storage_.data(), fb_.data(), fb_.size());
     const auto* bytes = reinterpret_cast<const uint8_t*>(storage_.data());
-    if (fb_.size() < 8) return bad("the flatbuffer has %zu bytes", fb_.size());
     p_.identifier.assign(reinterpret_cast<const char*>(bytes) + 4, 4);
     if (p_.identifier != "XN01" && p_.identifier != "XN00") {
       return bad("the flatbuffer's identifier is not XN01 or XN00");
@@ -150,6 +153,9 @@ class Reader {
 
   Error quant(const fb::QuantizedTensorValue& q, Value& v, uint32_t index) {
     Quant& out = v.quant;
+    if (q.quant_params() == nullptr) {
+      return bad("value %u: a quantized value without quantization parameters", index);
+    }
     switch (q.quant_params_type()) {
       case fb::QuantParams::PerTensorQuant: {
         const auto* p = q.quant_params_as_PerTensorQuant();
@@ -219,8 +225,9 @@ class Reader {
       if (x->value_type() == fb::ValueUnion::TensorValue) {
         t = x->value_as_TensorValue();
       } else if (x->value_type() == fb::ValueUnion::QuantizedTensorValue) {
+        // A union's type may be set with its table absent: each pointer is checked.
         q = x->value_as_QuantizedTensorValue();
-        t = q->tensor_value();
+        t = q == nullptr ? nullptr : q->tensor_value();
       }
       if (t == nullptr) return bad("value %u is not a tensor", i);
       const uint32_t id = t->id_out();
@@ -263,33 +270,45 @@ class Reader {
     return Error::Ok;
   }
 
-  // The delegate's arguments: input_ids then output_ids, whose external ids must be their
-  // argument positions (how ExecuTorch's runtime binds them).
+  // The delegate's arguments: the values input_ids and output_ids list, bound by external id
+  // (ExecuTorch's runtime passes argument k to the external value of id k; the exporter lists
+  // input_ids in the order it defines values, so x + y * y lists y first). Inputs take external
+  // ids 0..n_in-1, outputs the ids after them; every value flagged external is listed.
   Error externals(const fb::Graph& g) {
     p_.inputs = copy(g.input_ids());
     p_.outputs = copy(g.output_ids());
     if (p_.outputs.empty()) return bad("no outputs");
+    for (std::vector<uint32_t>* list : {&p_.inputs, &p_.outputs}) {
+      for (const uint32_t id : *list) {
+        if (id >= p_.values.size()) return bad("argument value %u is absent", id);
+      }
+      std::stable_sort(list->begin(), list->end(), [&](uint32_t a, uint32_t b) {
+        return p_.values[a].external_id < p_.values[b].external_id;
+      });
+    }
     const size_t n_in = p_.inputs.size();
+    std::vector<bool> listed(p_.values.size(), false);
     for (size_t k = 0; k < n_in + p_.outputs.size(); ++k) {
       const bool is_input = k < n_in;
       const uint32_t id = is_input ? p_.inputs[k] : p_.outputs[k - n_in];
-      if (id >= p_.values.size()) return bad("argument %zu is value %u, which is absent", k, id);
       const Value& v = p_.values[id];
       const uint32_t flag = is_input ? kExternalInput : kExternalOutput;
-      if ((v.flags & flag) == 0 || v.external_id != k) {
+      if (v.flags != flag || v.external_id != k) {
         return bad(
             "argument %zu is value %u, which is not external %s %zu (flags %u, "
             "external id %u)",
             k, id, is_input ? "input" : "output", k, v.flags, v.external_id);
       }
+      listed[id] = true;
     }
     if (g.num_externs() != n_in + p_.outputs.size()) {
       return bad("num_externs is %u, with %zu inputs and %zu outputs", g.num_externs(), n_in,
                  p_.outputs.size());
     }
     for (const Value& v : p_.values) {
-      if ((v.flags & (kExternalInput | kExternalOutput)) != 0 && v.external_id >= g.num_externs()) {
-        return bad("value %u is external %u of %u", v.id, v.external_id, g.num_externs());
+      if (v.flags != 0 && !listed[v.id]) {
+        return bad("value %u has flags %u but is not among input_ids and output_ids", v.id,
+                   v.flags);
       }
     }
     return Error::Ok;
@@ -488,9 +507,8 @@ class Reader {
     if (nodes->size() > kMaxNodes) return bad("%u nodes", nodes->size());
     // Defined: external inputs and constants, then each node's outputs in turn.
     std::vector<bool> defined(p_.values.size(), false);
-    for (const Value& v : p_.values) {
-      defined[v.id] = v.constant != 0 || (v.flags & kExternalInput) != 0;
-    }
+    for (const Value& v : p_.values) defined[v.id] = v.constant != 0;
+    for (const uint32_t id : p_.inputs) defined[id] = true;
     for (uint32_t i = 0; i < nodes->size(); ++i) {
       const fb::Node* n = nodes->Get(i);
       Node out;
@@ -503,6 +521,16 @@ class Reader {
         out.has_output_min_max = true;
         out.output_min = m->output_min();
         out.output_max = m->output_max();
+      }
+      const Window& w = out.window;
+      for (const uint32_t x :
+           {w.pad_top, w.pad_right, w.pad_bottom, w.pad_left, w.kernel_h, w.kernel_w, w.stride_h,
+            w.stride_w, w.dilation_h, w.dilation_w, w.groups, w.group_input_channels,
+            w.group_output_channels, w.adjustment_h, w.adjustment_w}) {
+        if (x > kMaxWindow) {
+          return bad("node %u (%s) has a window parameter of %u, past 2^24", i,
+                     node_type_name(out.type), x);
+        }
       }
       if (out.ints.size() > kMaxParams || out.ints2.size() > kMaxParams) {
         return bad("node %u (%s) has %zu parameters", i, node_type_name(out.type),

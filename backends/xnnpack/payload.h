@@ -11,7 +11,9 @@
 // anything that is not a payload this reader understands as written: a bad header, ranges outside
 // the blob, a flatbuffer the verifier rejects, a value id used twice or never defined, a node that
 // reads a value before any node writes it, a value written twice, dims past kMaxXnnRank or 2^40
-// elements, constants outside their data, external ids that are not 0..n-1. It does not judge
+// elements, constants outside their data, external ids that are not 0..n-1 (inputs first), a
+// value flagged external that input_ids and output_ids do not list, a window parameter (kernel,
+// stride, dilation, padding, groups) past 2^24. It does not judge
 // whether Ember can run a node (translate.h does); it only guarantees that what it returns is
 // self-consistent. The result copies everything but the constant bytes: constants in the blob are
 // offsets into it (Constant), so the caller keeps the blob while it reads them.
@@ -176,10 +178,12 @@ struct Constant {
 struct Payload {
   std::string identifier;  // "XN01" or "XN00"
   std::string version;
-  std::vector<Value> values;      // values[i].id == i
-  std::vector<Node> nodes;        // in the order they run; each reads only values defined before it
-  std::vector<uint32_t> inputs;   // value ids of the delegate's inputs, in argument order
-  std::vector<uint32_t> outputs;  // value ids of its outputs, in argument order
+  std::vector<Value> values;  // values[i].id == i
+  std::vector<Node> nodes;    // in the order they run; each reads only values defined before it
+  // Value ids of the delegate's inputs, then of its outputs, in argument order: by external id
+  // (the format's input_ids list them in the order the exporter defined them).
+  std::vector<uint32_t> inputs;
+  std::vector<uint32_t> outputs;
   std::vector<Constant> constants;  // entry 0 unused
   // The constant data the offsets are relative to: a range of the blob read_payload was given.
   std::span<const uint8_t> constant_data;

@@ -137,8 +137,10 @@ class Translator {
     for (size_t i = 0; i < p_.nodes.size(); ++i) {
       node_ = i;
       node_first_op_ = out_.graph.ops.size();
+      in_node_ = true;
       if (Error e = node(p_.nodes[i]); e != Error::Ok) return e;
     }
+    in_node_ = false;
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
       const Value& v = p_.values[p_.outputs[j]];
       if (v.dtype != Datatype::Fp32 || v.quantized()) {
@@ -155,13 +157,14 @@ class Translator {
   }
 
  private:
-  // Refusals name the node being translated.
+  // Refusals name the node being translated, if any.
   [[gnu::format(printf, 2, 3)]] Error refuse(const char* format, ...) const {
     char text[512];
     va_list args;
     va_start(args, format);
     std::vsnprintf(text, sizeof(text), format, args);
     va_end(args);
+    if (!in_node_) return fail(Error::NotSupported, "XNNPACK delegate: %s", text);
     const Node& n = p_.nodes[node_];
     return fail(Error::NotSupported, "XNNPACK delegate: node %zu (%s, debug handle %u): %s", node_,
                 node_type_name(n.type), n.debug_handle, text);
@@ -771,8 +774,8 @@ class Translator {
     const bool transposed = (n.flags & 1u) != 0;  // the filter is [K, N]
     const int64_t k = transposed ? f.dims[0] : f.dims[1];
     const int64_t nn = transposed ? f.dims[1] : f.dims[0];
-    if (x.dims.empty() || x.dims.back() != k || y.dims.empty() || y.dims.back() != nn ||
-        numel(x.dims) / k != numel(y.dims) / nn) {
+    if (k < 1 || nn < 1 || x.dims.empty() || x.dims.back() != k || y.dims.empty() ||
+        y.dims.back() != nn || numel(x.dims) / k != numel(y.dims) / nn) {
       return refuse("inconsistent shapes: input %s, filter %s%s, output %s",
                     dims_text(x.dims).c_str(), dims_text(f.dims).c_str(),
                     transposed ? " (transposed)" : "", dims_text(y.dims).c_str());
@@ -1035,6 +1038,7 @@ class Translator {
 
   Error unary(const Node& n, EltwiseAlg alg, float alpha = 0, float beta = 0) {
     EMBER_TRY(real_values(n));
+    EMBER_TRY(same_dims(n));
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);
     const int32_t t = emit(OpKind::Eltwise, {m.tensor}, cpu::EltwiseParams{alg, alpha, beta},
@@ -1055,8 +1059,19 @@ class Translator {
     return unary(plain, EltwiseAlg::Clip, lo, hi);
   }
 
+  // An element-wise node's output has its input's dims.
+  Error same_dims(const Node& n) const {
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (x.dims != y.dims) {
+      return refuse("output %s, input %s", dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
+    }
+    return Error::Ok;
+  }
+
   Error softmax(const Node& n) {
     EMBER_TRY(real_values(n));
+    EMBER_TRY(same_dims(n));
     if (n.has_output_min_max) return refuse("a fused output clamp");
     EMBER_ASSIGN_OR_RETURN(const Mapped m, any(n.inputs[0]));
     const Value& y = value(n.outputs[0]);
@@ -1324,6 +1339,7 @@ class Translator {
   std::vector<Alt> alt_;
   size_t node_ = 0;
   size_t node_first_op_ = 0;  // the first op the current node emits
+  bool in_node_ = false;      // translating nodes_[node_] (else the delegate's inputs or outputs)
   int made_ = 0;              // weights made so far (their keys' numbers)
 };
 

@@ -31,10 +31,16 @@ class XnnpackBackend final : public Backend {
     if (!p.ok()) return p.error();
     Result<Translation> t = translate(*p, context.named_data);
     if (!t.ok()) return t.error();
+    // The engine trusts graphs its parser verified: the translation goes through the same checks
+    // as a blob of Ember's compiler (a round trip of the small graph; weights are keys only).
+    Result<cpu::CpuGraph> g = cpu::parse(cpu::serialize(t->graph));
+    if (!g.ok()) {
+      return add_error_context(g.error(), "XNNPACK delegate: the translated graph is invalid");
+    }
     auto h = std::make_unique<XnnHandle>();
     h->weights = std::move(t->weights);
     Result<DelegateHandle*> engine =
-        cpu::init_graph(std::move(t->graph), context, specs, h->weights.get());
+        cpu::init_graph(std::move(*g), context, specs, h->weights.get());
     if (!engine.ok()) return add_error_context(engine.error(), "XNNPACK delegate");
     h->engine = *engine;
     return reinterpret_cast<DelegateHandle*>(h.release());

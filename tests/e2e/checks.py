@@ -1,6 +1,6 @@
 """The end-to-end tests' checks (see e2e_test.py): export, compile with `ember compile`, run with
 ember_e2e_runner, compare with eager PyTorch and with ExecuTorch's runtime; and the checks of one
-contract each (C11, C21, a BatchNorm in training, XNNPACK programs refused).
+contract each (C11, C21, a BatchNorm in training, XNNPACK programs run).
 """
 
 import copy
@@ -514,25 +514,33 @@ def check_batch_norm_in_training_refused(args):
     return 0
 
 
-def check_xnnpack_refused(args):
-    """A program ExecuTorch's exporter delegated to XNNPACK is refused at load, naming the backend
-    (Ember has no XNNPACK delegate); `ember inspect` still reads it and lists the delegate."""
+def check_xnnpack(args):
+    """A program ExecuTorch's exporter delegated to XNNPACK runs on Ember's XnnpackBackend (the
+    cpu engine's second front door, backends/xnnpack/) and matches eager PyTorch; `ember inspect`
+    lists the delegate's XNNPACK nodes and says Ember runs them."""
     from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
     from executorch.exir import to_edge_transform_and_lower
-    work = os.path.join(args.work, "xnnpack_refused")
+    work = os.path.join(args.work, "xnnpack")
     os.makedirs(work, exist_ok=True)
     torch.manual_seed(0)
     x = torch.randn(2, 4)
+    model = MLP().eval()
     with torch.no_grad():
-        ep = torch.export.export(MLP().eval(), (x,))
+        ep = torch.export.export(model, (x,))
+        expected = model(x)
     program = to_edge_transform_and_lower(ep, partitioner=[XnnpackPartitioner()]).to_executorch()
     pte = os.path.join(work, "mlp_xnnpack.pte")
     with open(pte, "wb") as f:
         f.write(program.buffer)
-    r = execute(args, pte, [(x,)], os.path.join(work, "out"))
-    assert r.returncode != 0, "an XNNPACK program ran without an XNNPACK delegate"
-    assert "backend 'XnnpackBackend' is not registered" in r.stderr, r.stderr
+    out = os.path.join(work, "out")
+    r = execute(args, pte, [(x,)], out)
+    assert r.returncode == 0, r.stderr
+    compare("xnnpack", [(expected,)], out)
     report = run([args.ember, "inspect", pte])
     assert report.returncode == 0 and "XnnpackBackend" in report.stdout, report.stdout
-    print("ok xnnpack_refused: " + r.stderr.strip().splitlines()[-1])
+    assert "XNNFullyConnected" in report.stdout and "Ember: runs it" in report.stdout, report.stdout
+    delegate = inspect_json(args, pte)["methods"][0]["delegates"][0]
+    assert delegate["xnnpack"]["ember"]["runs"], delegate
+    assert {n["type"] for n in delegate["xnnpack"]["nodes"]} == {"XNNFullyConnected"}, delegate
+    print("ok xnnpack: ExecuTorch's XNNPACK program runs and matches eager")
     return 0

@@ -23,7 +23,7 @@ import os
 import sys
 
 from checks import (DELEGATION, SKIP, check_batch_norm_in_training_refused, check_ir_model,
-                    check_model, check_strict, check_wrong_ptd, check_xnnpack_refused)
+                    check_model, check_strict, check_wrong_ptd, check_xnnpack)
 from models import ir_models, models
 
 
@@ -44,7 +44,7 @@ def main():
     names = []
     for m in args.model.split(","):
         if m == "all":
-            names += list(models()) + ["wrong_ptd", "xnnpack_refused", "c11_strict",
+            names += list(models()) + ["wrong_ptd", "xnnpack", "c11_strict",
                                        "batch_norm_training"]
             names += list(ir_models())
         elif m == "delegation":
@@ -58,8 +58,8 @@ def main():
         try:
             if name == "wrong_ptd":
                 rc = check_wrong_ptd(args)
-            elif name == "xnnpack_refused":
-                rc = check_xnnpack_refused(args)
+            elif name == "xnnpack":
+                rc = check_xnnpack(args)
             elif name == "c11_strict":
                 rc = check_strict(args)
             elif name == "batch_norm_training":

@@ -7,75 +7,11 @@
 
 #include "compiler/emit/pte_writer.h"
 #include "runtime/executor/flat_tensor_data_map.h"
+#include "tests/runtime/load_and_run.h"
 #include "tests/runtime/test_util.h"
 
 namespace ember::testing {
 namespace {
-
-struct Outcome {
-  bool loaded = false;
-  bool ran = false;
-};
-
-// Loads, loads every method, binds zero inputs of the declared shapes and executes.
-// `max_instructions` (when not 0) caps each execute, as the fuzz target does.
-Outcome load_and_run(const std::vector<uint8_t>& file, size_t max_instructions = 0) {
-  Outcome outcome;
-  AlignedBytes bytes(file);
-  BufferDataLoader loader(bytes.data.get(), bytes.size);
-  Result<Program> program = Program::load(&loader);
-  if (!program.ok()) {
-    EXPECT_NE(std::string(last_error_message()), "") << "an error without a message";
-    return outcome;
-  }
-  outcome.loaded = true;
-  for (size_t m = 0; m < program->num_methods(); ++m) {
-    Result<std::string_view> name = program->get_method_name(m);
-    if (!name.ok()) continue;
-    Result<MethodMeta> meta = program->method_meta(*name);
-    if (!meta.ok()) continue;
-    // Arenas as the (possibly corrupted) file asks, but capped: a corrupt size is refused.
-    bool sane = true;
-    for (size_t i = 0; i < meta->num_memory_planned_buffers(); ++i) {
-      Result<int64_t> size = meta->memory_planned_buffer_size(i);
-      sane = sane && size.ok() && *size >= 0 && *size < (1 << 20);
-    }
-    if (!sane) continue;
-    MethodMemory memory(*meta);
-    Result<Method> method = program->load_method(*name, &memory.manager);
-    if (!method.ok()) continue;
-    std::vector<std::vector<uint8_t>> storage;
-    std::vector<Tensor> inputs;
-    inputs.reserve(meta->num_inputs());
-    bool bound = true;
-    for (size_t i = 0; i < meta->num_inputs(); ++i) {
-      Result<TensorInfo> info = meta->input_tensor_info(i);
-      if (!info.ok() || info->nbytes > (1 << 20)) {
-        bound = false;
-        break;
-      }
-      storage.emplace_back(info->nbytes + 16, 0);
-      Result<Tensor> t =
-          Tensor::make(info->dtype, info->sizes, info->dim_order, storage.back().data());
-      if (!t.ok()) {
-        bound = false;
-        break;
-      }
-      inputs.push_back(*t);
-      if (method->set_input(inputs.back(), i) != Error::Ok) bound = false;
-    }
-    std::vector<std::vector<uint8_t>> outputs;
-    for (size_t i = 0; i < meta->num_outputs(); ++i) {
-      Result<TensorInfo> info = meta->output_tensor_info(i);
-      if (!info.ok() || info->memory_planned || info->nbytes > (1 << 20)) continue;
-      outputs.emplace_back(info->nbytes + 16, 0);
-      (void)method->set_output_data_ptr(outputs.back().data(), info->nbytes, i);
-    }
-    if (max_instructions != 0) method->set_max_instructions(max_instructions);
-    if (bound && method->execute() == Error::Ok) outcome.ran = true;
-  }
-  return outcome;
-}
 
 class Corruption : public ::testing::TestWithParam<const char*> {};
 

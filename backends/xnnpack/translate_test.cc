@@ -1,0 +1,290 @@
+// translate (translate.h): small payloads (payload_test_util.h) and ExecuTorch's own
+// (testdata/fuzz_seeds) into the cpu engine's graph, and the refusals that name node and reason.
+#include "backends/xnnpack/translate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "backends/xnnpack/payload_test_util.h"
+#include "runtime/core/error.h"
+
+namespace ember::xnn {
+namespace {
+
+using namespace ember::xnn::testing;
+using cpu::OpKind;
+using cpu::TensorKind;
+
+// The blob outlives the payload's views.
+struct Translated {
+  std::vector<uint8_t> blob;
+  Result<Payload> payload = Error::Internal;
+  Result<Translation> translation = Error::Internal;
+};
+
+Translated translate_blob(std::vector<uint8_t> blob) {
+  Translated t;
+  t.blob = std::move(blob);
+  t.payload = read_payload(t.blob);
+  if (!t.payload.ok()) {
+    ADD_FAILURE() << "read_payload: " << last_error_message();
+    return t;
+  }
+  clear_error_message();
+  t.translation = translate(*t.payload, nullptr);
+  return t;
+}
+
+std::vector<OpKind> op_kinds(const cpu::CpuGraph& g) {
+  std::vector<OpKind> kinds;
+  for (const cpu::OpDesc& op : g.ops) kinds.push_back(op.kind);
+  return kinds;
+}
+
+// A graph translate returns passes the engine's own verifier (parse checks every op).
+void expect_verifies(const cpu::CpuGraph& g) {
+  Result<cpu::CpuGraph> again = cpu::parse(cpu::serialize(g));
+  EXPECT_TRUE(again.ok()) << last_error_message();
+}
+
+TEST(XnnTranslate, AddIsOneBinaryOp) {
+  Translated t = translate_blob(build(add_graph()));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& g = t.translation->graph;
+  EXPECT_EQ(g.num_inputs, 2u);
+  EXPECT_EQ(op_kinds(g), std::vector<OpKind>{OpKind::Binary});
+  ASSERT_EQ(g.outputs.size(), 1u);
+  EXPECT_EQ(g.outputs[0], g.ops[0].output);
+  expect_verifies(g);
+}
+
+// Inputs bind by external id: value 1 is argument 0.
+TEST(XnnTranslate, InputsFollowTheirExternalIds) {
+  GraphSpec g = add_graph();
+  g.values[0].external_id = 1;
+  g.values[1].external_id = 0;
+  g.values[0].dims = {2, 3};
+  g.values[1].dims = {3};  // broadcast: the second operand of the engine's Binary
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  const int32_t a = cg.ops.back().inputs[0];
+  EXPECT_EQ(cg.tensors[a].kind, TensorKind::Input);
+  EXPECT_EQ(cg.tensors[a].index, 1u) << "value 0 ([2, 3]) is argument 1";
+  EXPECT_EQ(cg.tensors[a].dims, (std::vector<int64_t>{2, 3}));
+}
+
+TEST(XnnTranslate, FullyConnectedTakesItsFilterAsKByN) {
+  Translated t = translate_blob(build(fc_graph()));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& g = t.translation->graph;
+  ASSERT_EQ(op_kinds(g), std::vector<OpKind>{OpKind::MatMul});
+  const cpu::TensorDesc& w = g.tensors[g.ops[0].inputs[1]];
+  EXPECT_EQ(w.kind, TensorKind::Weight);
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(w.dim_order, (std::vector<uint8_t>{1, 0}));  // the [3, 4] bytes, re-described
+  ASSERT_EQ(g.weights.size(), 2u);
+  EXPECT_EQ(g.weights[0].nbytes, 48u);
+  // The weight's bytes are a view of the payload's constant data.
+  Result<FreeableBuffer> bias = t.translation->weights->get_data(g.weights[1].key);
+  ASSERT_TRUE(bias.ok());
+  EXPECT_EQ(bias->size(), 12u);
+  EXPECT_EQ(static_cast<const float*>(bias->data())[1], 1.5f);
+  expect_verifies(g);
+}
+
+// NCHW input -> transpose to NHWC -> conv (OHWI filter) -> transpose back: one Conv op, no
+// Permute, the filter the same bytes as an OIHW weight with a dim order.
+TEST(XnnTranslate, ConvFilterIsOihwWithADimOrder) {
+  GraphSpec g;
+  // Filter OHWI [4, 3, 2, 3]: 4 out channels, a 3x2 window, 3 in channels.
+  g.values = {input(0, 0, {1, 3, 8, 8}), internal(1, {1, 8, 8, 3}), constant(2, 1, {4, 3, 2, 3}),
+              constant(3, 2, {4}),       internal(4, {1, 6, 7, 4}), output(5, 1, {1, 4, 6, 7})};
+  ConvSpec c;
+  c.kh = 3;
+  c.kw = 2;
+  c.gi = 3;
+  c.go = 4;
+  g.nodes = {transpose({0, 2, 3, 1}, 0, 1), conv(fb::NodeUnion::XNNConv2d, c, 1, 2, 3, 4),
+             transpose({0, 3, 1, 2}, 4, 5)};
+  g.input_ids = {0};
+  g.output_ids = {5};
+  g.constant_data.resize(4 * 3 * 2 * 3 * 4 + 16);
+  g.constants = {{0, 4 * 3 * 2 * 3 * 4, ""}, {4 * 3 * 2 * 3 * 4, 16, ""}};
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  ASSERT_EQ(op_kinds(cg), std::vector<OpKind>{OpKind::Conv});
+  const cpu::OpDesc& op = cg.ops[0];
+  EXPECT_EQ(cg.tensors[op.inputs[0]].kind, TensorKind::Input);  // the NCHW input, as is
+  const cpu::TensorDesc& w = cg.tensors[op.inputs[1]];
+  EXPECT_EQ(w.kind, TensorKind::Weight);
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{4, 3, 3, 2}));
+  EXPECT_EQ(w.dim_order, (std::vector<uint8_t>{0, 2, 3, 1}));
+  EXPECT_EQ(cg.tensors[op.output].dims, (std::vector<int64_t>{1, 4, 6, 7}));
+  EXPECT_EQ(cg.outputs[0], op.output);
+  expect_verifies(cg);
+}
+
+// A transpose and its inverse around an element-wise op: only the op.
+TEST(XnnTranslate, ATransposeAddsNoOp) {
+  GraphSpec g;
+  g.values = {input(0, 0, {2, 3}), internal(1, {3, 2}), internal(2, {3, 2}), output(3, 1, {2, 3})};
+  g.nodes = {transpose({1, 0}, 0, 1), node1x1(fb::NodeUnion::XNNSigmoid, 1, 2),
+             transpose({1, 0}, 2, 3)};
+  g.input_ids = {0};
+  g.output_ids = {3};
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  EXPECT_EQ(op_kinds(t.translation->graph), std::vector<OpKind>{OpKind::Eltwise});
+  EXPECT_EQ(t.translation->graph.tensors[t.translation->graph.outputs[0]].dims,
+            (std::vector<int64_t>{2, 3}));
+}
+
+// An output held transposed is permuted once, at the end.
+TEST(XnnTranslate, AnOutputHeldTransposedIsPermuted) {
+  GraphSpec g;
+  g.values = {input(0, 0, {2, 3}), internal(1, {3, 2}), output(2, 1, {3, 2})};
+  g.nodes = {transpose({1, 0}, 0, 1), node1x1(fb::NodeUnion::XNNSigmoid, 1, 2)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  EXPECT_EQ(op_kinds(t.translation->graph),
+            (std::vector<OpKind>{OpKind::Eltwise, OpKind::Permute}));
+  expect_verifies(t.translation->graph);
+}
+
+TEST(XnnTranslate, AFusedClampIsAPostOp) {
+  GraphSpec g = add_graph();
+  g.nodes = {[](flatbuffers::FlatBufferBuilder& b) {
+    return fb::CreateNode(b, fb::NodeUnion::XNNAdd, fb::CreateNode2x1(b, 0, 1, 2).Union(), 0,
+                          fb::CreateOutputMinMax(b, 0, 6));
+  }};
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  ASSERT_EQ(t.translation->graph.ops.size(), 1u);
+  ASSERT_EQ(t.translation->graph.ops[0].post_ops.size(), 1u);
+  EXPECT_EQ(t.translation->graph.ops[0].post_ops[0].alg, cpu::EltwiseAlg::Clip);
+  EXPECT_EQ(t.translation->graph.ops[0].post_ops[0].beta, 6.0f);
+}
+
+// Refusals name the node's index, its type and its debug handle.
+
+TEST(XnnTranslateRefusal, AnUnsupportedNodeType) {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, 4, 4, 2}), internal(1, {1, 4, 4, 2}), output(2, 1, {1, 2, 2, 2}),
+              internal(3, {1, 2, 2, 2})};
+  g.nodes = {node1x1(fb::NodeUnion::XNNSigmoid, 0, 1, 3), argmax_pool(1, 2, 3)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_EQ(t.translation.error(), Error::NotSupported);
+  EXPECT_STREQ(last_error_message(),
+               "XNNPACK delegate: node 1 (XNNArgMaxPooling2d, debug handle 0): Ember's cpu engine "
+               "has no translation of this node type");
+}
+
+TEST(XnnTranslateRefusal, AQuantizedValueInAFloatNode) {
+  GraphSpec g = fc_graph();
+  g.values[2] = constant(2, 2, {2, 3});
+  g.values[2].dtype = fb::Datatype::qint8;
+  g.values[2].quantized = true;
+  g.values[2].quant = fb::QuantParams::PerTensorQuant;
+  g.values[2].scale = 0.5f;
+  g.values[3].dims = {2, 3};
+  g.values.push_back(internal(4, {2, 3}));
+  g.values[3].id = 4;  // the output is the Add's
+  g.values[4].id = 3;
+  g.output_ids = {4};
+  g.nodes = {fully_connected(0, 1, kNone, 3), node2x1(fb::NodeUnion::XNNAdd, 3, 2, 4, /*debug=*/7)};
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_EQ(t.translation.error(), Error::NotSupported);
+  EXPECT_STREQ(last_error_message(),
+               "XNNPACK delegate: node 1 (XNNAdd, debug handle 7): input 1 (value 2) is qint8 (a "
+               "constant); Ember runs this node on float32 and per-tensor int8 values");
+}
+
+TEST(XnnTranslateRefusal, AQuantizedDelegateInput) {
+  GraphSpec g = add_graph();
+  g.values[0].dtype = fb::Datatype::qint8;
+  g.values[0].quantized = true;
+  g.values[0].quant = fb::QuantParams::PerTensorQuant;
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_NE(std::string(last_error_message()).find("input 0 (value 0) is qint8"), std::string::npos)
+      << last_error_message();
+}
+
+TEST(XnnTranslateRefusal, AConstantOfTheWrongByteSize) {
+  GraphSpec g = fc_graph();
+  g.constants[1].size = 8;
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_NE(std::string(last_error_message())
+                .find("node 0 (XNNFullyConnected, debug handle 0): constant value 2 has 3 "
+                      "elements but 8 bytes"),
+            std::string::npos)
+      << last_error_message();
+}
+
+// Found by payload_fuzz (testdata/fuzz_regressions/fc_zero_filter_dim.xnn): a filter with a zero
+// dim divided the element count by zero. Every value with a zero dim is refused up front.
+TEST(XnnTranslateRefusal, AFullyConnectedFilterWithAZeroDim) {
+  GraphSpec g = fc_graph();
+  g.values[1].dims = {3, 0};
+  g.values[0].dims = {2, 0};
+  g.constants[0].size = 0;
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_NE(std::string(last_error_message()).find("value 0 has a dim of size 0"),
+            std::string::npos)
+      << last_error_message();
+}
+
+// Found by xnnpack_corruption_test under ASan (mlp.pte, a dims count overwritten): an element-wise
+// node whose output had another rank than its input read past the input's permutation.
+TEST(XnnTranslateRefusal, AnElementwiseNodeChangingDims) {
+  for (const fb::NodeUnion type : {fb::NodeUnion::XNNSigmoid, fb::NodeUnion::XNNSoftmax}) {
+    GraphSpec g;
+    g.values = {input(0, 0, {2, 3}), output(1, 1, {2, 3, 4})};
+    g.nodes = {node1x1(type, 0, 1)};
+    g.input_ids = {0};
+    g.output_ids = {1};
+    Translated t = translate_blob(build(g));
+    ASSERT_FALSE(t.translation.ok());
+    EXPECT_NE(std::string(last_error_message()).find("output [2, 3, 4], input [2, 3]"),
+              std::string::npos)
+        << last_error_message();
+  }
+}
+
+// ExecuTorch's payloads translate into graphs the engine's verifier accepts. The quantized ones
+// keep their per-channel scales in the program's named data, which a payload alone lacks: their
+// refusal names the node and the missing key (the programs in testdata/programs run whole, in
+// cli_test and the e2e test).
+TEST(XnnTranslate, ExportedSeeds) {
+  const std::string dir = EMBER_XNNPACK_TESTDATA "/fuzz_seeds/";
+  for (const char* name : {"mlp.xnn", "convnet.xnn", "add.xnn", "add_headerless.xnn", "misc.xnn"}) {
+    SCOPED_TRACE(name);
+    Translated t = translate_blob(read_file(dir + name));
+    ASSERT_TRUE(t.translation.ok()) << last_error_message();
+    expect_verifies(t.translation->graph);
+  }
+  for (const char* name : {"mlp_qs8.xnn", "mlp_qd8.xnn", "convnet_qs8.xnn"}) {
+    SCOPED_TRACE(name);
+    Translated t = translate_blob(read_file(dir + name));
+    ASSERT_FALSE(t.translation.ok());
+    const std::string message = last_error_message();
+    EXPECT_NE(message.find("XNNPACK delegate: node "), std::string::npos) << message;
+    EXPECT_NE(message.find("is named data 'scale_"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace ember::xnn
