@@ -28,8 +28,9 @@ Measured, per runtime:
 - peak RSS (VmHWM of the worker process, read from /proc just before it quits), and the part
   of it above what the process held before the model: for ExecuTorch the VmHWM the worker
   reads just before load_program (Python, torch and ExecuTorch imported), for Ember the VmHWM
-  of the same runner on a trivial program (x + 1, portable kernels; ember_baseline). Ember's whole-process number is comparable to what a C++ application
-  would see; ExecuTorch's whole-process number includes the Python interpreter and torch.
+  of the same runner on a trivial program (x + 1, portable kernels; ember_baseline). Ember's
+  whole-process number is what a C++ application would see; ExecuTorch's includes the Python
+  interpreter and torch, so compare the parts above the baselines.
 
 Each worker's first output is checked against ExecuTorch's (xnnpack_programs.differ, its
 Ember-vs-ExecuTorch bound); a wrong one is reported and not timed. A runtime that refuses
@@ -217,7 +218,8 @@ def measure(args, model, flow, threads, baseline):
                                         against_eager=False)
             res[w.system]["err"] = err
             if why or ratio > 1:
-                res[w.system]["status"] = f"wrong output ({why or f'{err:.3g}, {ratio:.2g}x bound'})"
+                what = why or f"{err:.3g}, {ratio:.2g}x the bound"
+                res[w.system]["status"] = f"wrong output ({what})"
         if res[w.system]["status"] != "ok":
             w.close()
             workers.remove(w)
@@ -249,7 +251,8 @@ def ratio(a, b):
 
 def markdown(rows, run):
     lines = ["# Ember vs ExecuTorch on ExecuTorch's XNNPACK programs", "",
-             f"bench/xnnpack_pte_bench.py, {run['date']}, {run['machine']}; {run['runs']} timed runs "
+             f"bench/xnnpack_pte_bench.py, {run['date']}, {run['machine']}; {run['runs']} timed "
+             f"runs "
              f"per runtime after {run['warmup']} warm-up runs. Ember's process baseline (spawn to "
              f"exit; peak RSS on x + 1): {run['baseline'][0]:.2f} ms, "
              f"{(run['baseline'][1] or 0) / 1024:.1f} MiB. "

@@ -539,8 +539,8 @@ def check_xnnpack_refused(args):
 
 
 def check_xnnpack_programs(args):
-    """ExecuTorch's XNNPACK-delegated programs (xnnpack_programs.py's CI_SUBSET: fp32, named data in
-    a .ptd, int8 static, int8 dynamic, 8da4w), exported by ExecuTorch's own flows: ExecuTorch's
+    """ExecuTorch's XNNPACK-delegated programs (xnnpack_programs.py's CI_SUBSET: fp32, named data
+    in a .ptd, int8 static, int8 dynamic, 8da4w), exported by ExecuTorch's own flows: ExecuTorch's
     runtime must agree with eager PyTorch (the exporter flows hold), and Ember's runtime with
     ExecuTorch's, within xnnpack_programs.bound. While XNNPACK_IN_RUNTIME is False, Ember must
     refuse each program at load naming the backend, and `ember inspect` must still list the
@@ -554,11 +554,13 @@ def check_xnnpack_programs(args):
         row = xp.check_row(model, flow, work, args.runner, key)
         status = row["status"]
         claimed = xp.XNNPACK_IN_RUNTIME and (model, flow) in xp.EXPECTED_OK
+        ember = f", Ember vs ExecuTorch {row['ember_vs_et']:.3g}" if "ember_vs_et" in row else ""
         lines.append(f"   {model} {flow}: {status} (ExecuTorch vs eager "
-                     f"{row.get('et_vs_eager', float('nan')):.3g}"
-                     f"{', Ember vs ExecuTorch %.3g' % row['ember_vs_et'] if 'ember_vs_et' in row else ''})")
+                     f"{row.get('et_vs_eager', float('nan')):.3g}{ember})")
         if "ExecuTorch vs eager" in status or not status.startswith(("ok", "mismatch", "Ember")):
             failures.append(f"{model} {flow}: {status}")  # the exporter flow itself is broken
+        elif row.get("delegates") == 0:
+            failures.append(f"{model} {flow}: XNNPACK took nothing; the subset must test it")
         elif status.startswith("mismatch"):
             failures.append(f"{model} {flow}: {status}")
         elif not xp.XNNPACK_IN_RUNTIME:

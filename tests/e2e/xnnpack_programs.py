@@ -71,8 +71,8 @@ STATIC_STEPS_VS_EXECUTORCH = 1
 DYNAMIC_REL_VS_EAGER = 2e-2
 DYNAMIC_REL_VS_EXECUTORCH = 1e-2
 FP32_REL = 1e-4
-# The e2e tests' subset (checks.check_xnnpack_programs): a few seconds of export each, every exporter
-# flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
+# The e2e tests' subset (checks.check_xnnpack_programs): a few seconds of export each, every
+# exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
 # MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd).
 CI_SUBSET = [("mlp", "fp32"), ("mlp", "fp32_ptd"), ("et_add_mul", "fp32"), ("convnet", "fp32"),
              ("mobilenet_v2", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
@@ -170,7 +170,7 @@ MODELS = {
 DEFAULT_MODELS = [m for m in MODELS if m != "tv_ic3"]
 
 
-# --- Export -----------------------------------------------------------------------------------------
+# --- Export ---------------------------------------------------------------------------------------
 def flat(tree):
     return [t for t in torch.utils._pytree.tree_flatten(tree)[0]]
 
@@ -347,7 +347,7 @@ def add_census(directory, meta):
         json.dump(meta, f, indent=1)
 
 
-# --- Runs -------------------------------------------------------------------------------------------
+# --- Runs -----------------------------------------------------------------------------------------
 def load_arrays(directory, prefix, n):
     return [np.load(os.path.join(directory, f"{prefix}_{i}.npy")) for i in range(n)]
 
@@ -442,6 +442,8 @@ def check_row(model, flow, work, runner, key=None):
     row["portable_ops"] = meta["portable_ops"]
     scales = meta.get("output_scales") or []
     ref = load_arrays(directory, "ref", meta["outputs"])
+    row["ref_max"] = max((float(np.max(np.abs(r), initial=0.0)) for r in ref
+                          if r.dtype.kind == "f"), default=None)
     try:
         et = run_executorch(directory, meta)
     except Exception as e:
@@ -465,10 +467,12 @@ def check_row(model, flow, work, runner, key=None):
     err, ratio, _ = differ(flow, ember, ref, scales, against_eager=True)
     row["ember_vs_eager"], row["ember_vs_eager_ratio"] = err, ratio  # reported, not checked
     row["status"] = "mismatch: " + "; ".join(problems) if problems else "ok"
+    if not problems and not meta["delegates"]:
+        row["status"] = "ok (XNNPACK took nothing: a portable program)"
     return row
 
 
-# --- Node census ------------------------------------------------------------------------------------
+# --- Node census ----------------------------------------------------------------------------------
 def parse_payload(blob, schema=None):
     """The XNNGraph of one XNNPACK delegate payload, as flatc's JSON: a 30-byte XH00 header
     (magic at 4..8, uint32 flatbuffer offset at 10 and size at 14), then the flatbuffer."""
@@ -617,7 +621,8 @@ def census_markdown(rows):
                                       or "none"), "", "Signatures:", ""]
         out += [f"- {k} x{v}" for k, v in sorted(m.get("signatures", {}).items())]
         out.append("")
-    per = ["## Per (model, flow)", "", "| model | flow | payloads | node types |", "|---|---|---|---|"]
+    per = ["## Per (model, flow)", "", "| model | flow | payloads | node types |",
+           "|---|---|---|---|"]
     for row in rows:
         c = row.get("census")
         if c and c.get("payloads"):
@@ -626,7 +631,7 @@ def census_markdown(rows):
     return "\n".join(out + per) + "\n"
 
 
-# --- Report -----------------------------------------------------------------------------------------
+# --- Report ---------------------------------------------------------------------------------------
 def _num(row, key):
     v = row.get(key)
     if v is None:
@@ -638,11 +643,12 @@ def _num(row, key):
 def markdown(rows):
     lines = ["Largest |difference| per comparison, and in parentheses its ratio to the bound "
              "(tests/e2e/xnnpack_programs.py's bound(): above 1 is a mismatch).", "",
-             "| model | flow | status | ExecuTorch vs eager | Ember vs ExecuTorch | Ember vs eager "
-             "| delegates | ops outside XNNPACK |", "|---|---|---|---|---|---|---|---|"]
+             "| model | flow | status | max abs output | ExecuTorch vs eager | Ember vs ExecuTorch "
+             "| Ember vs eager | delegates | ops outside XNNPACK |", "|" + "---|" * 9]
     for r in rows:
         status = r["status"].replace("|", "/")
-        lines.append(f"| {r['model']} | {r['flow']} | {status} | {_num(r, 'et_vs_eager')} | "
+        lines.append(f"| {r['model']} | {r['flow']} | {status} | {_num(r, 'ref_max')} | "
+                     f"{_num(r, 'et_vs_eager')} | "
                      f"{_num(r, 'ember_vs_et')} | {_num(r, 'ember_vs_eager')} | "
                      f"{r.get('delegates', '')} | {', '.join(r.get('portable_ops', []))} |")
     return "\n".join(lines) + "\n"
