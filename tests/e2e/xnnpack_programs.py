@@ -75,7 +75,7 @@ FP32_REL = 1e-4
 # exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
 # MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd).
 CI_SUBSET = [("mlp", "fp32"), ("mlp", "fp32_ptd"), ("et_add_mul", "fp32"), ("convnet", "fp32"),
-             ("mobilenet_v2", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
+             ("mobilenet_v2_bn", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
              ("linear_stack", "8da4w")]
 # Whether Ember's runtime registers an XnnpackBackend. While False, Ember must refuse every XNNPACK
 # program naming the backend, and running one fails the check (set this to True with the backend).
@@ -126,6 +126,24 @@ def _torchvision(name, size):
         (torch.randn(1, 3, size, size, generator=g),)
 
 
+def _bn_calibrated(factory):
+    """The model with its BatchNorm statistics taken from 4 random batches of its input's shape
+    (cumulative averages, in train mode), then eval: torchvision's MobileNets with weights=None
+    keep unit running statistics, under which their logits shrink to ~1e-9, too small for the
+    quantized flows to mean anything; with calibrated statistics they are of order 1."""
+    module, inputs = factory()
+    g = torch.Generator().manual_seed(2)
+    for m in module.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            m.reset_running_stats()
+            m.momentum = None
+    module.train()
+    with torch.no_grad():
+        for _ in range(4):
+            module(*[torch.randn((2,) + tuple(t.shape[1:]), generator=g) for t in inputs])
+    return module.eval(), inputs
+
+
 def _linear_stack():
     torch.manual_seed(0)
     return LinearStack().eval(), (torch.randn(4, 64, generator=torch.Generator().manual_seed(0)),)
@@ -163,9 +181,15 @@ MODELS = {
     "et_mobilenet_v1_025": lambda: _executorch_example("mobilenet_v1_025"),
     "et_resnet8": lambda: _executorch_example("resnet8"),
     "tv_mv3": lambda: _torchvision("mobilenet_v3_small", 224),
+    "mobilenet_v2_bn": lambda: _bn_calibrated(lambda: _e2e("mobilenet_v2")),
+    "tv_mv3_bn": lambda: _bn_calibrated(lambda: _torchvision("mobilenet_v3_small", 224)),
     "tv_resnet18": lambda: _torchvision("resnet18", 224),
     "tv_ic3": lambda: _torchvision("inception_v3", 299),
 }
+# What census_of records; a cached census of another version is taken again.
+CENSUS_VERSION = 2
+# The models whose factory uses a helper of its own: their cache key adds its source (model_key).
+OWN_HELPERS = {"mobilenet_v2_bn": [_bn_calibrated], "tv_mv3_bn": [_bn_calibrated]}
 # Export takes minutes for the large ones on 2 cores: the default list leaves tv_ic3 out.
 DEFAULT_MODELS = [m for m in MODELS if m != "tv_ic3"]
 
@@ -288,8 +312,16 @@ def export_flow(module, inputs, flow, directory):
     for i, b in enumerate(blobs):
         with open(os.path.join(directory, f"delegate_{i}.bin"), "wb") as f:
             f.write(b)
-    return {"outputs": len(ref), "inputs": len(flat(inputs)), "delegates": len(blobs),
+    return {"outputs": len(ref), "inputs": len(flat(inputs)), "dim_orders": dim_orders(inputs),
+            "delegates": len(blobs),
             "portable_ops": left, "output_scales": output_scale(source)}
+
+
+def dim_orders(inputs):
+    """Each input's dim order, from its strides (channels-last: [0, 2, 3, 1]); the .pte declares
+    the same (torch.export keeps an example input's memory format)."""
+    return [sorted(range(t.dim()), key=lambda d: -t.stride(d)) if isinstance(t, torch.Tensor)
+            else None for t in flat(inputs)]
 
 
 def export_key():
@@ -305,17 +337,29 @@ def export_key():
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def model_key(model, key):
+    """export_key(), and for a model with helpers of its own (OWN_HELPERS) their source."""
+    helpers = OWN_HELPERS.get(model)
+    if not helpers:
+        return key
+    text = "".join(inspect.getsource(f) for f in helpers)
+    return key + "-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
 def prepare(model, flow, work, key=None):
     """The cached export of (model, flow): returns (directory, meta). meta["error"] is set when the
     exporter failed (cached too, so that a refused flow is not retried on every run)."""
-    key = key or export_key()
+    key = model_key(model, key or export_key())
     directory = os.path.join(work, model, flow)
     meta_path = os.path.join(directory, "meta.json")
     if os.path.exists(meta_path):
         with open(meta_path) as f:
             meta = json.load(f)
         if meta.get("key") == key:
-            if "outputs" in meta and "census" not in meta:
+            if "outputs" in meta and "dim_orders" not in meta:  # an export of an older harness
+                meta["dim_orders"] = dim_orders(MODELS[model]()[1])
+                add_census(directory, meta)
+            if "outputs" in meta and meta.get("census_version") != CENSUS_VERSION:
                 add_census(directory, meta)
             return directory, meta
     shutil.rmtree(directory, ignore_errors=True)
@@ -340,6 +384,7 @@ def add_census(directory, meta):
     """meta["census"] from the payloads in `directory` (or meta["census_error"]); saves meta."""
     try:
         meta["census"] = census_of(directory)
+        meta["census_version"] = CENSUS_VERSION
         meta.pop("census_error", None)
     except Exception as e:
         meta["census_error"] = f"{type(e).__name__}: {e}"
@@ -363,7 +408,15 @@ def run_executorch(directory, meta):
     program = Runtime.get().load_program(os.path.join(directory, "program.pte"),
                                          data_path=ptd_of(directory))
     method = program.load_method("forward")
-    inputs = [torch.from_numpy(a) for a in load_arrays(directory, "in", meta["inputs"])]
+    # ExecuTorch's Python binding copies an input's storage as it is, whatever dim order the
+    # program declares: give each input that layout (as checks.check_executorch does).
+    inputs = []
+    for a, order in zip(load_arrays(directory, "in", meta["inputs"]),
+                        meta.get("dim_orders") or [None] * meta["inputs"]):
+        t = torch.from_numpy(a)
+        if order and order != sorted(order):
+            t = t.permute(order).contiguous().permute(np.argsort(order).tolist())
+        inputs.append(t)
     return [o.numpy() if isinstance(o, torch.Tensor) else np.asarray(o)
             for o in method.execute(inputs)]
 
@@ -511,7 +564,8 @@ def census_of(directory):
     """What the delegate payloads in `directory` use: node types with the datatypes of their
     operands (field name: datatype[/quant kind][ const]), value datatypes, quant param kinds
     (with their group sizes and channel dims), flags seen on nodes and values, output_min_max."""
-    c = {"nodes": {}, "signatures": {}, "datatypes": {}, "quant": {}, "node_flags": {},
+    c = {"nodes": {}, "signatures": {}, "datatypes": {}, "quant": {}, "scale_storage": {},
+         "node_flags": {},
          "value_flags": {}, "output_min_max": {}, "constants": {"named": 0, "offset": 0}}
     i = 0
     while os.path.exists(os.path.join(directory, f"delegate_{i}.bin")):
@@ -540,6 +594,25 @@ def census_of(directory):
                     extra = " zero_point!=0"
                 key = f"{kind}{extra} ({_value_desc(v)[0]})"
                 c["quant"][key] = c["quant"].get(key, 0) + 1
+                # Where the scales are: inline (scale:[float]) or in constant data
+                # (scale_buffer_idx, num_scales), whose bytes per scale say fp32 (4) or bf16 (2).
+                idx, n = p.get("scale_buffer_idx", 0), p.get("num_scales", 0)
+                data = graph.get("constant_data", [])
+                if idx and n and idx < len(data):
+                    where = f"constant data, {int(data[idx].get('size', 0)) / n:g} bytes/scale"
+                elif isinstance(p.get("scale"), list) and p["scale"]:
+                    where = "inline scale:[float]"
+                else:
+                    where = "inline scale" if kind == "PerTensorQuant" else "none"
+                tensor = q["tensor_value"]
+                elements = 1
+                for d in tensor.get("dims", []):
+                    elements *= d
+                cidx = tensor.get("constant_buffer_idx", 0)
+                if cidx and cidx < len(data) and elements:
+                    where += f"; values {int(data[cidx].get('size', 0)) / elements:g} bytes/element"
+                key = f"{kind} ({_value_desc(v)[0]}): {where}"
+                c["scale_storage"][key] = c["scale_storage"].get(key, 0) + 1
         for node in graph.get("xnodes", []):
             kind = node["xnode_union_type"]
             body = node["xnode_union"]
@@ -612,6 +685,9 @@ def census_markdown(rows):
                                                 sorted(m.get("datatypes", {}).items())), ""]
         out += ["Quant params: " + (", ".join(f"{k} {v}" for k, v in
                                               sorted(m.get("quant", {}).items())) or "none"), ""]
+        if m.get("scale_storage"):
+            out += ["Quant storage (scales, and constant values' bytes per element):", ""]
+            out += [f"- {k} x{v}" for k, v in sorted(m["scale_storage"].items())] + [""]
         out += ["Node flags (non-zero): " + (", ".join(
             f"{k} {v}" for k, v in sorted(m.get("node_flags", {}).items())) or "none"),
             "", "Value flags (non-zero: count): " + (", ".join(
