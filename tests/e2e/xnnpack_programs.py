@@ -52,7 +52,9 @@ on random weights: MobileNetV2 int8 static 25 output steps, 21% of the largest l
 - a mismatch otherwise. The e2e subset (CI_SUBSET) accepts no drift: its rows must hold the
   tight bounds.
 
-A row's status: ok, mismatch (the largest difference over the bound, and which comparison),
+The exit status is 1 when a row is a mismatch or ExecuTorch's runtime fails on a program its
+exporter wrote (swin int8_static in executorch 1.5.1); refusals and exporter failures are
+reported only. A row's status: ok, mismatch (the largest difference over the bound, and which comparison),
 "Ember refused: <first line>", "exporter failed: <reason>", "ExecuTorch failed: <reason>".
 """
 
