@@ -3,7 +3,7 @@ runtime, by Ember's runtime and by eager PyTorch, and compared.
 
     .venv/bin/python tests/e2e/xnnpack_programs.py [--models mlp,convnet,...] [--flows fp32,...]
         [--runner build/release/tests/e2e/ember_e2e_runner] [--work DIR] [--markdown FILE]
-        [--node-census FILE] [--list]
+        [--node-census FILE] [--json FILE] [--list]
 
 For each (model, flow) it writes DIR/<model>/<flow>/program.pte (+ program.ptd for fp32_ptd), the
 inputs (in_<i>.npy) and the eager reference (ref_<i>.npy), and reuses them on the next run when
