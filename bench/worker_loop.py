@@ -24,6 +24,7 @@ def parse_args(input_type=str):
     p.add_argument("--input", action="append", default=[], type=input_type)
     p.add_argument("--out-dir", default="")
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--ptd", default="")  # executorch_worker: the program's .ptd, if any
     return p.parse_args()
 
 

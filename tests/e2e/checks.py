@@ -544,3 +544,50 @@ def check_xnnpack(args):
     assert {n["type"] for n in delegate["xnnpack"]["nodes"]} == {"XNNFullyConnected"}, delegate
     print("ok xnnpack: ExecuTorch's XNNPACK program runs and matches eager")
     return 0
+
+
+def check_xnnpack_programs(args):
+    """ExecuTorch's XNNPACK-delegated programs (xnnpack_programs.py's CI_SUBSET: fp32, named data
+    in a .ptd, int8 static, int8 dynamic, 8da4w), exported by ExecuTorch's own flows: ExecuTorch's
+    runtime must agree with eager PyTorch (the exporter flows hold), and Ember's runtime with
+    ExecuTorch's, within xnnpack_programs.bound. While XNNPACK_IN_RUNTIME is False, Ember must
+    refuse each program at load naming the backend, and `ember inspect` must still list the
+    delegate; once True, every (model, flow) of EXPECTED_OK must run and agree, and a refusal of
+    any other is reported."""
+    import xnnpack_programs as xp
+    work = os.path.join(args.work, "xnnpack_programs")
+    key = xp.export_key()
+    failures, lines = [], []
+    for model, flow in xp.CI_SUBSET:
+        row = xp.check_row(model, flow, work, args.runner, key)
+        status = row["status"]
+        claimed = xp.XNNPACK_IN_RUNTIME and (model, flow) in xp.EXPECTED_OK
+        ember = f", Ember vs ExecuTorch {row['ember_vs_et']:.3g}" if "ember_vs_et" in row else ""
+        lines.append(f"   {model} {flow}: {status} (ExecuTorch vs eager "
+                     f"{row.get('et_vs_eager', float('nan')):.3g}{ember})")
+        if "ExecuTorch vs eager" in status or not status.startswith(("ok", "mismatch", "Ember")):
+            failures.append(f"{model} {flow}: {status}")  # the exporter flow itself is broken
+        elif row.get("delegates") == 0:
+            failures.append(f"{model} {flow}: XNNPACK took nothing; the subset must test it")
+        elif status.startswith("mismatch") or "(drift" in status:
+            failures.append(f"{model} {flow}: {status}")  # the subset holds the tight bounds
+        elif not xp.XNNPACK_IN_RUNTIME:
+            if status == "ok":
+                failures.append(f"{model} {flow}: Ember ran an XNNPACK program, yet "
+                                f"xnnpack_programs.XNNPACK_IN_RUNTIME is False: set it")
+            elif xp.NOT_REGISTERED not in status:
+                failures.append(f"{model} {flow}: refused without naming the backend: {status}")
+        elif row.get("ember_refused") and claimed:
+            failures.append(f"{model} {flow}: claimed in EXPECTED_OK, {status}")
+    print("\n".join(lines))
+    first = os.path.join(work, *xp.CI_SUBSET[0], "program.pte")
+    report = run([args.ember, "inspect", first])
+    if report.returncode != 0 or "XnnpackBackend" not in report.stdout:
+        failures.append(f"ember inspect does not list the XnnpackBackend delegate: "
+                        f"{report.stderr.strip() or report.stdout[-300:]}")
+    if failures:
+        raise AssertionError("\n".join(failures))
+    print(f"ok xnnpack_programs: {len(xp.CI_SUBSET)} programs, ExecuTorch agrees with eager; "
+          + ("Ember agrees with ExecuTorch" if xp.XNNPACK_IN_RUNTIME
+             else "Ember refuses each, naming XnnpackBackend (XNNPACK_IN_RUNTIME is False)"))
+    return 0

@@ -7,7 +7,9 @@ delegated with a .ptd, and delegated to the cpu backend; each run is compared wi
 portable programs also run on ExecuTorch's own runtime (pip executorch), which must give Ember's
 outputs, and `ember compile`'s claim that ExecuTorch runs them is checked. Then the model is
 exported with ExecuTorch's own exporter, and Ember's runtime must run that program with
-ExecuTorch's and eager's outputs (docs/compatibility.md). `--model delegation` runs the models of
+ExecuTorch's and eager's outputs (docs/compatibility.md). `--model xnnpack_programs` runs a few of
+ExecuTorch's XNNPACK-delegated programs (xnnpack_programs.py: fp32, int8 static and dynamic, 8da4w)
+on ExecuTorch's runtime, Ember's and eager PyTorch. `--model delegation` runs the models of
 the delegation contracts (C16-C20) the same way, with their extra checks.
 
     .venv/bin/python e2e_test.py --ember EMBER --runner RUNNER --python-dir DIR --work DIR [--model M]
@@ -23,7 +25,8 @@ import os
 import sys
 
 from checks import (DELEGATION, SKIP, check_batch_norm_in_training_refused, check_ir_model,
-                    check_model, check_strict, check_wrong_ptd, check_xnnpack)
+                    check_model, check_strict, check_wrong_ptd, check_xnnpack,
+                    check_xnnpack_programs)
 from models import ir_models, models
 
 
@@ -44,8 +47,8 @@ def main():
     names = []
     for m in args.model.split(","):
         if m == "all":
-            names += list(models()) + ["wrong_ptd", "xnnpack", "c11_strict",
-                                       "batch_norm_training"]
+            names += list(models()) + ["wrong_ptd", "xnnpack", "xnnpack_programs",
+                                       "c11_strict", "batch_norm_training"]
             names += list(ir_models())
         elif m == "delegation":
             names += list(DELEGATION)
@@ -60,6 +63,8 @@ def main():
                 rc = check_wrong_ptd(args)
             elif name == "xnnpack":
                 rc = check_xnnpack(args)
+            elif name == "xnnpack_programs":
+                rc = check_xnnpack_programs(args)
             elif name == "c11_strict":
                 rc = check_strict(args)
             elif name == "batch_norm_training":
