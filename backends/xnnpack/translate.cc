@@ -192,17 +192,40 @@ class Translator {
     return add_tensor(std::move(t));
   }
 
-  // An op writing a new tensor of `dims`; returns that tensor.
+  // Whether the engine fuses post-ops into ops of `kind` (graph_verify.cc's rule).
+  static bool takes_post_ops(OpKind kind) {
+    return kind == OpKind::Conv || kind == OpKind::MatMul || kind == OpKind::Binary ||
+           kind == OpKind::QuantConv || kind == OpKind::QuantMatMul;
+  }
+
+  // An op writing a new tensor of `dims`, then `post` (fused where the op takes post-ops, else
+  // each its own element-wise step); returns the last tensor written.
   int32_t emit(OpKind kind, std::vector<int32_t> inputs, cpu::OpParams params,
                std::vector<int64_t> dims, std::vector<cpu::PostOp> post = {}) {
     OpDesc d;
     d.kind = kind;
     d.inputs = std::move(inputs);
     d.params = std::move(params);
-    d.output = intermediate(std::move(dims));
-    d.post_ops = std::move(post);
+    d.output = intermediate(dims);
+    const bool fused = takes_post_ops(kind);
+    if (fused) d.post_ops = std::move(post);
+    const int32_t t = d.output;
     out_.graph.ops.push_back(std::move(d));
-    return out_.graph.ops.back().output;
+    return fused ? t : apply_post_ops(t, post);
+  }
+
+  // Post-ops as element-wise steps after t.
+  int32_t apply_post_ops(int32_t t, const std::vector<cpu::PostOp>& post) {
+    for (const cpu::PostOp& p : post) {
+      OpDesc d;
+      d.kind = OpKind::Eltwise;
+      d.inputs = {t};
+      d.params = cpu::EltwiseParams{p.alg, p.alpha, p.beta};
+      d.output = intermediate(out_.graph.tensors[t].dims);
+      t = d.output;
+      out_.graph.ops.push_back(std::move(d));
+    }
+    return t;
   }
 
   const Value& value(uint32_t id) const { return p_.values[id]; }
@@ -352,10 +375,7 @@ class Translator {
     const cpu::PostOp dq{false, -1, EltwiseAlg::Dequantize, y.quant.scale,
                          static_cast<float>(y.quant.zero_point)};
     std::vector<OpDesc>& ops = out_.graph.ops;
-    if (ops.size() > node_first_op_ && ops.back().output == t &&
-        (ops.back().kind == OpKind::Conv || ops.back().kind == OpKind::QuantConv ||
-         ops.back().kind == OpKind::MatMul || ops.back().kind == OpKind::QuantMatMul ||
-         ops.back().kind == OpKind::Binary)) {
+    if (ops.size() > node_first_op_ && ops.back().output == t && takes_post_ops(ops.back().kind)) {
       ops.back().post_ops.push_back(q);
       ops.back().post_ops.push_back(dq);
       return t;
@@ -871,17 +891,20 @@ class Translator {
   Error convert(const Node& n) {
     const Value& x = value(n.inputs[0]);
     const Value& y = value(n.outputs[0]);
+    if (y.dtype == Datatype::QDInt8 && x.dtype == Datatype::Fp32 && !x.quantized()) {
+      // Quantized where it is read: the linear layer quantizes its float input itself.
+      if (!is_dynamic_reader_only(y.id)) {
+        return refuse(
+            "value %u, quantized at run time, is read by a node other than a linear layer's "
+            "input (Ember runs dynamically quantized linear layers, not dynamically quantized "
+            "convolutions: quantize convolutions statically, or leave them in float)",
+            y.id);
+      }
+    }
     if (x.dims != y.dims) return refuse("a conversion that changes dims");
     if (n.has_output_min_max) return refuse("a fused output clamp");
     if (y.dtype == Datatype::QDInt8 && x.dtype == Datatype::Fp32 && !x.quantized()) {
-      // Quantized where it is read: the linear layer quantizes its float input itself.
       EMBER_ASSIGN_OR_RETURN(const Mapped m, any(x.id));
-      if (!is_dynamic_reader_only(y.id)) {
-        return refuse(
-            "value %u, quantized at run time, is read by a node other than a linear "
-            "layer",
-            y.id);
-      }
       mapped_[y.id] = m;
       return Error::Ok;
     }
@@ -988,8 +1011,7 @@ class Translator {
     r.align_corners = (n.flags & 0x8u) != 0;
     r.height = n.new_height;
     r.width = n.new_width;
-    int32_t t = emit(OpKind::Resize, {src}, r, engine_dims(y.dims, kNhwc));
-    t = apply_post_ops(t, clamp_post_ops(n));
+    const int32_t t = emit(OpKind::Resize, {src}, r, engine_dims(y.dims, kNhwc), clamp_post_ops(n));
     define(y.id, t, kNhwc);
     return Error::Ok;
   }
@@ -1113,20 +1135,10 @@ class Translator {
     p.pad_r = {w.pad_bottom, w.pad_right};
     p.dilation = {dh, dw};
     EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
-    std::vector<cpu::PostOp> post = clamp_post_ops(n);
-    int32_t t = emit(OpKind::Pool, {src}, p, engine_dims(y.dims, kNhwc));
-    t = apply_post_ops(t, post);
+    const std::vector<cpu::PostOp> post = clamp_post_ops(n);
+    const int32_t t = emit(OpKind::Pool, {src}, p, engine_dims(y.dims, kNhwc), post);
     define(y.id, t, kNhwc, is_max && post.empty() && moves_on_grid(n));
     return Error::Ok;
-  }
-
-  // Post-ops on an op that takes none: each its own eltwise step.
-  int32_t apply_post_ops(int32_t t, const std::vector<cpu::PostOp>& post) {
-    for (const cpu::PostOp& p : post) {
-      t = emit(OpKind::Eltwise, {t}, cpu::EltwiseParams{p.alg, p.alpha, p.beta},
-               out_.graph.tensors[t].dims);
-    }
-    return t;
   }
 
   Error global_avg_pool(const Node& n) {
@@ -1144,8 +1156,7 @@ class Translator {
     cpu::ReduceParams r{cpu::ReduceAlg::Mean, {2, 3}};
     const std::vector<int64_t> dims = keep ? std::vector<int64_t>{x.dims[0], x.dims[3], 1, 1}
                                            : std::vector<int64_t>{x.dims[0], x.dims[3]};
-    int32_t t = emit(OpKind::Reduce, {src}, r, dims);
-    t = apply_post_ops(t, clamp_post_ops(n));
+    const int32_t t = emit(OpKind::Reduce, {src}, r, dims, clamp_post_ops(n));
     define(y.id, t, keep ? kNhwc : identity(2));
     return Error::Ok;
   }
