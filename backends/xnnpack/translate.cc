@@ -935,31 +935,58 @@ class Translator {
     EMBER_TRY(real_values(n));
     const Value& y = value(n.outputs[0]);
     uint32_t a = n.inputs[0], b = n.inputs[1];
+    for (const uint32_t id : {a, b}) EMBER_TRY(check_broadcast(value(id), y));
+    // The first operand broadcast: swapped where the op commutes and the second has the output's
+    // dims, else expanded to the output's dims (a x 1 for each element: a's values exactly, -0,
+    // inf and NaN kept).
+    bool expand_a = false;
     if (value(a).dims != y.dims) {
       const bool commutes = alg == BinaryAlg::Add || alg == BinaryAlg::Mul ||
                             alg == BinaryAlg::Minimum || alg == BinaryAlg::Maximum;
-      if (!commutes || value(b).dims != y.dims) {
-        return refuse(
-            "the first operand %s is broadcast to the output %s, which Ember's engine "
-            "does only for the second",
-            dims_text(value(a).dims).c_str(), dims_text(y.dims).c_str());
-      }
-      std::swap(a, b);
-    }
-    const Value& bv = value(b);
-    if (bv.dims.size() > y.dims.size()) return refuse("an operand of higher rank than the output");
-    for (size_t i = 0; i < bv.dims.size(); ++i) {
-      const int64_t d = bv.dims[i], o = y.dims[y.dims.size() - bv.dims.size() + i];
-      if (d != o && d != 1) {
-        return refuse("operand %s does not broadcast to %s", dims_text(bv.dims).c_str(),
-                      dims_text(y.dims).c_str());
+      if (commutes && value(b).dims == y.dims) {
+        std::swap(a, b);
+      } else {
+        expand_a = true;
       }
     }
-    EMBER_ASSIGN_OR_RETURN(const Mapped ma, any(a));
+    Mapped ma;
+    if (expand_a) {
+      // In the layout b is held in where b has the output's dims.
+      Perm perm = identity(y.dims.size());
+      if (value(b).dims == y.dims) {
+        EMBER_ASSIGN_OR_RETURN(const Mapped mb, any(b));
+        perm = mb.perm;
+      }
+      const int64_t count = numel(y.dims);
+      if (count > (int64_t{1} << 24)) {
+        return refuse("the first operand %s is broadcast to %s elements, too many to expand",
+                      dims_text(value(a).dims).c_str(), dims_text(y.dims).c_str());
+      }
+      const std::vector<int64_t> dims = engine_dims(y.dims, perm);
+      const int32_t ones =
+          owned_floats("ones", std::vector<float>(static_cast<size_t>(count), 1.0f), dims);
+      EMBER_ASSIGN_OR_RETURN(const int32_t ta, broadcast_operand(a, y.dims.size(), perm));
+      ma = {emit(OpKind::Binary, {ones, ta}, cpu::BinaryParams{BinaryAlg::Mul}, dims), perm};
+    } else {
+      EMBER_ASSIGN_OR_RETURN(ma, any(a));
+    }
     EMBER_ASSIGN_OR_RETURN(const int32_t tb, broadcast_operand(b, y.dims.size(), ma.perm));
     const int32_t t = emit(OpKind::Binary, {ma.tensor, tb}, cpu::BinaryParams{alg},
                            engine_dims(y.dims, ma.perm), clamp_post_ops(n));
     define(y.id, t, ma.perm);
+    return Error::Ok;
+  }
+
+  // Whether `v` broadcasts to `y` as NumPy does (dims aligned at the end, each 1 or equal).
+  Error check_broadcast(const Value& v, const Value& y) const {
+    if (v.dims.size() > y.dims.size()) return refuse("an operand of higher rank than the output");
+    for (size_t i = 0; i < v.dims.size(); ++i) {
+      const int64_t d = v.dims[i], o = y.dims[y.dims.size() - v.dims.size() + i];
+      if (d != o && d != 1) {
+        return refuse("operand %s does not broadcast to %s", dims_text(v.dims).c_str(),
+                      dims_text(y.dims).c_str());
+      }
+    }
     return Error::Ok;
   }
 

@@ -89,7 +89,7 @@ QUANT_SANITY_REL = 0.25
 # MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd).
 CI_SUBSET = [("mlp", "fp32"), ("mlp", "fp32_ptd"), ("et_add_mul", "fp32"), ("convnet", "fp32"),
              ("mobilenet_v2_bn", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
-             ("linear_stack", "8da4w")]
+             ("linear_stack", "8da4w"), ("swin", "fp32"), ("tv_mv3_bn", "fp32")]
 # Whether Ember's runtime registers an XnnpackBackend. While False, Ember must refuse every XNNPACK
 # program naming the backend, and running one fails the check (set this to True with the backend).
 # While True, each (model, flow) of EXPECTED_OK must run and agree; others are only reported.
