@@ -882,7 +882,9 @@ class Translator {
     cpu::GroupQuantMatMulParams p;
     p.group = group;
     p.input_quant = cpu::InputQuant::PerToken;
-    p.eps = std::numeric_limits<float>::epsilon();
+    // XNNPACK sets no floor on a row's scale (torchao's float32 epsilon would flatten rows of
+    // values near 1e-9 to zero); the smallest normal float only keeps 1 / scale finite.
+    p.eps = std::numeric_limits<float>::min();
     return emit(OpKind::GroupQuantMatMul, {a, weight, bias, scale_t, -1}, p, {m, nn},
                 clamp_post_ops(n));
   }
