@@ -1,6 +1,8 @@
 #include "backends/cpu/onednn/build.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -84,6 +86,10 @@ Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && tr
     if (m) d.storage.push_back(std::move(m));
   }
   for (memory& m : viewed_) d.storage.push_back(std::move(m));
+  d.mapped = std::move(mapped_kept_);
+  for (auto& [t, data] : mapped_) {
+    if (step_reads(data.bytes(), data.size())) d.mapped.push_back(std::move(data));
+  }
   for (memory& m : out_mem_) d.storage.push_back(std::move(m));
   for (Buffer& b : pool_) d.storage.push_back(std::move(b.mem));
   DelegateSummary& s = d.summary;
@@ -193,6 +199,12 @@ Result<memory> Build::view(const memory& m, const memory::desc& md) try {
   return onednn_error(e);
 }
 
+namespace {
+// A weight is read in place only at a cache line's alignment: what the heap's buffers have, and
+// what kernels that load whole vectors of a weight may assume.
+constexpr uintptr_t kWeightInPlaceAlignment = 64;
+}  // namespace
+
 Error Build::load_weight(int32_t id) try {
   const TensorDesc& t = graph_.tensors[id];
   const WeightRef& w = graph_.weights[t.index];
@@ -203,8 +215,17 @@ Error Build::load_weight(int32_t id) try {
   md_[id] = plain_md(to_dims(stored),
                      t.storage == WeightStorage::Bool ? dt::u8 : (t.integer() ? dt::s8 : dt::f32),
                      t.dim_order);
-  EMBER_ASSIGN_OR_RETURN(mem_[id], buffer(md_[id], Held::Transient));
   if (md_[id].get_size() != w.nbytes) return refused("weight '" + w.key + "' has the wrong size");
+  // In place where the storage allows: no copy, no page of the heap touched. Steps only read
+  // weights (a mapped file is read-only: a write would fault, never change the program).
+  if (Result<FreeableBuffer> data = named_->get_data(w.key);
+      data.ok() && data->size() >= w.nbytes &&
+      reinterpret_cast<uintptr_t>(data->data()) % kWeightInPlaceAlignment == 0) {
+    mem_[id] = memory(md_[id], engine_, const_cast<void*>(data->data()));
+    mapped_[id] = std::move(*data);
+    return Error::Ok;
+  }
+  EMBER_ASSIGN_OR_RETURN(mem_[id], buffer(md_[id], Held::Transient));
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
   if (e != Error::Ok) {
     return refused("weight '" + w.key + "': " + last_error_message(), Error::NotFound);
@@ -557,9 +578,30 @@ void Build::release_weights(size_t begin, size_t end) {
       if (t >= 0 && graph_.tensors[t].kind == TensorKind::Weight &&
           last_use_[t] < static_cast<int>(end)) {
         mem_[t] = memory();
+        if (auto m = mapped_.find(t); m != mapped_.end()) {
+          if (step_reads(m->second.bytes(), m->second.size())) {
+            mapped_kept_.push_back(std::move(m->second));
+          }
+          mapped_.erase(m);
+        }
       }
     }
   }
+}
+
+bool Build::step_reads(const uint8_t* data, size_t size) {
+  if (steps_scanned_ < steps_.size()) {
+    const auto sorted = static_cast<std::ptrdiff_t>(step_handles_.size());
+    for (; steps_scanned_ < steps_.size(); ++steps_scanned_) {
+      steps_[steps_scanned_]->handles(&step_handles_);
+    }
+    std::sort(step_handles_.begin() + sorted, step_handles_.end());
+    std::inplace_merge(step_handles_.begin(), step_handles_.begin() + sorted, step_handles_.end());
+  }
+  // Any handle inside the storage: a view at an offset reads it too.
+  auto at =
+      std::lower_bound(step_handles_.begin(), step_handles_.end(), static_cast<const void*>(data));
+  return at != step_handles_.end() && static_cast<const uint8_t*>(*at) < data + size;
 }
 
 }  // namespace ember::cpu::delegate

@@ -212,11 +212,15 @@ class Build {
   // Whether `m` is a caller buffer (bound at execute), and which argument.
   int bound_arg(const memory& m) const;
   void bind(const memory& m, int arg);
+  // A weight's bytes: read in place from the named data (the mapped file) where its storage is
+  // aligned and as large as the tensor, else copied into a buffer of the build.
   Error load_weight(int32_t id);
   // Drops the build's hold on the weights that ops [begin, end) were the last to read: a weight
   // a step reads as it is stays alive through the step; one that was only reordered or packed
   // into another buffer is freed now (the peak of init is one copy more, not all).
   void release_weights(size_t begin, size_t end);
+  // Whether a step built so far reads or writes memory in [data, data + size).
+  bool step_reads(const uint8_t* data, size_t size);
   // The op reading each tensor last, which tensors share storage (reshape views), and the
   // per-tensor facts above.
   void compute_last_uses();
@@ -245,6 +249,12 @@ class Build {
   int int8_matmuls_ = 0;
   std::vector<memory> mem_;
   std::vector<memory> viewed_;  // the storage views were made of (see release_weights)
+  // Named data read in place (load_weight), by the weight it holds; release_weights moves what a
+  // step still reads to mapped_kept_ and frees the rest.
+  std::map<int32_t, FreeableBuffer> mapped_;
+  std::vector<FreeableBuffer> mapped_kept_;
+  size_t steps_scanned_ = 0;         // of steps_, those whose handles are in step_handles_
+  std::vector<void*> step_handles_;  // sorted
   std::vector<memory::desc> md_;
   std::vector<memory> out_mem_;
   std::vector<bool> direct_out_;

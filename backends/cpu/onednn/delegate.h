@@ -21,6 +21,7 @@
 #include "backends/cpu/onednn/step.h"
 #include "oneapi/dnnl/dnnl.hpp"
 #include "runtime/executor/observer.h"
+#include "runtime/platform/data_loader.h"
 
 namespace ember::cpu::delegate {
 
@@ -36,7 +37,8 @@ struct BuiltDelegate {
   std::vector<std::unique_ptr<Step>> steps;
   memory scratchpad;            // oneDNN's scratchpad and the working memory of Ember's kernels
   std::vector<memory> storage;  // every buffer the steps' memories are views of
-  DelegateSummary summary;      // what the build made; the step counts are added here
+  std::vector<FreeableBuffer> mapped;  // named data a step reads in place (the program's file)
+  DelegateSummary summary;             // what the build made; the step counts are added here
 };
 
 class CpuDelegate {
