@@ -1,6 +1,11 @@
 #include "runtime/executor/memory.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cinttypes>
+#include <cstdlib>
+#include <cstring>
 
 namespace ember {
 
@@ -12,6 +17,88 @@ void* MemoryAllocator::allocate(size_t size, size_t alignment) {
   used_ += padding + size;
   handed_out_ += padding + size;
   return reinterpret_cast<void*>(aligned);
+}
+
+namespace {
+
+// Anonymous, zeroed, 2 MiB aligned; advised for huge pages (a hint the kernel may not take).
+void* map_huge_block(size_t size) {
+  constexpr size_t huge = HeapAllocator::kHugePage;
+#if defined(__linux__)
+  void* raw =
+      ::mmap(nullptr, size + huge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (begin + huge - 1) & ~(huge - 1);
+  if (aligned > begin) ::munmap(raw, aligned - begin);
+  if (const size_t tail = begin + size + huge - (aligned + size); tail > 0) {
+    ::munmap(reinterpret_cast<void*>(aligned + size), tail);
+  }
+  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);
+  return reinterpret_cast<void*>(aligned);
+#else
+  void* p = std::aligned_alloc(huge, size);
+  if (p != nullptr) std::memset(p, 0, size);
+  return p;
+#endif
+}
+
+void unmap_huge_block(void* p, size_t size) {
+#if defined(__linux__)
+  ::munmap(p, size);
+#else
+  (void)size;
+  std::free(p);
+#endif
+}
+
+}  // namespace
+
+void* HeapAllocator::allocate(size_t size, size_t alignment) {
+  if (size >= kLargeRequest && alignment <= kHugePage) return allocate_large(size, alignment);
+  void* p = MemoryAllocator::allocate(size, alignment);
+  if (p != nullptr) return p;
+  if (size > SIZE_MAX - alignment) return nullptr;
+  const size_t block = std::max<size_t>(size + alignment, 64 * 1024);
+  void* mem = std::malloc(block);
+  if (mem == nullptr) return nullptr;
+  blocks_.push_back(mem);
+  base_ = static_cast<uint8_t*>(mem);
+  size_ = block;
+  used_ = 0;
+  return MemoryAllocator::allocate(size, alignment);
+}
+
+void* HeapAllocator::allocate_large(size_t size, size_t alignment) {
+  // Blocks start on a huge page, so an offset's alignment is the address's.
+  size_t padding = (alignment - large_used_ % alignment) % alignment;
+  if (large_blocks_.empty() || padding > large_size_ - large_used_ ||
+      size > large_size_ - large_used_ - padding) {
+    if (size > SIZE_MAX - kHugePage) return nullptr;
+    const size_t block = (std::max(size, next_large_) + kHugePage - 1) / kHugePage * kHugePage;
+    void* mem = map_huge_block(block);
+    if (mem == nullptr) return nullptr;
+    large_blocks_.emplace_back(mem, block);
+    large_size_ = block;
+    large_used_ = padding = 0;
+    next_large_ = std::min(next_large_ * 2, kLargestBlock);
+  }
+  void* p = static_cast<uint8_t*>(large_blocks_.back().first) + large_used_ + padding;
+  large_used_ += padding + size;
+  handed_out_ += padding + size;
+  return p;
+}
+
+void HeapAllocator::reset() {
+  for (void* b : blocks_) std::free(b);
+  blocks_.clear();
+  for (const auto& [p, n] : large_blocks_) unmap_huge_block(p, n);
+  large_blocks_.clear();
+  large_used_ = large_size_ = 0;
+  next_large_ = kHugePage;
+  base_ = nullptr;
+  size_ = 0;
+  MemoryAllocator::reset();
 }
 
 Result<void*> HierarchicalAllocator::address(uint32_t memory_id, uint64_t offset,

@@ -1,14 +1,8 @@
 #include "runtime/executor/module.h"
 
-#include <sys/mman.h>
-
-#include <algorithm>
 #include <cinttypes>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <utility>
-#include <vector>
 
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/thread_pool.h"
@@ -24,102 +18,6 @@ void* aligned_zeroed(size_t size) {
   if (p != nullptr) std::memset(p, 0, rounded == 0 ? kAlign : rounded);
   return p;
 }
-
-// Anonymous memory of whole 2 MiB pages, advised for transparent huge pages where Linux has them
-// (the mode "madvise" most distributions ship): a model's weights and arenas, tens of MB written
-// once at load, then fault in a page at a time 512 times more rarely. The pages come zeroed.
-constexpr size_t kHugePage = size_t{2} << 20;
-
-void* map_huge_block(size_t size) {
-#if defined(__linux__)
-  void* raw =
-      ::mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (raw == MAP_FAILED) return nullptr;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (begin + kHugePage - 1) & ~(kHugePage - 1);
-  if (aligned > begin) ::munmap(raw, aligned - begin);
-  if (const size_t tail = begin + size + kHugePage - (aligned + size); tail > 0) {
-    ::munmap(reinterpret_cast<void*>(aligned + size), tail);
-  }
-  ::madvise(reinterpret_cast<void*>(aligned), size, MADV_HUGEPAGE);  // a hint: may be refused
-  return reinterpret_cast<void*>(aligned);
-#else
-  void* p = std::aligned_alloc(kHugePage, size);
-  if (p != nullptr) std::memset(p, 0, size);
-  return p;
-#endif
-}
-
-void unmap_huge_block(void* p, size_t size) {
-#if defined(__linux__)
-  ::munmap(p, size);
-#else
-  (void)size;
-  std::free(p);
-#endif
-}
-
-// A method or temp allocator that takes memory from the heap in blocks and frees it on reset.
-// Requests of 64 KiB or more (weights, packed weights, activation buffers) come from blocks of
-// huge pages instead, 2 MiB at first and twice the last up to 32 MiB, so that a model's load
-// takes a few dozen page faults for its weights rather than thousands.
-class HeapAllocator final : public MemoryAllocator {
- public:
-  HeapAllocator() : MemoryAllocator(nullptr, 0) {}
-  ~HeapAllocator() override { reset(); }
-  void* allocate(size_t size, size_t alignment) override {
-    if (size >= kLargeRequest && alignment <= kHugePage) return allocate_large(size, alignment);
-    void* p = MemoryAllocator::allocate(size, alignment);
-    if (p != nullptr) return p;
-    const size_t block = std::max<size_t>(size + alignment, 64 * 1024);
-    void* mem = std::malloc(block);
-    if (mem == nullptr) return nullptr;
-    blocks_.push_back(mem);
-    base_ = static_cast<uint8_t*>(mem);
-    size_ = block;
-    used_ = 0;
-    return MemoryAllocator::allocate(size, alignment);
-  }
-  void reset() override {
-    for (void* b : blocks_) std::free(b);
-    blocks_.clear();
-    for (const auto& [p, n] : large_blocks_) unmap_huge_block(p, n);
-    large_blocks_.clear();
-    large_used_ = large_size_ = 0;
-    next_large_ = kHugePage;
-    base_ = nullptr;
-    size_ = 0;
-    MemoryAllocator::reset();
-  }
-
- private:
-  static constexpr size_t kLargeRequest = 64 * 1024;
-  static constexpr size_t kLargestBlock = 16 * kHugePage;
-
-  void* allocate_large(size_t size, size_t alignment) {
-    size_t padding = (alignment - large_used_ % alignment) % alignment;
-    if (large_blocks_.empty() || padding > large_size_ - large_used_ ||
-        size > large_size_ - large_used_ - padding) {
-      if (size > SIZE_MAX - kHugePage) return nullptr;
-      const size_t block = (std::max(size, next_large_) + kHugePage - 1) / kHugePage * kHugePage;
-      void* mem = map_huge_block(block);
-      if (mem == nullptr) return nullptr;
-      large_blocks_.emplace_back(mem, block);
-      large_size_ = block;
-      large_used_ = padding = 0;
-      next_large_ = std::min(next_large_ * 2, kLargestBlock);
-    }
-    void* p = static_cast<uint8_t*>(large_blocks_.back().first) + large_used_ + padding;
-    large_used_ += padding + size;
-    handed_out_ += padding + size;
-    return p;
-  }
-
-  std::vector<void*> blocks_;
-  std::vector<std::pair<void*, size_t>> large_blocks_;
-  size_t large_used_ = 0, large_size_ = 0;  // of the last large block
-  size_t next_large_ = kHugePage;
-};
 
 }  // namespace
 

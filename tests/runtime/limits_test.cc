@@ -1,7 +1,11 @@
 // Resource limits: a method allocator that is too small fails with the size needed, the size
 // MethodMeta reports is enough, and Module's cap on planned memory refuses a program before any
 // allocation.
+#include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "runtime/executor/module.h"
 #include "tests/runtime/test_util.h"
@@ -60,6 +64,47 @@ TEST(Limits, ModuleCapOnPlannedMemoryRefusesBeforeAllocating) {
   enough.max_planned_bytes = 48;
   Module ok(fixture_dir() + "/add.pte", enough);
   EXPECT_EQ(ok.load_method("forward"), Error::Ok) << last_error_message();
+}
+
+// Module's growing allocator: every request aligned as asked and apart from every other, small
+// ones from the heap's blocks, those of 64 KiB or more from blocks of whole 2 MiB pages (zeroed);
+// the bytes handed out counted; an impossible size refused; everything again after a reset.
+TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
+  HeapAllocator heap;
+  for (int round = 0; round < 2; ++round) {
+    struct Piece {
+      uint8_t* p;
+      size_t size;
+    };
+    std::vector<Piece> pieces;
+    size_t asked = 0;
+    const size_t sizes[] = {1, 100, 4096, 65535, 65536, 300000, 3 << 20, 17, 40 << 20, 70000};
+    const size_t alignments[] = {1, 8, 64, 4096, 64, 64, 128, 16, 64, 2048};
+    for (size_t i = 0; i < std::size(sizes); ++i) {
+      auto* p = static_cast<uint8_t*>(heap.allocate(sizes[i], alignments[i]));
+      ASSERT_NE(p, nullptr) << sizes[i];
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % alignments[i], 0u) << sizes[i];
+      if (sizes[i] >= HeapAllocator::kLargeRequest) {
+        EXPECT_EQ(p[0], 0);  // fresh anonymous pages
+        EXPECT_EQ(p[sizes[i] - 1], 0);
+      }
+      std::memset(p, static_cast<int>(i + 1), sizes[i]);
+      pieces.push_back({p, sizes[i]});
+      asked += sizes[i];
+    }
+    // The first large request opened a block on a huge page.
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[4].p) % HeapAllocator::kHugePage, 0u);
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      for (size_t k = 0; k < pieces[i].size; k += 997) {
+        ASSERT_EQ(pieces[i].p[k], static_cast<uint8_t>(i + 1)) << "piece " << i << " overwritten";
+      }
+    }
+    EXPECT_GE(heap.handed_out(), asked);
+    EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 64), nullptr);
+    EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 1), nullptr);
+    heap.reset();
+    EXPECT_EQ(heap.handed_out(), 0u);
+  }
 }
 
 }  // namespace

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backends/cpu/kernels/policy.h"
 #include "backends/cpu/test/test_util.h"
@@ -162,6 +165,116 @@ TEST(CpuRuntimeRules, OwnKernelsPackIntoTheMethodAllocator) {
   EXPECT_NE(std::string(last_error_message()).find("the method allocator has no room for"),
             std::string::npos)
       << last_error_message();
+}
+
+// Named data over storage `offset` bytes past a cache line: counts what it hands out, what is
+// freed of it and what is copied out of it.
+class CountingMap final : public NamedDataMap {
+ public:
+  CountingMap(const std::vector<partition::NamedBlob>& blobs, size_t offset) {
+    for (const auto& b : blobs) {
+      auto& e = entries_.emplace_back();
+      e.key = b.key;
+      e.storage.resize(b.data.size() + 128);
+      auto* at = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(e.storage.data()) + 63) &
+                                            ~uintptr_t{63});
+      e.data = {at + offset, b.data.size()};
+      std::memcpy(e.data.data(), b.data.data(), b.data.size());
+    }
+  }
+  Result<TensorLayout> get_tensor_layout(std::string_view) const override {
+    return fail(Error::NotFound, "no layouts");
+  }
+  Result<FreeableBuffer> get_data(std::string_view key) const override {
+    const Entry* e = find(key);
+    if (e == nullptr) return fail(Error::NotFound, "missing");
+    ++handed;
+    return FreeableBuffer(
+        e->data.data(), e->data.size(),
+        [](void* self, const void*, size_t) { ++static_cast<CountingMap*>(self)->freed; },
+        const_cast<CountingMap*>(this));
+  }
+  Error load_data_into(std::string_view key, void* buffer, size_t size) const override {
+    const Entry* e = find(key);
+    if (e == nullptr || e->data.size() < size) return fail(Error::NotFound, "missing");
+    ++copies;
+    std::memcpy(buffer, e->data.data(), size);
+    return Error::Ok;
+  }
+  size_t num_keys() const override { return entries_.size(); }
+  Result<std::string_view> key(size_t index) const override {
+    return std::string_view(entries_[index].key);
+  }
+
+  mutable int handed = 0, freed = 0, copies = 0;
+
+ private:
+  struct Entry {
+    std::string key;
+    std::vector<uint8_t> storage;
+    std::span<uint8_t> data;
+  };
+  const Entry* find(std::string_view key) const {
+    for (const auto& e : entries_) {
+      if (e.key == key) return &e;
+    }
+    return nullptr;
+  }
+  std::vector<Entry> entries_;
+};
+
+// A weight is read where the named data keeps it (with a program loaded by mmap, the file's
+// pages), not copied, when that storage is on a cache line; what no step reads as it is (a
+// weight reordered or packed into another buffer) is handed back during init, the rest when the
+// delegate goes. Storage off that alignment is copied. The results are the same bit for bit.
+TEST(CpuRuntimeRules, WeightsAreReadInPlaceFromAlignedNamedData) {
+  at::manual_seed(7);
+  at::Tensor x = at::randn({1, 8, 12, 12}), w = at::randn({16, 8, 3, 3}), bias = at::randn({16});
+  at::Tensor fc = at::randn({10, 16 * 12 * 12});
+  const at::Tensor conv = at::conv2d(x, w, bias, 1, 1);
+  const at::Tensor want = at::mm(conv.reshape({1, -1}), fc.t());
+  Prog p;
+  auto c1 = p.node("c", conv,
+                   "aten::convolution.default(input=" + p.input("x", x) +
+                       ", weight=" + p.weight("w", w) + ", bias=" + p.weight("b", bias) +
+                       ", stride=[1, 1], padding=[1, 1], dilation=[1, 1], transposed=false, "
+                       "output_padding=[0, 0], groups=1)");
+  auto flat =
+      p.node("f", conv.reshape({1, -1}), "aten::view.default(self=" + c1 + ", size=[1, -1])");
+  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
+  p.outputs = {p.node("y", want, "aten::mm.default(self=" + flat + ", mat2=" + t + ")")};
+  auto program = parse_text(p.text());
+  ASSERT_TRUE(program);
+  const Compiled c = compile(*program);
+  const auto copied = run(c, {x}, {want});
+  ASSERT_EQ(copied.size(), 1u);
+  expect_close(copied[0], want, 1e-4, 1e-4);
+
+  CountingMap aligned(c.result.named_data, 0);
+  const auto in_place = run(c, {x}, {want}, {}, nullptr, nullptr, &aligned);
+  ASSERT_EQ(in_place.size(), 1u);
+  EXPECT_TRUE(at::equal(in_place[0], copied[0]));
+  EXPECT_EQ(aligned.copies, 0);
+  EXPECT_GE(aligned.handed, 3);  // w, b and fc
+  EXPECT_EQ(aligned.freed, aligned.handed);
+
+  // During init: the convolution's weight, reordered for oneDNN or packed, is handed back.
+  CountingMap watched(c.result.named_data, 0);
+  BackendInitContext ctx{nullptr, "forward", &watched};
+  std::vector<uint8_t> blob = c.result.processed;
+  FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+  Result<DelegateHandle*> h = runtime_backend()->init(ctx, &buf, {});
+  ASSERT_TRUE(h.ok()) << last_error_message();
+  EXPECT_GE(watched.freed, 1);
+  runtime_backend()->destroy(*h);
+  EXPECT_EQ(watched.freed, watched.handed);
+
+  CountingMap misaligned(c.result.named_data, 4);
+  const auto off_line = run(c, {x}, {want}, {}, nullptr, nullptr, &misaligned);
+  ASSERT_EQ(off_line.size(), 1u);
+  EXPECT_TRUE(at::equal(off_line[0], copied[0]));
+  EXPECT_GE(misaligned.copies, 3);
+  EXPECT_EQ(misaligned.freed, misaligned.handed);
 }
 
 }  // namespace

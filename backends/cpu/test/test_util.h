@@ -130,10 +130,11 @@ inline std::vector<at::Tensor> run(const Compiled& c, const std::vector<at::Tens
                                    const std::vector<at::Tensor>& like,
                                    std::vector<CompileSpec> specs = {},
                                    DelegateSummary* summary = nullptr,
-                                   MemoryAllocator* allocator = nullptr) {
+                                   MemoryAllocator* allocator = nullptr,
+                                   const NamedDataMap* named = nullptr) {
   const Backend* b = runtime_backend();
   BlobMap map(&c.result.named_data);
-  BackendInitContext ctx{allocator, "forward", &map};
+  BackendInitContext ctx{allocator, "forward", named != nullptr ? named : &map};
   std::vector<uint8_t> blob = c.result.processed;
   FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
   Result<DelegateHandle*> h = b->init(ctx, &buf, specs);
