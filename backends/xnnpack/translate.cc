@@ -935,6 +935,7 @@ class Translator {
   // rank and layout.
   Error binary(const Node& n, BinaryAlg alg) {
     EMBER_TRY(real_values(n));
+    if (alg == BinaryAlg::Add && !n.has_output_min_max && fold_add(n)) return Error::Ok;
     const Value& y = value(n.outputs[0]);
     uint32_t a = n.inputs[0], b = n.inputs[1];
     for (const uint32_t id : {a, b}) EMBER_TRY(check_broadcast(value(id), y));
@@ -1101,6 +1102,7 @@ class Translator {
   Error clamp(const Node& n) {
     const float lo = n.has_output_min_max ? n.output_min : -kInf;
     const float hi = n.has_output_min_max ? n.output_max : kInf;
+    if (!std::isnan(lo) && !std::isnan(hi) && lo <= hi && fold_clamp(n, lo, hi)) return Error::Ok;
     if (lo == 0 && hi == kInf) return unary(n, EltwiseAlg::Relu);
     if (std::isnan(lo) || std::isnan(hi) || lo > hi) {
       return refuse("bounds [%g, %g]", static_cast<double>(lo), static_cast<double>(hi));
@@ -1108,6 +1110,97 @@ class Translator {
     Node plain = n;
     plain.has_output_min_max = false;  // the bounds are the clip's own
     return unary(plain, EltwiseAlg::Clip, lo, hi);
+  }
+
+  // A clamp whose input, on the clamp's own output grid, is a quantized convolution's result
+  // read by nothing else (ExecuTorch's quantized exports keep relu6 a node of its own): the clamp
+  // joins the convolution's post-ops before its requantize, so that the engine can hand the
+  // convolution's result on as uint8 (docs/quantization.md) instead of running a clamp, a
+  // quantize and a dequantize. Exact: requantizing is non-decreasing, so a clamp of the
+  // requantized value requantized again to the same grid, dq(q(clamp(dq(q(y)), lo, hi))) =
+  // dq(clamp(q(y), q(lo), q(hi))), is the requantized clamp, dq(q(clamp(y, lo, hi))).
+  bool fold_clamp(const Node& n, float lo, float hi) {
+    const Value& x = value(n.inputs[0]);
+    const Value& y = value(n.outputs[0]);
+    if (!same_grid(x, y) || x.dims != y.dims) return false;
+    OpDesc* conv = requantizing_conv_of(x.id);
+    if (conv == nullptr || !read_once_by(x.id, n)) return false;
+    std::vector<cpu::PostOp>& post = conv->post_ops;
+    cpu::PostOp c;
+    if (lo == 0 && hi == kInf) {
+      c.alg = EltwiseAlg::Relu;
+    } else {
+      c.alg = EltwiseAlg::Clip;
+      c.alpha = lo;
+      c.beta = hi;
+    }
+    post.insert(post.end() - 2, c);
+    define(y.id, mapped_[x.id].tensor, mapped_[x.id].perm, /*on_grid=*/true);
+    return true;
+  }
+
+  // Whether value `id` is read once, by node n, and is no output of the graph.
+  bool read_once_by(uint32_t id, const Node& n) const {
+    int reads = 0;
+    for (const Node& r : p_.nodes) {
+      for (const uint32_t in : r.inputs) {
+        if (in != id) continue;
+        if (&r != &n) return false;
+        ++reads;
+      }
+    }
+    for (const uint32_t o : p_.outputs) {
+      if (o == id) return false;
+    }
+    return reads == 1;
+  }
+
+  // The quantized convolution just emitted whose requantized result is value `id`, or null.
+  OpDesc* requantizing_conv_of(uint32_t id) {
+    std::vector<OpDesc>& ops = out_.graph.ops;
+    if (mapped_[id].perm.empty() || ops.empty() || ops.back().kind != OpKind::QuantConv ||
+        ops.back().output != mapped_[id].tensor) {
+      return nullptr;
+    }
+    const std::vector<cpu::PostOp>& post = ops.back().post_ops;
+    if (post.size() < 2 || post[post.size() - 2].alg != EltwiseAlg::Quantize ||
+        post[post.size() - 2].is_sum || post.back().alg != EltwiseAlg::Dequantize ||
+        post.back().is_sum) {
+      return nullptr;
+    }
+    return &ops.back();
+  }
+
+  // An int8 add of a quantized convolution's result, read by nothing else, and a value of the
+  // same dims and layout (a residual connection): the add joins the convolution's post-ops, as
+  // a sum after its requantize, then the add's clamp and requantize, the form in which the
+  // engine adds a residual to a convolution's uint8 result (onednn/quant_conv.cc, add_tail)
+  // and hands both on as uint8. The same float arithmetic: the requantized result plus the
+  // residual, clamped, requantized.
+  bool fold_add(const Node& n) {
+    const Value& y = value(n.outputs[0]);
+    for (const int first : {0, 1}) {
+      const Value& x = value(n.inputs[first]);
+      const Value& other = value(n.inputs[1 - first]);
+      if (!is_q8(x) || !is_q8(other) || !is_q8(y) || x.dims != y.dims || other.dims != y.dims ||
+          x.id == other.id || mapped_[other.id].perm != mapped_[x.id].perm) {
+        continue;
+      }
+      OpDesc* conv = requantizing_conv_of(x.id);
+      if (conv == nullptr || !read_once_by(x.id, n)) continue;
+      cpu::PostOp sum;
+      sum.is_sum = true;
+      sum.tensor = mapped_[other.id].tensor;
+      conv->post_ops.push_back(sum);
+      for (const cpu::PostOp& c : clamp_post_ops(n)) conv->post_ops.push_back(c);
+      conv->post_ops.push_back(cpu::PostOp{false, -1, EltwiseAlg::Quantize, 1.0f / y.quant.scale,
+                                           static_cast<float>(y.quant.zero_point)});
+      conv->post_ops.push_back(cpu::PostOp{false, -1, EltwiseAlg::Dequantize, y.quant.scale,
+                                           static_cast<float>(y.quant.zero_point)});
+      define(y.id, conv->output, mapped_[x.id].perm, /*on_grid=*/true);
+      return true;
+    }
+    return false;
   }
 
   // An element-wise node's output has its input's dims.

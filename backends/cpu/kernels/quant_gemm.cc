@@ -395,17 +395,48 @@ Requantize Requantize::make(const int32_t* weight_sums, const float* weight_scal
   return out;
 }
 
+bool QuantPointwise::pairs_for(Form form, bool vnni, const int8_t* q, int64_t count) {
+  if (form != Form::ForThisCpu) return form == Form::Pairs;
+  // Quads where they are exact: with VNNI, or weights whose pmaddubsw pairs cannot saturate (then
+  // faster than pairs: four products an instruction against two).
+  return !vnni && !std::all_of(q, q + count, [](int8_t v) { return v >= -64 && v <= 63; });
+}
+
 QuantPointwise QuantPointwise::pack(const int8_t* q, const float* weight_scales, const float* bias,
                                     int64_t k, int64_t n, float in_scale, float in_zero_point,
                                     Clamp act, float out_inv, float out_zero_point,
-                                    const Storage& storage) {
+                                    const Storage& storage, Form form) {
   QuantPointwise out;
-  const std::vector<float> ones(static_cast<size_t>(n), 1.f);
-  out.w = DotPackedMatrix::pack(q, ones.data(), nullptr, k, n, k, 8, storage);
-  if (out.w.data.empty()) return QuantPointwise{};
-  // w.sums is [panels][1][kGroup]: column j at j.
-  out.rq = Requantize::make(out.w.sums.data(), weight_scales, bias, n, out.w.panels * kGroup,
-                            in_scale, in_zero_point, act, out_inv, out_zero_point, storage);
+  const simd::Kernels* kernels = simd::kernels();
+  out.paired = pairs_for(form, kernels != nullptr && kernels->vnni, q, n * k);
+  const int64_t panels = (n + kGroup - 1) / kGroup;
+  std::vector<int32_t> sums(static_cast<size_t>(n), 0);
+  if (out.paired) {
+    out.w.k = k;
+    out.w.n = n;
+    out.w.group = k;
+    out.w.bits = 8;
+    out.w.panels = panels;
+    // Padding columns hold q = 0.
+    out.pairs = Stored<int16_t>(static_cast<size_t>(panels * k * kGroup), storage, 0);
+    if (out.pairs.empty()) return QuantPointwise{};
+    for (int64_t j = 0; j < n; ++j) {
+      int16_t* panel = out.pairs.data() + (j / kGroup) * k * kGroup;
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t quad = i / 4, half = i % 2, second = (i % 4) / 2;
+        panel[((quad * 2 + half) * kGroup + j % kGroup) * 2 + second] = q[j * k + i];
+        sums[static_cast<size_t>(j)] += q[j * k + i];
+      }
+    }
+  } else {
+    const std::vector<float> ones(static_cast<size_t>(n), 1.f);
+    out.w = DotPackedMatrix::pack(q, ones.data(), nullptr, k, n, k, 8, storage);
+    if (out.w.data.empty()) return QuantPointwise{};
+    // w.sums is [panels][1][kGroup]: column j at j.
+    std::copy_n(out.w.sums.data(), n, sums.data());
+  }
+  out.rq = Requantize::make(sums.data(), weight_scales, bias, n, panels * kGroup, in_scale,
+                            in_zero_point, act, out_inv, out_zero_point, storage);
   if (out.rq.empty()) return QuantPointwise{};
   return out;
 }

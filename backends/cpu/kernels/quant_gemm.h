@@ -209,22 +209,44 @@ struct Requantize {
 // A 1x1 convolution of int8 values by an int8 weight with one scale an output channel,
 // requantized: the int8 chain of a quantized CNN (onednn/quant_conv.cc), uint8 in and out (each
 // value its int8 integer + 128), channels-last rows of pixels. Each output's integer sum is exact
-// in int32 (four u8 x s8 products an instruction: vpdpbusd with VNNI, else pmaddubsw, whose 16-bit
-// pairs need weights within [-64, 63]), then requantized (Requantize).
+// in int32, then requantized (Requantize). The sums come in one of two forms:
+//  - quads: four u8 x s8 products an instruction, vpdpbusd with VNNI (any weights), else
+//    pmaddubsw, whose 16-bit pairs saturate unless the weights fit [-64, 63] (2 * 255 * 64 <
+//    2^15);
+//  - pairs (full-range weights without VNNI, as ExecuTorch's XNNPACKQuantizer writes them): the
+//    weights sign-extended to int16 and the input bytes zero-extended, two products summed in
+//    32 bits an instruction (vpmaddwd), which nothing saturates. Half the products of a quad an
+//    instruction, and the bytes of an input quad split in two by a mask and a shift.
+// Either way the integers are the same, so the requantized bytes are too.
 struct QuantPointwise {
-  DotPackedMatrix w;  // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums
-  Requantize rq;      // [panels * kGroup]
+  enum class Form {
+    ForThisCpu,  // quads where simd::kernels() has VNNI or the weights fit [-64, 63], else pairs
+    Quads,
+    Pairs,
+  };
+  // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums. For pairs, only its
+  // sizes (k, n, panels): the weights are `pairs`.
+  DotPackedMatrix w;
+  // Pairs: [k / 4][2][kGroup][2] int16 a panel (k * kGroup values): for input quad o, half h,
+  // column c: q[c][4o + h], q[c][4o + h + 2], the products of the quad's bytes 0 and 2 (h = 0)
+  // or 1 and 3 (h = 1), as a mask and a 16-bit shift of the broadcast quad give them.
+  Stored<int16_t> pairs;
+  bool paired = false;
+  Requantize rq;  // [panels * kGroup]
 
-  // q: [n][k] int8 (k a multiple of 4); the rest as Requantize::make's. Empty (w.data.empty())
+  // Whether `form` is pairs for weights q (`count` of them) on a variant with or without VNNI.
+  static bool pairs_for(Form form, bool vnni, const int8_t* q, int64_t count);
+  // q: [n][k] int8 (k a multiple of 4); the rest as Requantize::make's. Empty (rq.empty())
   // where the storage gives none.
   static QuantPointwise pack(const int8_t* q, const float* weight_scales, const float* bias,
                              int64_t k, int64_t n, float in_scale, float in_zero_point, Clamp act,
-                             float out_inv, float out_zero_point, const Storage& storage = {});
+                             float out_inv, float out_zero_point, const Storage& storage = {},
+                             Form form = Form::ForThisCpu);
 };
 
 // c [m][n] = the requantized 1x1 convolution of a [m][k] (uint8, as above) on up to `threads`
-// OpenMP threads, split by rows; Ember's SIMD kernels (callers check own_kernels_supported(),
-// and that the weights fit [-64, 63] where simd::kernels() has no VNNI).
+// OpenMP threads, split by rows; Ember's SIMD kernels (callers check own_kernels_supported()).
+// Every variant runs both forms.
 void quant_pointwise_threads(int threads, int64_t m, const QuantPointwise& b, const uint8_t* a,
                              uint8_t* c);
 

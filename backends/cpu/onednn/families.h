@@ -147,6 +147,9 @@ Result<bool> readers_take_u8(Build& b, int32_t t, float scale, float zero_point)
 // Whether QuantConv `op`, whose post-ops before `fused` are clamps and from `fused` on a
 // quantize and a dequantize, may write its result as uint8 for readers that all take it so
 // (readers_take_u8). (quant_chain.cc)
+// Whether op's post-ops from `fused` are a requantize alone (quantize, dequantize of one grid),
+// those before it clamps. (quant_chain.cc)
+bool requantized_at_end(const OpDesc& op, size_t fused);
 Result<bool> int8_chain_out(Build& b, const OpDesc& op, size_t fused);
 // Whether a QuantConv runs in integers (Build::int8()): what build_quant_conv does, and what a
 // producer asks of every reader before it writes them uint8 (int8_chain_out). (quant_conv.cc)

@@ -138,7 +138,7 @@ Result<bool> readers_take_u8(Build& b, int32_t t, float scale, float zero_point)
   return answer;
 }
 
-Result<bool> int8_chain_out(Build& b, const OpDesc& op, size_t fused) {
+bool requantized_at_end(const OpDesc& op, size_t fused) {
   // [relu/clips...] quantize dequantize, of one int8 grid.
   if (fused + 2 != op.post_ops.size()) return false;
   const PostOp &q = op.post_ops[fused], &d = op.post_ops[fused + 1];
@@ -150,6 +150,12 @@ Result<bool> int8_chain_out(Build& b, const OpDesc& op, size_t fused) {
     Clamp c;
     if (!is_clamp(op.post_ops[i], &c)) return false;  // a sum's summand is float
   }
+  return true;
+}
+
+Result<bool> int8_chain_out(Build& b, const OpDesc& op, size_t fused) {
+  if (!requantized_at_end(op, fused)) return false;
+  const PostOp& d = op.post_ops[fused + 1];
   return readers_take_u8(b, op.output, d.alpha, d.beta);
 }
 

@@ -48,9 +48,15 @@ EMBER_QUANT_CLONES void fake_quant_loop(float* y, int64_t n, float inv, float zp
 // output's, or the residual added (add_quant_add_step).
 Error finish_u8_out(Build& b, const OpDesc& op, size_t fused, bool residual, const memory& dst);
 // Whether a QuantConv of geometry g (weights q, `count` of them), requantized to uint8, runs on
-// Ember's int8 1x1 kernel (QuantPointwise): 1x1, stride 1, no padding, one group, input
-// channels a multiple of 4; weights within [-64, 63] where the kernels have no VNNI.
-bool own_quant_pointwise(const Build& b, const ConvGeometry& g, const int8_t* q, int64_t count);
+// Ember's int8 1x1 kernel (QuantPointwise, any weights): 1x1, stride 1, no padding, one group,
+// input channels a multiple of 4.
+bool own_quant_pointwise(const Build& b, const ConvGeometry& g);
+// add_tail's form of op's post-ops and readers, whatever runs the convolution.
+Result<bool> add_tail_form(Build& b, const OpDesc& op);
+// The step writing op's output, floats channels-last, from `src_u8` (int8 + 128 of scale and
+// zero point) dequantized as PyTorch does.
+Error add_dequantize_u8_step(Build& b, const memory& src_u8, float scale, float zero_point,
+                             const OpDesc& op);
 // For add_tail: the step adding post-op `at`'s summand to `a_u8` (uint8, int8 + 128, of
 // scale and zero point), dequantized exactly as the reference does, then the clamps and the
 // requantize of op's remaining post-ops; op's output, uint8 channels-last.
@@ -211,7 +217,10 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
                                              op.post_ops[fused + 1].beta};
     return Error::Ok;
   }
-  if (u8_out && own_quant_pointwise(b, g, q, wsize)) {
+  // Full-range weights without VNNI run in integers only on Ember's 1x1 kernel
+  // (quant_conv_in_integers), which then also serves readers of floats, through a dequantize.
+  const bool full_range = !b.int8_any_weights() && !seven_bits(q, wsize);
+  if ((u8_out || full_range) && own_quant_pointwise(b, g)) {
     // Ember's kernel (kernels/quant_gemm.h): the integer sums, requantized in one pass.
     memory bias_in;
     if (has_bias) {
@@ -223,11 +232,15 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
         act, op.post_ops[fused].alpha, op.post_ops[fused].beta, b.weight_storage()));
     EMBER_TRY(b.storage_error());
     const memory::desc dst_md(g.od, dt::u8, tag::nhwc);
-    EMBER_ASSIGN_OR_RETURN(memory dst,
-                           residual ? b.scratch_activation(dst_md) : b.make_output(op, dst_md));
+    EMBER_ASSIGN_OR_RETURN(
+        memory dst, residual || !u8_out ? b.scratch_activation(dst_md) : b.make_output(op, dst_md));
     b.add_own_step(quant_pointwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], b.threads(),
                                         src_u8, dst));
     b.count_int8_convolution();
+    if (!u8_out) {
+      const PostOp& d = op.post_ops[fused + 1];
+      return add_dequantize_u8_step(b, dst, d.alpha, d.beta, op);
+    }
     return finish_u8_out(b, op, fused, residual, dst);
   }
   // Output channel c's integer sum times src_scale * scales[c]; oneDNN 2.x adds the bias before
@@ -313,7 +326,16 @@ Result<bool> quant_conv_in_integers(Build& b, const OpDesc& op) {
   // made int8 MobileNetV2 slower: 8.9 against 6.8 ms, the requantizing steps around them.)
   const memory::dims wd = b.dims_of(op.inputs[1]);
   EMBER_ASSIGN_OR_RETURN(const memory w, b.src_memory(op.inputs[1]));
-  return seven_bits(data_as<int8_t>(w), checked_numel(wd));
+  if (seven_bits(data_as<int8_t>(w), checked_numel(wd))) return true;
+  // Full-range weights (ExecuTorch's XNNPACKQuantizer writes them) only where Ember's 1x1 kernel
+  // takes the convolution: its pairs form is exact on any weights (kernels/quant_gemm.h), but it
+  // writes only a requantized uint8 result, which readers take, to which a residual is added, or
+  // which a step dequantizes for readers of floats. oneDNN's int8 kernels would saturate.
+  if (op.kind != OpKind::QuantConv) return false;
+  EMBER_ASSIGN_OR_RETURN(const ConvGeometry g, conv_geometry(b, op));
+  if (!own_quant_pointwise(b, g)) return false;
+  EMBER_ASSIGN_OR_RETURN(const bool tail, add_tail_form(b, op));
+  return tail || requantized_at_end(op, before_requantize(op));
 }
 
 Result<bool> own_quant_depthwise(Build& b, const OpDesc& op) {
@@ -341,6 +363,13 @@ Result<bool> add_tail(Build& b, const OpDesc& op) {
   if (!in_integers) return false;
   EMBER_ASSIGN_OR_RETURN(const bool own_depthwise, own_quant_depthwise(b, op));
   if (own_depthwise) return false;
+  return add_tail_form(b, op);
+}
+
+namespace {
+
+Result<bool> add_tail_form(Build& b, const OpDesc& op) {
+  if (!b.own_kernels() || !own_kernels_supported() || op.kind != OpKind::QuantConv) return false;
   // [clamps] quantize dequantize sum(t) [clamps] quantize dequantize.
   const size_t first = before_requantize(op), n = op.post_ops.size();
   if (first + 5 > n || !op.post_ops[first + 2].is_sum) return false;
@@ -364,8 +393,6 @@ Result<bool> add_tail(Build& b, const OpDesc& op) {
   return readers_take_u8(b, op.output, op.post_ops[n - 1].alpha, op.post_ops[n - 1].beta);
 }
 
-namespace {
-
 Error finish_u8_out(Build& b, const OpDesc& op, size_t fused, bool residual, const memory& dst) {
   const PostOp& d = op.post_ops[fused + 1];
   if (residual) {
@@ -376,7 +403,7 @@ Error finish_u8_out(Build& b, const OpDesc& op, size_t fused, bool residual, con
   return Error::Ok;
 }
 
-bool own_quant_pointwise(const Build& b, const ConvGeometry& g, const int8_t* q, int64_t count) {
+bool own_quant_pointwise(const Build& b, const ConvGeometry& g) {
   const simd::Kernels* k = simd::kernels();
   if (!b.own_kernels() || k == nullptr) return false;
   bool pointwise = g.r == 2 && !g.transposed && g.groups == 1 && g.sd[1] % 4 == 0;
@@ -384,8 +411,32 @@ bool own_quant_pointwise(const Build& b, const ConvGeometry& g, const int8_t* q,
     pointwise =
         g.kd[i] == 1 && g.strides[i] == 1 && g.pad_l[i] == 0 && g.pad_r[i] == 0 && g.dil[i] == 0;
   }
-  // Without VNNI the kernel's pmaddubsw pairs saturate unless the weights fit 7 bits.
-  return pointwise && (k->vnni || seven_bits(q, count));
+  return pointwise;
+}
+
+Error add_dequantize_u8_step(Build& b, const memory& src_u8, float scale, float zero_point,
+                             const OpDesc& op) try {
+  const std::vector<int64_t>& dims = b.tensor(op.output).dims;
+  EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(op, nhwc_md(dims)));
+  const int64_t n = checked_numel(dims);
+  const int threads = b.threads();
+  const float shift = zero_point + 128.f;
+  OwnStep s{OwnKind::Int8Elementwise,
+            "eltwise,ember:dequantize_u8,forward_inference,,",
+            "alg:dequantize_per_tensor " + dims_text(to_dims(dims)),
+            {}};
+  s.run = [src_u8, dst, n, threads, shift, scale](void*) {
+    const simd::Kernels& k = *simd::kernels();
+    const auto* x = data_as<uint8_t>(src_u8);
+    auto* y = data_as<float>(dst);
+    split(n, threads, [&](int64_t begin, int64_t count) {
+      k.dequantize_u8(x + begin, y + begin, count, shift, scale);
+    });
+  };
+  b.add_own_step(std::move(s));
+  return Error::Ok;
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
 }
 
 EMBER_QUANT_CLONES void add_clamp_loop(const float* a, const float* b, float* y, int64_t n,
