@@ -172,6 +172,37 @@ TEST(XnnBoundary, OtherLayoutsAreRefused) {
   EXPECT_EQ(y, std::vector<float>(y.size(), -99));
 }
 
+// The exporter passes an fp16 graph's scalar constants as delegate inputs: a 0-dim tensor for a
+// payload value of dims [1] (XNNPACK's scalar), broadcast by the add.
+TEST(XnnBoundary, AZeroDimTensorIsAOneElementValue) {
+  for (const bool half : {false, true}) {
+    SCOPED_TRACE(half);
+    GraphSpec g;
+    g.values = {input(0, 0, {3}), input(1, 1, {1}), output(2, 2, {3})};
+    if (half) {
+      for (ValueSpec& v : g.values) v.dtype = fb::Datatype::fp16;
+    }
+    g.nodes = {node2x1(fb::NodeUnion::XNNAdd, 0, 1, 2)};
+    g.input_ids = {0, 1};
+    g.output_ids = {2};
+    Delegate d(g);
+    ASSERT_TRUE(d.ok());
+    const ScalarType type = half ? ScalarType::Half : ScalarType::Float;
+    // 1, 2, -4 plus 0.5 (fp16 0x3C00, 0x4000, 0xC400, 0x3800; sums 0x3E00, 0x4100, 0xC300).
+    std::vector<float> xf = {1, 2, -4}, sf = {0.5f}, yf(3);
+    std::vector<uint16_t> xh = {0x3C00, 0x4000, 0xC400}, sh = {0x3800}, yh(3);
+    Tensor tx = make(type, {3}, {}, half ? static_cast<void*>(xh.data()) : xf.data());
+    Tensor ts = make(type, {}, {}, half ? static_cast<void*>(sh.data()) : sf.data());
+    Tensor ty = make(type, {3}, {}, half ? static_cast<void*>(yh.data()) : yf.data());
+    ASSERT_EQ(d.run({&tx, &ts, &ty}), Error::Ok) << last_error_message();
+    if (half) {
+      EXPECT_EQ(yh, (std::vector<uint16_t>{0x3E00, 0x4100, 0xC300}));
+    } else {
+      EXPECT_EQ(yf, (std::vector<float>{1.5f, 2.5f, -3.5f}));
+    }
+  }
+}
+
 // --- int8 arguments ------------------------------------------------------------------------------
 
 void set_q8(ValueSpec& v, float scale, int32_t zero_point) {

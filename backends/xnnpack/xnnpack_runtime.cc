@@ -107,14 +107,19 @@ Result<EValue*> bind(Arg& a, size_t index, EValue* arg) {
     return refuse_arg(index, a, t, "a dim order XNNPACK does not read");
   }
   if (t.dtype() != a.scalar_type) return refuse_arg(index, a, t, "another dtype");
-  if (t.dim() != static_cast<int>(a.dims.size())) return refuse_arg(index, a, t, "another rank");
+  // A 0-dim tensor is XNNPACK's scalar, which the payload writes as a value of one element (the
+  // exporter's lifted scalar constants of an fp16 graph): the same single element.
+  const bool scalar = t.dim() == 0 && a.numel == 1;
+  if (!scalar && t.dim() != static_cast<int>(a.dims.size())) {
+    return refuse_arg(index, a, t, "another rank");
+  }
   for (int d = 0; d < t.dim(); ++d) {
     const int32_t size = t.size(channels_last ? t.dim_order()[d] : d);
     if (size != a.dims[d]) return refuse_arg(index, a, t, "other sizes");
   }
   if (t.mutable_data() == nullptr) return refuse_arg(index, a, t, "no storage");
   if (a.scratch == nullptr) {
-    if (!channels_last) return arg;  // already the engine's tensor
+    if (!channels_last && !scalar) return arg;  // already the engine's tensor
     a.view.set_data(t.mutable_data());
     return &a.boxed;
   }
