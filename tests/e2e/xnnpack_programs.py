@@ -54,8 +54,8 @@ Tolerances (bound(); the same rule for ExecuTorch vs eager and for Ember vs Exec
 Deep quantized (and fp16) networks drift further than the bounds above: every requantizing (or
 fp16-rounding) layer can flip an element by one step, and the flips add up through the network
 (measured, ExecuTorch vs eager, on random weights: MobileNetV2 int8 static 25 output steps, 21%
-of the largest logit; ResNet-18 1.7%). So for the quantized and fp16 flows (DRIFT_FLOWS) the bounds are the tight tier, and a
-row past them is
+of the largest logit; ResNet-18 1.7%). So for the quantized and fp16 flows (DRIFT_FLOWS) the
+bounds are the tight tier, and a row past them is
 - "ok (drift: ...)" when ExecuTorch stays within QUANT_SANITY_REL (25%) of the output's
   magnitude from eager (a broken program is off by the order of the output itself), and Ember
   stays no further from ExecuTorch than ExecuTorch is from eager;
