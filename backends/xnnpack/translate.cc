@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/core/error.h"
+#include "runtime/core/half.h"
 
 namespace ember::xnn {
 
@@ -121,13 +122,16 @@ class Translator {
     g.num_inputs = static_cast<uint32_t>(p_.inputs.size());
     for (size_t k = 0; k < p_.inputs.size(); ++k) {
       const Value& v = p_.values[p_.inputs[k]];
-      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+      // The engine's input holds the value's real values in float32: the runtime converts the
+      // caller's fp16, bf16 or int8 tensor at the boundary (xnnpack_runtime.cc).
+      if (!is_boundary_value(v)) {
         return fail(Error::NotSupported,
-                    "XNNPACK delegate: input %zu (value %u) is %s; Ember runs float32 delegate "
-                    "inputs",
-                    k, v.id, datatype_name(v.dtype));
+                    "XNNPACK delegate: input %zu (value %u) is %s%s; Ember runs fp32, fp16, bf16 "
+                    "and per-tensor int8 (qint8) delegate inputs",
+                    k, v.id, datatype_name(v.dtype), quant_text(v));
       }
       EMBER_TRY(check_rank(v, "input"));
+      EMBER_TRY(check_boundary_grid(v, "input", k));
       TensorDesc t;
       t.kind = TensorKind::Input;
       t.index = static_cast<uint32_t>(k);
@@ -143,12 +147,13 @@ class Translator {
     in_node_ = false;
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
       const Value& v = p_.values[p_.outputs[j]];
-      if (v.dtype != Datatype::Fp32 || v.quantized()) {
+      if (!is_boundary_value(v)) {
         return fail(Error::NotSupported,
-                    "XNNPACK delegate: output %zu (value %u) is %s; Ember writes float32 delegate "
-                    "outputs",
-                    j, v.id, datatype_name(v.dtype));
+                    "XNNPACK delegate: output %zu (value %u) is %s%s; Ember writes fp32, fp16, "
+                    "bf16 and per-tensor int8 (qint8) delegate outputs",
+                    j, v.id, datatype_name(v.dtype), quant_text(v));
       }
+      EMBER_TRY(check_boundary_grid(v, "output", j));
       EMBER_ASSIGN_OR_RETURN(const int32_t t, as_perm(v.id, identity(v.dims.size())));
       g.outputs.push_back(t);
       g.output_dim_orders.emplace_back();
@@ -176,6 +181,22 @@ class Translator {
                   "XNNPACK delegate: %s value %u has rank %zu; Ember's cpu "
                   "engine takes ranks 1 to %d",
                   what, v.id, v.dims.size(), cpu::kMaxCpuRank);
+    }
+    return Error::Ok;
+  }
+
+  // An int8 delegate input or output is converted at the boundary with its scale and zero
+  // point: a grid the conversion can compute (a finite positive scale, a zero point in int8).
+  static Error check_boundary_grid(const Value& v, const char* what, size_t index) {
+    if (!is_q8(v)) return Error::Ok;
+    const float s = v.quant.scale;
+    if (!std::isfinite(s) || !(s > 0) || !std::isfinite(1.0f / s) || v.quant.zero_point < -128 ||
+        v.quant.zero_point > 127) {
+      return fail(Error::NotSupported,
+                  "XNNPACK delegate: %s %zu (value %u) is qint8 with scale %g and zero point %d; "
+                  "Ember converts int8 delegate values of a finite positive scale and a zero "
+                  "point in [-128, 127]",
+                  what, index, v.id, static_cast<double>(s), v.quant.zero_point);
     }
     return Error::Ok;
   }
@@ -232,16 +253,29 @@ class Translator {
 
   // The engine tensor of a constant, its dims the value's (made once).
   Result<int32_t> constant(const Value& v) {
-    if (v.dtype != Datatype::Fp32 || v.quantized()) {
-      return refuse("constant value %u is %s; this node takes float32 constants", v.id,
-                    datatype_name(v.dtype));
+    if (!is_float(v)) {
+      return refuse("constant value %u is %s; this node takes float (fp32, fp16, bf16) constants",
+                    v.id, datatype_name(v.dtype));
     }
     EMBER_TRY(check_rank(v, "constant"));
     const int64_t n = numel(v.dims);
     const Constant& c = p_.constants[v.constant];
-    if (static_cast<uint64_t>(n) * 4 != c.size) {
+    const uint64_t element = v.dtype == Datatype::Fp32 ? 4 : 2;
+    if (static_cast<uint64_t>(n) * element != c.size) {
       return refuse("constant value %u has %lld elements but %llu bytes", v.id,
                     static_cast<long long>(n), static_cast<unsigned long long>(c.size));
+    }
+    if (v.dtype != Datatype::Fp32) {
+      // The engine computes in float32: the fp16 or bf16 constant widened once, exactly.
+      EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t> half, bytes_of(v.constant));
+      std::vector<float> wide(static_cast<size_t>(n));
+      for (size_t i = 0; i < wide.size(); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, half.data() + 2 * i, 2);
+        wide[i] = v.dtype == Datatype::Fp16 ? static_cast<float>(Half::from_bits(bits))
+                                            : static_cast<float>(BFloat16::from_bits(bits));
+      }
+      return owned_floats("constant", wide, v.dims);
     }
     std::string key;
     if (!c.named_key.empty()) {
@@ -331,8 +365,30 @@ class Translator {
   static bool is_q8(const Value& v) {
     return v.dtype == Datatype::QInt8 && v.quant.kind == Quant::Kind::PerTensor;
   }
-  static bool is_real(const Value& v) {
-    return (v.dtype == Datatype::Fp32 && !v.quantized()) || (is_q8(v) && v.constant == 0);
+  // A float value: fp32, or fp16 and bf16, which the engine holds and computes in float32
+  // (XNNPACK rounds each fp16 node's result to fp16; Ember rounds only at the delegate's outputs).
+  static bool is_float(const Value& v) {
+    return (v.dtype == Datatype::Fp32 || v.dtype == Datatype::Fp16 || v.dtype == Datatype::Bf16) &&
+           !v.quantized();
+  }
+  static bool is_real(const Value& v) { return is_float(v) || (is_q8(v) && v.constant == 0); }
+  // What a delegate input or output may be: the runtime converts it to and from the engine's
+  // float32 real values.
+  static bool is_boundary_value(const Value& v) { return v.constant == 0 && is_real(v); }
+  static const char* quant_text(const Value& v) {
+    switch (v.quant.kind) {
+      case Quant::Kind::None:
+        return "";
+      case Quant::Kind::PerTensor:
+        return " (per tensor)";
+      case Quant::Kind::PerChannel:
+        return " (per channel)";
+      case Quant::Kind::PerToken:
+        return " (per token)";
+      case Quant::Kind::PerChannelGroup:
+        return " (per channel group)";
+    }
+    return "";
   }
 
   // Real values, checked per node: every input and output of a node that computes on floats
@@ -343,7 +399,7 @@ class Translator {
       const Value& v = value(n.inputs[k]);
       if (!is_real(v)) {
         return refuse(
-            "input %zu (value %u) is %s%s; Ember runs this node on float32 and "
+            "input %zu (value %u) is %s%s; Ember runs this node on float (fp32, fp16, bf16) and "
             "per-tensor int8 values",
             k, v.id, datatype_name(v.dtype), v.constant != 0 ? " (a constant)" : "");
       }
@@ -352,7 +408,8 @@ class Translator {
       const Value& v = value(id);
       if (!is_real(v)) {
         return refuse(
-            "output value %u is %s; Ember runs this node on float32 and per-tensor "
+            "output value %u is %s; Ember runs this node on float (fp32, fp16, bf16) and "
+            "per-tensor "
             "int8 values",
             v.id, datatype_name(v.dtype));
       }
@@ -632,7 +689,7 @@ class Translator {
                              const std::vector<float>& weight_scales) {
     if (id == kNoValue) return -1;
     const Value& b = value(id);
-    if (b.dtype == Datatype::Fp32 && !b.quantized()) return float_bias(id, count);
+    if (is_float(b)) return float_bias(id, count);
     if ((b.dtype != Datatype::QInt32 && b.dtype != Datatype::QCInt32) || b.constant == 0 ||
         numel(b.dims) != count) {
       return refuse("the bias (value %u) is %s, not an int32 constant of %lld elements", id,

@@ -14,6 +14,11 @@
 // OIHW weight with a dim order. Constants that need new bytes (biases of quantized nodes, scales
 // held as bf16) are computed once here and owned by the Translation.
 //
+// Values: fp32, and fp16 and bf16, which the engine holds in float32 (fp16/bf16 constants are
+// widened into float32 weights owned by the Translation; the delegate's fp16/bf16 inputs and
+// outputs are converted by the runtime, xnnpack_runtime.h); static int8 values as their real
+// values (a delegate's int8 inputs and outputs too: the runtime converts them).
+//
 // Whatever the engine cannot compute exactly as XNNPACK specifies is refused here: NotSupported,
 // the message naming the node's index, its type, and what is missing, so a program is refused at
 // load and never runs wrongly.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -205,20 +206,78 @@ TEST(XnnTranslateRefusal, AQuantizedValueInAFloatNode) {
   Translated t = translate_blob(build(g));
   ASSERT_FALSE(t.translation.ok());
   EXPECT_EQ(t.translation.error(), Error::NotSupported);
-  EXPECT_STREQ(last_error_message(),
-               "XNNPACK delegate: node 1 (XNNAdd, debug handle 7): input 1 (value 2) is qint8 (a "
-               "constant); Ember runs this node on float32 and per-tensor int8 values");
+  EXPECT_STREQ(
+      last_error_message(),
+      "XNNPACK delegate: node 1 (XNNAdd, debug handle 7): input 1 (value 2) is qint8 (a "
+      "constant); Ember runs this node on float (fp32, fp16, bf16) and per-tensor int8 values");
 }
 
+// Delegate inputs and outputs the runtime converts: fp32, fp16, bf16, qint8 per tensor. Others
+// (quint8 here) are refused naming the value; so is an int8 grid the conversion cannot compute.
 TEST(XnnTranslateRefusal, AQuantizedDelegateInput) {
   GraphSpec g = add_graph();
-  g.values[0].dtype = fb::Datatype::qint8;
+  g.values[0].dtype = fb::Datatype::quint8;
   g.values[0].quantized = true;
   g.values[0].quant = fb::QuantParams::PerTensorQuant;
   Translated t = translate_blob(build(g));
   ASSERT_FALSE(t.translation.ok());
-  EXPECT_NE(std::string(last_error_message()).find("input 0 (value 0) is qint8"), std::string::npos)
+  EXPECT_STREQ(last_error_message(),
+               "XNNPACK delegate: input 0 (value 0) is quint8 (per tensor); Ember runs fp32, fp16, "
+               "bf16 and per-tensor int8 (qint8) delegate inputs");
+}
+
+TEST(XnnTranslateRefusal, AnInt8DelegateOutputWithAZeroScale) {
+  GraphSpec g = add_graph();
+  for (ValueSpec& v : g.values) {
+    v.dtype = fb::Datatype::qint8;
+    v.quantized = true;
+    v.quant = fb::QuantParams::PerTensorQuant;
+    v.scale = 0.5f;
+  }
+  {
+    Translated t = translate_blob(build(g));
+    ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  }
+  g.values[2].scale = 0;
+  Translated t = translate_blob(build(g));
+  ASSERT_FALSE(t.translation.ok());
+  EXPECT_NE(std::string(last_error_message())
+                .find("output 0 (value 2) is qint8 with scale 0 and zero point 0"),
+            std::string::npos)
       << last_error_message();
+}
+
+// fp16 and bf16 constants become float32 weights, widened exactly (the engine computes in float32).
+TEST(XnnTranslate, HalfConstantsAreWidenedToFloat32) {
+  for (const fb::Datatype dtype : {fb::Datatype::fp16, fb::Datatype::bf16}) {
+    SCOPED_TRACE(static_cast<int>(dtype));
+    GraphSpec g;
+    g.values = {input(0, 0, {2}), constant(1, 1, {2}), output(2, 1, {2})};
+    for (ValueSpec& v : g.values) v.dtype = dtype;
+    // fp16 1.5 and -2^-24 (the smallest subnormal); bf16 1.5 and -2^-133 (a subnormal).
+    const std::vector<uint16_t> bits = dtype == fb::Datatype::fp16
+                                           ? std::vector<uint16_t>{0x3E00, 0x8001}
+                                           : std::vector<uint16_t>{0x3FC0, 0x8001};
+    const std::vector<float> want = dtype == fb::Datatype::fp16
+                                        ? std::vector<float>{1.5f, -0x1p-24f}
+                                        : std::vector<float>{1.5f, -0x1p-133f};
+    g.constant_data.resize(4);
+    std::memcpy(g.constant_data.data(), bits.data(), 4);
+    g.constants = {{0, 4, ""}};
+    g.nodes = {node2x1(fb::NodeUnion::XNNAdd, 0, 1, 2)};
+    g.input_ids = {0};
+    g.output_ids = {2};
+    Translated t = translate_blob(build(g));
+    ASSERT_TRUE(t.translation.ok()) << last_error_message();
+    expect_verifies(t.translation->graph);
+    const cpu::CpuGraph& cg = t.translation->graph;
+    ASSERT_EQ(cg.weights.size(), 1u);
+    EXPECT_EQ(cg.weights[0].nbytes, 8u);
+    float got[2];
+    ASSERT_EQ(t.translation->weights->load_data_into(cg.weights[0].key, got, 8), Error::Ok);
+    EXPECT_EQ(got[0], want[0]);
+    EXPECT_EQ(got[1], want[1]);
+  }
 }
 
 TEST(XnnTranslateRefusal, AConstantOfTheWrongByteSize) {

@@ -11,6 +11,12 @@
 // threads, compile specs, memory from the method allocator). Constants come from the payload's
 // constant data, or by key from the .ptd the caller passed, else the program's named data. The
 // processed blob is kept until destroy: the constants are read from it in place.
+//
+// execute takes the tensors ExecuTorch's XNNPACK delegate takes (README.md, "The delegate's
+// boundary"): each argument's storage in memory order (contiguous, or 4-D channels-last whose
+// sizes in dim order are the payload's NHWC dims), float32, or int8 (Char) for qint8 values, or
+// Half / BFloat16 for fp16 / bf16 values, converted to and from the engine's float32 in buffers
+// allocated at init. Anything else is refused with InvalidArgument naming the argument and value.
 #pragma once
 
 #include "runtime/executor/backend.h"

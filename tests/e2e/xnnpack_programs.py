@@ -21,14 +21,23 @@ the export key (this file's export code, torch, torchao, executorch) is unchange
 - 8da4w: torchao quantize_(Int8DynamicActivationIntxWeightConfig(weight_dtype=torch.int4,
   weight_granularity=PerGroup(32))) on every nn.Linear whose in_features is a multiple of 32
   (the others stay fp32; a model with none is "n/a"), then exported and lowered as fp32.
+- fp16: module.half() and float16 inputs (_half), exported and lowered as fp32: XNNPACK's payload
+  holds fp16 values (bf16 models: XnnpackPartitioner takes nothing in executorch 1.5.1).
 
 The eager reference is the module the flow lowers: the fp32 module, PT2E's converted module
-(quantize/dequantize ops in PyTorch's float arithmetic) or torchao's quantized module.
+(quantize/dequantize ops in PyTorch's float arithmetic), torchao's quantized module, or the fp16
+module (PyTorch's float16 CPU ops).
 
 Tolerances (bound(); the same rule for ExecuTorch vs eager and for Ember vs ExecuTorch):
 - fp32 flows: max |a - b| <= 1e-4 * max(|ref|) (1e-6 if the output is all zeros): float32
   kernels that sum in another order, through a deep network, stay a few 1e-6 of the output's
   scale; 1e-4 leaves room, yet any wrong element of weight shows.
+- fp16: max |a - b| <= 1e-2 * max(|ref|) (1e-3 if the output is all zeros). ExecuTorch's XNNPACK
+  and eager PyTorch round each op's result to fp16; Ember computes the delegate in float32 and
+  rounds only its outputs, so it differs from both by the fp16 rounding of intermediate values
+  (an fp16 step is 2^-11 of a value's magnitude, about 5e-4). Deep networks compound these
+  roundings past 1e-2; the drift rule below applies (ExecuTorch itself is 2.5% of the output's
+  magnitude from eager on mobilenet_v2_bn).
 - int8_static, where the output is a dequantize (the graph ends in int8 with scale s): the
   output lies on a grid of step s. XNNPACK requantizes each op's int32 accumulator in fp32
   (acc * (s_in * s_w / s_out), rounded to nearest, ties to even) while PT2E's reference
@@ -42,10 +51,11 @@ Tolerances (bound(); the same rule for ExecuTorch vs eager and for Ember vs Exec
   a few 1e-3 of the output's magnitude. Bound: 2e-2 * max(|ref|) against eager (the reference
   quantizes with PyTorch's float formulas) and 1e-2 * max(|ref|) between the two runtimes.
 
-Deep quantized networks drift further than the bounds above: every requantizing layer can flip
-an element by one step, and the flips add up through the network (measured, ExecuTorch vs eager,
-on random weights: MobileNetV2 int8 static 25 output steps, 21% of the largest logit; ResNet-18
-1.7%). So for the quantized flows the bounds are the tight tier, and a row past them is
+Deep quantized (and fp16) networks drift further than the bounds above: every requantizing (or
+fp16-rounding) layer can flip an element by one step, and the flips add up through the network
+(measured, ExecuTorch vs eager, on random weights: MobileNetV2 int8 static 25 output steps, 21%
+of the largest logit; ResNet-18 1.7%). So for the quantized and fp16 flows (DRIFT_FLOWS) the
+bounds are the tight tier, and a row past them is
 - "ok (drift: ...)" when ExecuTorch stays within QUANT_SANITY_REL (25%) of the output's
   magnitude from eager (a broken program is off by the order of the output itself), and Ember
   stays no further from ExecuTorch than ExecuTorch is from eager;
@@ -75,21 +85,27 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-FLOWS = ["fp32", "fp32_ptd", "int8_static", "int8_dynamic", "8da4w"]
+FLOWS = ["fp32", "fp32_ptd", "int8_static", "int8_dynamic", "8da4w", "fp16"]
 QUANT_FLOWS = {"int8_static", "int8_dynamic", "8da4w"}
+# Flows whose rounding compounds through a deep network: past the tight bound, a row is "ok
+# (drift)" when Ember stays within ExecuTorch's own distance from eager (check_row).
+DRIFT_FLOWS = QUANT_FLOWS | {"fp16"}
 GROUP = 32
 STATIC_STEPS_VS_EAGER = 4
 STATIC_STEPS_VS_EXECUTORCH = 1
 DYNAMIC_REL_VS_EAGER = 2e-2
 DYNAMIC_REL_VS_EXECUTORCH = 1e-2
 FP32_REL = 1e-4
+FP16_REL = 1e-2
 QUANT_SANITY_REL = 0.25
 # The e2e tests' subset (checks.check_xnnpack_programs): a few seconds of export each, every
 # exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
-# MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd).
+# MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd, fp16 values, a channels-last
+# delegate input and output).
 CI_SUBSET = [("mlp", "fp32"), ("mlp", "fp32_ptd"), ("et_add_mul", "fp32"), ("convnet", "fp32"),
              ("mobilenet_v2_bn", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
-             ("linear_stack", "8da4w"), ("swin", "fp32"), ("tv_mv3_bn", "fp32")]
+             ("linear_stack", "8da4w"), ("swin", "fp32"), ("tv_mv3_bn", "fp32"),
+             ("convnet", "fp16"), ("c24_channels_last", "fp32")]
 # Whether Ember's runtime registers an XnnpackBackend. While False, Ember must refuse every XNNPACK
 # program naming the backend, and running one fails the check (set this to True with the backend).
 # While True, each (model, flow) of EXPECTED_OK must run and agree; others are only reported.
@@ -204,6 +220,19 @@ MODELS = {
 CENSUS_VERSION = 2
 # The models whose factory uses a helper of its own: their cache key adds its source (model_key).
 OWN_HELPERS = {"mobilenet_v2_bn": [_bn_calibrated], "tv_mv3_bn": [_bn_calibrated]}
+
+
+def _half(module, inputs):
+    """The fp16 flow's model: module.half() and its floating-point inputs in float16 (eager
+    PyTorch computes the reference in float16 too)."""
+    return module.half(), tuple(t.half() if isinstance(t, torch.Tensor) and t.is_floating_point()
+                                else t for t in inputs)
+
+
+# Flows that change the model before export_flow lowers it as fp32: (transform, its cache key adds
+# the transform's source). Applied in prepare(), outside export_key(), so that a flow added here
+# leaves every other flow's cached exports valid.
+MODEL_FLOWS = {"fp16": _half}
 # Export takes minutes for the large ones on 2 cores: the default list leaves tv_ic3 out.
 DEFAULT_MODELS = [m for m in MODELS if m != "tv_ic3"]
 
@@ -364,6 +393,8 @@ def prepare(model, flow, work, key=None):
     """The cached export of (model, flow): returns (directory, meta). meta["error"] is set when the
     exporter failed (cached too, so that a refused flow is not retried on every run)."""
     key = model_key(model, key or export_key())
+    if flow in MODEL_FLOWS:
+        key += "-" + hashlib.sha256(inspect.getsource(MODEL_FLOWS[flow]).encode()).hexdigest()[:8]
     directory = os.path.join(work, model, flow)
     meta_path = os.path.join(directory, "meta.json")
     if os.path.exists(meta_path):
@@ -380,6 +411,8 @@ def prepare(model, flow, work, key=None):
     os.makedirs(directory)
     try:
         module, inputs = MODELS[model]()
+        if flow in MODEL_FLOWS:
+            module, inputs = MODEL_FLOWS[flow](module, inputs)
         meta = export_flow(module, inputs, flow, directory)
     except NotApplicable as e:
         meta = {"not_applicable": str(e)}
@@ -463,6 +496,8 @@ def run_ember(runner, directory, meta):
 def bound(flow, ref, scale, against_eager):
     """The largest |difference| allowed for one output (see the module's docstring)."""
     magnitude = float(np.max(np.abs(ref), initial=0.0))
+    if flow == "fp16":
+        return FP16_REL * magnitude if magnitude > 0 else 1e-3
     if flow not in QUANT_FLOWS:
         return FP32_REL * magnitude if magnitude > 0 else 1e-6
     if flow == "int8_static" and scale:
@@ -520,7 +555,7 @@ def check_row(model, flow, work, runner, key=None):
     err, ratio, why = differ(flow, et, ref, scales, against_eager=True)
     row["et_vs_eager"], row["et_vs_eager_ratio"] = err, ratio
     problems, drift = [], []
-    if why or (ratio > 1 and (flow not in QUANT_FLOWS or
+    if why or (ratio > 1 and (flow not in DRIFT_FLOWS or
                               err > QUANT_SANITY_REL * (row["ref_max"] or 0))):
         problems.append(f"ExecuTorch vs eager {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
     elif ratio > 1:
@@ -535,7 +570,7 @@ def check_row(model, flow, work, runner, key=None):
     et_err = err
     err, ratio, why = differ(flow, ember, et, scales, against_eager=False)
     row["ember_vs_et"], row["ember_vs_et_ratio"] = err, ratio
-    if why or (ratio > 1 and (flow not in QUANT_FLOWS or err > et_err)):
+    if why or (ratio > 1 and (flow not in DRIFT_FLOWS or err > et_err)):
         problems.append(f"Ember vs ExecuTorch {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
     elif ratio > 1:
         drift.append(f"Ember vs ExecuTorch {ratio:.2g}x the bound, within ExecuTorch's own "

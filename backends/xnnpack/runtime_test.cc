@@ -1,0 +1,385 @@
+// XnnpackBackend's boundary (xnnpack_runtime.h): what ExecuTorch's XNNPACK delegate reads and
+// writes, through init and execute of small payloads (payload_test_util.h). Expected values are
+// computed here from the definitions (double arithmetic, IEEE rounding worked by hand), not by
+// Ember's code.
+#include "backends/xnnpack/xnnpack_runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/xnnpack/payload_test_util.h"
+#include "runtime/core/error.h"
+#include "runtime/core/tensor.h"
+
+namespace ember::xnn {
+namespace {
+
+using namespace ember::xnn::testing;
+
+// A delegate built from a payload; runs calls on caller tensors.
+class Delegate {
+ public:
+  explicit Delegate(const GraphSpec& g) : blob_(build(g)) {
+    FreeableBuffer buf(blob_.data(), blob_.size(), nullptr, nullptr);
+    BackendInitContext ctx{nullptr, "forward", nullptr};
+    Result<DelegateHandle*> h = runtime_backend()->init(ctx, &buf, {});
+    if (!h.ok()) {
+      ADD_FAILURE() << "init: " << last_error_message();
+      return;
+    }
+    handle_ = *h;
+  }
+  ~Delegate() {
+    if (handle_ != nullptr) runtime_backend()->destroy(handle_);
+  }
+  Delegate(const Delegate&) = delete;
+  Delegate& operator=(const Delegate&) = delete;
+
+  bool ok() const { return handle_ != nullptr; }
+
+  Error run(std::vector<Tensor*> tensors) {
+    std::vector<EValue> values;
+    for (Tensor* t : tensors) values.push_back(EValue::from_tensor(t));
+    std::vector<EValue*> args;
+    for (EValue& v : values) args.push_back(&v);
+    BackendExecuteContext ctx{nullptr};
+    clear_error_message();
+    return runtime_backend()->execute(ctx, handle_, args);
+  }
+
+ private:
+  std::vector<uint8_t> blob_;
+  DelegateHandle* handle_ = nullptr;
+};
+
+Tensor make(ScalarType dtype, std::vector<int32_t> sizes, std::vector<uint8_t> dim_order,
+            void* data) {
+  Result<Tensor> t = Tensor::make(dtype, sizes, dim_order, data);
+  EXPECT_TRUE(t.ok()) << last_error_message();
+  return t.ok() ? *t : Tensor();
+}
+
+template <typename T>
+void append(std::vector<uint8_t>& bytes, const std::vector<T>& v) {
+  const size_t at = bytes.size();
+  bytes.resize(at + v.size() * sizeof(T));
+  std::memcpy(bytes.data() + at, v.data(), v.size() * sizeof(T));
+}
+
+// --- Channels-last arguments ---------------------------------------------------------------------
+
+// A 1x1 convolution: x [1, 3, 4, 2] NHWC (value 0) by filter OHWI [3, 1, 1, 2] (value 1) plus bias
+// [3] (value 2) into y [1, 3, 4, 3] NHWC (value 3): what the exporter writes for a channels-last
+// model, whose delegate values are NHWC and have no transposes around the convolution.
+constexpr int kH = 3, kW = 4, kC = 2, kO = 3;
+const std::vector<float> kFilter = {1, -2, 3, 0.5f, -1, 4};  // [o][c]
+const std::vector<float> kBias = {0.25f, -1, 2};
+
+GraphSpec nhwc_conv_graph() {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, kH, kW, kC}), constant(1, 1, {kO, 1, 1, kC}), constant(2, 2, {kO}),
+              output(3, 1, {1, kH, kW, kO})};
+  append(g.constant_data, kFilter);
+  append(g.constant_data, kBias);
+  g.constants = {{0, kFilter.size() * 4, ""}, {kFilter.size() * 4, kBias.size() * 4, ""}};
+  ConvSpec c;
+  c.gi = kC;
+  c.go = kO;
+  g.nodes = {conv(fb::NodeUnion::XNNConv2d, c, 0, 1, 2, 3)};
+  g.input_ids = {0};
+  g.output_ids = {3};
+  return g;
+}
+
+// NHWC input bytes and the NHWC output the convolution defines.
+std::vector<float> nhwc_input() {
+  std::vector<float> x(kH * kW * kC);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+  return x;
+}
+std::vector<float> nhwc_want(const std::vector<float>& x) {
+  std::vector<float> y(kH * kW * kO);
+  for (int p = 0; p < kH * kW; ++p) {
+    for (int o = 0; o < kO; ++o) {
+      double s = kBias[o];
+      for (int c = 0; c < kC; ++c) s += double{kFilter[o * kC + c]} * x[p * kC + c];
+      y[p * kO + o] = static_cast<float>(s);
+    }
+  }
+  return y;
+}
+
+// ExecuTorch hands XNNPACK a channels-last tensor's storage with its sizes in memory order: a
+// logical [1, C, H, W] tensor of dim order (0, 2, 3, 1) is the payload's NHWC value, unmoved.
+TEST(XnnBoundary, AChannelsLastTensorIsReadAndWrittenInMemoryOrder) {
+  Delegate d(nhwc_conv_graph());
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x = nhwc_input(), y(kH * kW * kO, -99);
+  Tensor tx = make(ScalarType::Float, {1, kC, kH, kW}, {0, 2, 3, 1}, x.data());
+  Tensor ty = make(ScalarType::Float, {1, kO, kH, kW}, {0, 2, 3, 1}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  EXPECT_EQ(y, nhwc_want(x));
+  // The tensor's element (0, o, h, w) is y's NHWC element (h, w, o): its logical value.
+  EXPECT_EQ(y[(2 * kW + 1) * kO + 1],
+            static_cast<float>(kBias[1] + kFilter[2] * x[(2 * kW + 1) * kC] +
+                               kFilter[3] * x[(2 * kW + 1) * kC + 1]));
+}
+
+// A contiguous tensor whose sizes are the payload's dims is the same memory.
+TEST(XnnBoundary, AContiguousTensorOfThePayloadsDimsIsReadAsIs) {
+  Delegate d(nhwc_conv_graph());
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x = nhwc_input(), y(kH * kW * kO, -99);
+  Tensor tx = make(ScalarType::Float, {1, kH, kW, kC}, {}, x.data());
+  Tensor ty = make(ScalarType::Float, {1, kH, kW, kO}, {}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  EXPECT_EQ(y, nhwc_want(x));
+}
+
+// Any other layout is refused, naming the argument and the value, never read in another order.
+TEST(XnnBoundary, OtherLayoutsAreRefused) {
+  Delegate d(nhwc_conv_graph());
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x = nhwc_input(), y(kH * kW * kO, -99);
+  Tensor ty = make(ScalarType::Float, {1, kO, kH, kW}, {0, 2, 3, 1}, y.data());
+  // The logical NCHW sizes, contiguous: XNNPACK's dims would be [1, 2, 3, 4].
+  Tensor nchw = make(ScalarType::Float, {1, kC, kH, kW}, {}, x.data());
+  EXPECT_EQ(d.run({&nchw, &ty}), Error::InvalidArgument);
+  EXPECT_STREQ(last_error_message(),
+               "XNNPACK delegate: argument 0 (input value 0) is a float32 tensor of sizes "
+               "[1, 2, 3, 4], dim order [0, 1, 2, 3]: other sizes; it takes float32 [1, 3, 4, 2] "
+               "in memory order (contiguous, or 4-D channels-last whose sizes in dim order are "
+               "these)");
+  // A dim order that is neither contiguous nor channels-last.
+  Tensor odd = make(ScalarType::Float, {1, kW, kC, kH}, {0, 3, 1, 2}, x.data());
+  EXPECT_EQ(d.run({&odd, &ty}), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("a dim order XNNPACK does not read"),
+            std::string::npos)
+      << last_error_message();
+  // The output too.
+  Tensor tx = make(ScalarType::Float, {1, kC, kH, kW}, {0, 2, 3, 1}, x.data());
+  Tensor y_nchw = make(ScalarType::Float, {1, kO, kH, kW}, {}, y.data());
+  EXPECT_EQ(d.run({&tx, &y_nchw}), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("argument 1 (output value 3)"),
+            std::string::npos)
+      << last_error_message();
+  EXPECT_EQ(y, std::vector<float>(y.size(), -99));
+}
+
+// The exporter passes an fp16 graph's scalar constants as delegate inputs: a 0-dim tensor for a
+// payload value of dims [1] (XNNPACK's scalar), broadcast by the add.
+TEST(XnnBoundary, AZeroDimTensorIsAOneElementValue) {
+  for (const bool half : {false, true}) {
+    SCOPED_TRACE(half);
+    GraphSpec g;
+    g.values = {input(0, 0, {3}), input(1, 1, {1}), output(2, 2, {3})};
+    if (half) {
+      for (ValueSpec& v : g.values) v.dtype = fb::Datatype::fp16;
+    }
+    g.nodes = {node2x1(fb::NodeUnion::XNNAdd, 0, 1, 2)};
+    g.input_ids = {0, 1};
+    g.output_ids = {2};
+    Delegate d(g);
+    ASSERT_TRUE(d.ok());
+    const ScalarType type = half ? ScalarType::Half : ScalarType::Float;
+    // 1, 2, -4 plus 0.5 (fp16 0x3C00, 0x4000, 0xC400, 0x3800; sums 0x3E00, 0x4100, 0xC300).
+    std::vector<float> xf = {1, 2, -4}, sf = {0.5f}, yf(3);
+    std::vector<uint16_t> xh = {0x3C00, 0x4000, 0xC400}, sh = {0x3800}, yh(3);
+    Tensor tx = make(type, {3}, {}, half ? static_cast<void*>(xh.data()) : xf.data());
+    Tensor ts = make(type, {}, {}, half ? static_cast<void*>(sh.data()) : sf.data());
+    Tensor ty = make(type, {3}, {}, half ? static_cast<void*>(yh.data()) : yf.data());
+    ASSERT_EQ(d.run({&tx, &ts, &ty}), Error::Ok) << last_error_message();
+    if (half) {
+      EXPECT_EQ(yh, (std::vector<uint16_t>{0x3E00, 0x4100, 0xC300}));
+    } else {
+      EXPECT_EQ(yf, (std::vector<float>{1.5f, 2.5f, -3.5f}));
+    }
+  }
+}
+
+// --- int8 arguments ------------------------------------------------------------------------------
+
+void set_q8(ValueSpec& v, float scale, int32_t zero_point) {
+  v.dtype = fb::Datatype::qint8;
+  v.quantized = true;
+  v.quant = fb::QuantParams::PerTensorQuant;
+  v.scale = scale;
+  v.zero_point = zero_point;
+}
+
+// Every int8 value in and out through a transpose on one grid: dequantized into the engine and
+// quantized back, each integer recovered exactly (an awkward scale, a zero point).
+TEST(XnnBoundary, Int8ArgumentsRoundTripEveryInteger) {
+  for (const float scale : {0.0123f, 1e-3f, 0.3f, 7.77f}) {
+    SCOPED_TRACE(scale);
+    GraphSpec g;
+    g.values = {input(0, 0, {16, 16}), output(1, 1, {16, 16})};
+    set_q8(g.values[0], scale, 5);
+    set_q8(g.values[1], scale, 5);
+    g.nodes = {transpose({1, 0}, 0, 1)};
+    g.input_ids = {0};
+    g.output_ids = {1};
+    Delegate d(g);
+    ASSERT_TRUE(d.ok());
+    std::vector<int8_t> x(256), y(256, 0);
+    for (int i = 0; i < 256; ++i) x[i] = static_cast<int8_t>(i - 128);
+    Tensor tx = make(ScalarType::Char, {16, 16}, {}, x.data());
+    Tensor ty = make(ScalarType::Char, {16, 16}, {}, y.data());
+    ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+    for (int i = 0; i < 16; ++i) {
+      for (int j = 0; j < 16; ++j) ASSERT_EQ(y[i * 16 + j], x[j * 16 + i]) << i << ", " << j;
+    }
+  }
+}
+
+// An add of two int8 inputs on their grids into a third: the real values' sum, rounded to the
+// output's grid (to nearest: a + 3 + 0.4 (b - 7) is never a half step) and saturated.
+TEST(XnnBoundary, Int8AddOfThreeGrids) {
+  GraphSpec g = add_graph();
+  g.values[0].dims = g.values[1].dims = g.values[2].dims = {16, 16};
+  set_q8(g.values[0], 0.05f, -3);
+  set_q8(g.values[1], 0.02f, 7);
+  set_q8(g.values[2], 0.05f, 1);
+  Delegate d(g);
+  ASSERT_TRUE(d.ok());
+  std::vector<int8_t> a(256), b(256), y(256, 0);
+  for (int i = 0; i < 256; ++i) {
+    a[i] = static_cast<int8_t>(i - 128);
+    b[i] = static_cast<int8_t>((i * 37) % 256 - 128);
+  }
+  Tensor ta = make(ScalarType::Char, {16, 16}, {}, a.data());
+  Tensor tb = make(ScalarType::Char, {16, 16}, {}, b.data());
+  Tensor ty = make(ScalarType::Char, {16, 16}, {}, y.data());
+  ASSERT_EQ(d.run({&ta, &tb, &ty}), Error::Ok) << last_error_message();
+  int saturated = 0;
+  for (int i = 0; i < 256; ++i) {
+    const double real = (a[i] + 3) * 0.05 + (b[i] - 7) * 0.02;
+    const double q = std::nearbyint(real / 0.05) + 1;
+    saturated += q < -128 || q > 127;
+    ASSERT_EQ(y[i], static_cast<int8_t>(std::clamp(q, -128.0, 127.0))) << i;
+  }
+  EXPECT_GT(saturated, 0);  // the clamp is exercised
+}
+
+// ExecuTorch passes int8 (torch.int8, Char) tensors for qint8 values: a uint8 one is refused.
+TEST(XnnBoundary, Int8ArgumentsMustBeChar) {
+  GraphSpec g = add_graph();
+  for (ValueSpec& v : g.values) set_q8(v, 0.5f, 0);
+  Delegate d(g);
+  ASSERT_TRUE(d.ok());
+  std::vector<uint8_t> a(6), b(6), y(6);
+  Tensor ta = make(ScalarType::Byte, {2, 3}, {}, a.data());
+  Tensor tb = make(ScalarType::Char, {2, 3}, {}, b.data());
+  Tensor ty = make(ScalarType::Char, {2, 3}, {}, y.data());
+  EXPECT_EQ(d.run({&ta, &tb, &ty}), Error::InvalidArgument);
+  EXPECT_STREQ(last_error_message(),
+               "XNNPACK delegate: argument 0 (input value 0) is a uint8 tensor of sizes [2, 3], "
+               "dim order [0, 1]: another dtype; it takes int8 [2, 3] in memory order "
+               "(contiguous, or 4-D channels-last whose sizes in dim order are these)");
+}
+
+// --- fp16 and bf16 arguments ---------------------------------------------------------------------
+
+// x + c, all of `dtype`, c a constant: the engine adds in float32 and the output is rounded to
+// the dtype, to nearest with ties to even.
+GraphSpec half_add_graph(fb::Datatype dtype, const std::vector<uint16_t>& c) {
+  GraphSpec g;
+  const uint32_t n = static_cast<uint32_t>(c.size());
+  g.values = {input(0, 0, {n}), constant(1, 1, {n}), output(2, 1, {n})};
+  for (ValueSpec& v : g.values) v.dtype = dtype;
+  append(g.constant_data, c);
+  g.constants = {{0, c.size() * 2, ""}};
+  g.nodes = {node2x1(fb::NodeUnion::XNNAdd, 0, 1, 2)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  return g;
+}
+
+TEST(XnnBoundary, Fp16ArgumentsRoundToNearestEven) {
+  // 1 + 2^-11: halfway between 1 and 1 + 2^-10, to 1 (even). (1 + 2^-10) + 2^-11: halfway, to
+  // 1 + 2^-9 (even). 2048 + 1: halfway between 2048 and 2050, to 2048. 65504 + 16 = 65520:
+  // halfway between the largest half and 65536, to infinity (IEEE's overflow rule). 3 + 0.25:
+  // exact.
+  const std::vector<uint16_t> x = {0x3C00, 0x3C01, 0x6800, 0x7BFF, 0x4200};
+  const std::vector<uint16_t> c = {0x1000, 0x1000, 0x3C00, 0x4C00, 0x3400};
+  const std::vector<uint16_t> want = {0x3C00, 0x3C02, 0x6800, 0x7C00, 0x4280};
+  Delegate d(half_add_graph(fb::Datatype::fp16, c));
+  ASSERT_TRUE(d.ok());
+  std::vector<uint16_t> in = x, y(x.size(), 0);
+  const int32_t n = static_cast<int32_t>(x.size());
+  Tensor tx = make(ScalarType::Half, {n}, {}, in.data());
+  Tensor ty = make(ScalarType::Half, {n}, {}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  EXPECT_EQ(y, want);
+  // A float32 tensor for an fp16 value is refused.
+  std::vector<float> f(x.size());
+  Tensor tf = make(ScalarType::Float, {n}, {}, f.data());
+  EXPECT_EQ(d.run({&tf, &ty}), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("is a float32 tensor"), std::string::npos)
+      << last_error_message();
+}
+
+TEST(XnnBoundary, Bf16ArgumentsRoundToNearestEven) {
+  // 1 + 2^-8: halfway between 1 and 1 + 2^-7, to 1. (1 + 2^-7) + 2^-8: to 1 + 2^-6. 256 + 1:
+  // halfway between 256 and 258, to 256. 3 + 0.25: exact.
+  const std::vector<uint16_t> x = {0x3F80, 0x3F81, 0x4380, 0x4040};
+  const std::vector<uint16_t> c = {0x3B80, 0x3B80, 0x3F80, 0x3E80};
+  const std::vector<uint16_t> want = {0x3F80, 0x3F82, 0x4380, 0x4050};
+  Delegate d(half_add_graph(fb::Datatype::bf16, c));
+  ASSERT_TRUE(d.ok());
+  std::vector<uint16_t> in = x, y(x.size(), 0);
+  const int32_t n = static_cast<int32_t>(x.size());
+  Tensor tx = make(ScalarType::BFloat16, {n}, {}, in.data());
+  Tensor ty = make(ScalarType::BFloat16, {n}, {}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  EXPECT_EQ(y, want);
+}
+
+// An fp16 linear layer (fp16 weights and bias, widened at init): values whose products and sums
+// are exact in float32 and in fp16, so the result is exact.
+TEST(XnnBoundary, Fp16FullyConnected) {
+  GraphSpec g = fc_graph();  // y [2, 3] = x [2, 4] W^T [3, 4] + b [3]
+  for (ValueSpec& v : g.values) v.dtype = fb::Datatype::fp16;
+  std::vector<uint16_t> w(12), b = {0x3800, 0x3E00, 0x4100};  // 0.5, 1.5, 2.5
+  for (int i = 0; i < 12; ++i) {
+    // 1..12 as fp16: exponent and mantissa of small integers.
+    const float f = static_cast<float>(i + 1);
+    const int e = static_cast<int>(std::floor(std::log2(f)));
+    const int mant = static_cast<int>((f / std::ldexp(1.0f, e) - 1) * 1024);
+    w[i] = static_cast<uint16_t>(((e + 15) << 10) | mant);
+  }
+  g.constant_data.clear();
+  append(g.constant_data, w);
+  append(g.constant_data, b);
+  g.constants = {{0, 24, ""}, {24, 6, ""}};
+  Delegate d(g);
+  ASSERT_TRUE(d.ok());
+  // x = [[1, 2, 0.5, -1], [0, -2, 4, 0.25]]
+  std::vector<uint16_t> x = {0x3C00, 0x4000, 0x3800, 0xBC00, 0x0000, 0xC000, 0x4400, 0x3400};
+  std::vector<uint16_t> y(6, 0);
+  Tensor tx = make(ScalarType::Half, {2, 4}, {}, x.data());
+  Tensor ty = make(ScalarType::Half, {2, 3}, {}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  const double xs[2][4] = {{1, 2, 0.5, -1}, {0, -2, 4, 0.25}};
+  const double bs[3] = {0.5, 1.5, 2.5};
+  for (int r = 0; r < 2; ++r) {
+    for (int o = 0; o < 3; ++o) {
+      double s = bs[o];
+      for (int k = 0; k < 4; ++k) s += xs[r][k] * (o * 4 + k + 1);
+      // Decode the fp16 result (normal values only here).
+      const uint16_t h = y[r * 3 + o];
+      const double mag =
+          h & 0x7FFF ? std::ldexp(1.0 + (h & 0x3FF) / 1024.0, ((h >> 10) & 0x1F) - 15) : 0.0;
+      EXPECT_EQ((h & 0x8000) ? -mag : mag, s) << r << ", " << o;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ember::xnn
