@@ -54,6 +54,21 @@ void unmap_huge_block(void* p, size_t size) {
 
 }  // namespace
 
+FreeableBuffer huge_page_buffer(size_t size) {
+  if (size == 0 || size > SIZE_MAX - 2 * HeapAllocator::kHugePage) return FreeableBuffer();
+  const size_t rounded =
+      (size + HeapAllocator::kHugePage - 1) / HeapAllocator::kHugePage * HeapAllocator::kHugePage;
+  void* p = map_huge_block(rounded);
+  if (p == nullptr) return FreeableBuffer();
+  // The context carries the mapped length (the buffer's size is what was asked for).
+  return FreeableBuffer(
+      p, size,
+      [](void* length, const void* data, size_t) {
+        unmap_huge_block(const_cast<void*>(data), reinterpret_cast<uintptr_t>(length));
+      },
+      reinterpret_cast<void*>(static_cast<uintptr_t>(rounded)));
+}
+
 void* HeapAllocator::allocate(size_t size, size_t alignment) {
   if (size >= kLargeRequest && alignment <= kHugePage) return allocate_large(size, alignment);
   void* p = MemoryAllocator::allocate(size, alignment);

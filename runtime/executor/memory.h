@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "runtime/core/result.h"
+#include "runtime/platform/data_loader.h"
 
 namespace ember {
 
@@ -61,6 +62,11 @@ class MemoryAllocator {
   size_t used_ = 0;
   size_t handed_out_ = 0;
 };
+
+// `size` bytes of zeroed anonymous memory on whole 2 MiB pages, advised for transparent huge
+// pages (HeapAllocator's large blocks), owned by the buffer (unmapped when it is freed); an empty
+// buffer when the system has no memory for it.
+FreeableBuffer huge_page_buffer(size_t size);
 
 // A method or temp allocator that grows: it takes memory in blocks and frees it all on reset
 // (Module's). Requests of 64 KiB or more (a delegate's weights, packed weights, activation

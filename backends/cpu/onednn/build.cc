@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/policy.h"
 #include "backends/cpu/onednn/builders.h"
 #include "backends/cpu/onednn/delegate.h"
+#include "runtime/executor/memory.h"
 
 #if defined(__GLIBC__)
 #include <malloc.h>  // mallinfo2, for the memory report
@@ -179,6 +180,18 @@ Result<memory> Build::buffer(const memory::desc& md, Held held) try {
   return onednn_error(e);
 }
 
+Result<memory> Build::weight_buffer(int32_t id, const memory::desc& md) try {
+  const size_t bytes = md.get_size();
+  if (bytes < HeapAllocator::kHugePage / 2) return memory(md, engine_);
+  FreeableBuffer b = huge_page_buffer(bytes);
+  if (b.data() == nullptr) return memory(md, engine_);  // the heap may still have room
+  memory m(md, engine_, const_cast<void*>(b.data()));
+  mapped_.emplace(id, std::move(b));
+  return m;
+} catch (const dnnl::error& e) {
+  return onednn_error(e);
+}
+
 int Build::bound_arg(const memory& m) const {
   for (const auto& [b, a] : bound_) {
     if (b.get() == m.get()) return a;
@@ -222,10 +235,10 @@ Error Build::load_weight(int32_t id) try {
       data.ok() && data->size() >= w.nbytes &&
       reinterpret_cast<uintptr_t>(data->data()) % kWeightInPlaceAlignment == 0) {
     mem_[id] = memory(md_[id], engine_, const_cast<void*>(data->data()));
-    mapped_[id] = std::move(*data);
+    mapped_.emplace(id, std::move(*data));
     return Error::Ok;
   }
-  EMBER_ASSIGN_OR_RETURN(mem_[id], buffer(md_[id], Held::Transient));
+  EMBER_ASSIGN_OR_RETURN(mem_[id], weight_buffer(id, md_[id]));
   const Error e = named_->load_data_into(w.key, mem_[id].get_data_handle(), w.nbytes);
   if (e != Error::Ok) {
     return refused("weight '" + w.key + "': " + last_error_message(), Error::NotFound);
@@ -267,9 +280,9 @@ Result<memory> Build::as(int32_t id, const memory::desc& want) {
   EMBER_ASSIGN_OR_RETURN(memory m, src_memory(id));
   if (m.get_desc() == want) return m;
   // A weight's reorder here is mostly read once, to be packed or rescaled elsewhere.
-  EMBER_ASSIGN_OR_RETURN(
-      memory out,
-      buffer(want, held_for(id) == Held::Weights ? Held::Transient : Held::Activations));
+  EMBER_ASSIGN_OR_RETURN(memory out, held_for(id) == Held::Weights
+                                         ? weight_buffer(id, want)
+                                         : buffer(want, Held::Activations));
   if (graph_.tensors[id].kind == TensorKind::Weight) {
     EMBER_TRY(reorder_now(m, out));
   } else {
@@ -578,12 +591,13 @@ void Build::release_weights(size_t begin, size_t end) {
       if (t >= 0 && graph_.tensors[t].kind == TensorKind::Weight &&
           last_use_[t] < static_cast<int>(end)) {
         mem_[t] = memory();
-        if (auto m = mapped_.find(t); m != mapped_.end()) {
+        auto [first, last] = mapped_.equal_range(t);
+        for (auto m = first; m != last; ++m) {
           if (step_reads(m->second.bytes(), m->second.size())) {
             mapped_kept_.push_back(std::move(m->second));
           }
-          mapped_.erase(m);
         }
+        mapped_.erase(first, last);
       }
     }
   }

@@ -125,6 +125,11 @@ class Build {
   // A new buffer of layout `md` (see Held), counted in the delegate's summary. The method
   // allocator running out is MemoryAllocationFailed naming the bytes.
   Result<memory> buffer(const memory::desc& md, Held held);
+  // A transient buffer standing for weight `id` (a copy, reorder or dequantization of it), freed
+  // when the build releases the weight unless a step reads it as it is. Large ones are on huge
+  // pages: a model's weights pass through such buffers once, and their page faults were most of
+  // an int8 ResNet-18's load.
+  Result<memory> weight_buffer(int32_t id, const memory::desc& md);
   // The memory holding tensor `id` as the ops so far left it (a weight loaded the first time).
   Result<memory> src_memory(int32_t id);
   // Tensor `id` in layout `want`: itself, or a reorder of it (once, now, for a weight; a step at
@@ -249,9 +254,10 @@ class Build {
   int int8_matmuls_ = 0;
   std::vector<memory> mem_;
   std::vector<memory> viewed_;  // the storage views were made of (see release_weights)
-  // Named data read in place (load_weight), by the weight it holds; release_weights moves what a
-  // step still reads to mapped_kept_ and frees the rest.
-  std::map<int32_t, FreeableBuffer> mapped_;
+  // Storage a weight is read from, by the weight: named data read in place (load_weight), and
+  // weight_buffer's; release_weights moves what a step still reads to mapped_kept_ and frees the
+  // rest.
+  std::multimap<int32_t, FreeableBuffer> mapped_;
   std::vector<FreeableBuffer> mapped_kept_;
   size_t steps_scanned_ = 0;         // of steps_, those whose handles are in step_handles_
   std::vector<void*> step_handles_;  // sorted

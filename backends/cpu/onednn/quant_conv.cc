@@ -147,7 +147,7 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
   }
   if (!in_integers) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
-    EMBER_ASSIGN_OR_RETURN(memory w, b.buffer(plain_md(g.wd, dt::f32), Held::Transient));
+    EMBER_ASSIGN_OR_RETURN(memory w, b.weight_buffer(op.inputs[1], plain_md(g.wd, dt::f32)));
     dequantize_per_channel(q, scales, wsize, per_channel, data_as<float>(w));
     b.set_memory(op.inputs[1], w);
     OpDesc conv = op;

@@ -333,7 +333,8 @@ Error build_quant_matmul(Build& b, const OpDesc& op) try {
   }
   if (!b.int8() || !(b.int8_any_weights() || seven_bits(q, n * k))) {
     // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
-    EMBER_ASSIGN_OR_RETURN(memory w, b.buffer(plain_md({k, n}, dt::f32, {1, 0}), Held::Transient));
+    EMBER_ASSIGN_OR_RETURN(memory w,
+                           b.weight_buffer(op.inputs[1], plain_md({k, n}, dt::f32, {1, 0})));
     dequantize_per_channel(q, scales, n * k, k, data_as<float>(w));
     b.replace_weight(op.inputs[1], w, {k, n}, {1, 0});
     OpDesc mm = op;
