@@ -209,6 +209,8 @@ Error Translator::node(const Node& n) {
     case NodeType::Conv2d:
     case NodeType::DepthwiseConv2d:
       return conv(n);
+    case NodeType::ConvTranspose2d:
+      return deconv(n);
     case NodeType::FullyConnected:
       return fully_connected(n);
     case NodeType::Convert:

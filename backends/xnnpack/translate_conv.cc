@@ -1,8 +1,10 @@
 // The Translator's convolutions and linear layers (translate_internal.h): XNNPACK's Conv2d,
-// DepthwiseConv2d, FullyConnected and BatchMatrixMultiply, float and static int8.
+// DepthwiseConv2d, FullyConnected and BatchMatrixMultiply, float and static int8, and
+// ConvTranspose2d (float).
 #include "backends/xnnpack/translate_internal.h"
 
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -94,6 +96,117 @@ Error Translator::conv(const Node& n) {
     EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], oc));
     t = emit(OpKind::Conv, {src, weight, bias}, c, out_dims, clamp_post_ops(n));
   }
+  define(y.id, t, kNhwc);
+  return Error::Ok;
+}
+
+Error Translator::deconv(const Node& n) {
+  const Window& w = n.window;
+  const Value& x = value(n.inputs[0]);
+  const Value& f = value(n.inputs[1]);
+  const Value& y = value(n.outputs[0]);
+  if (is_q8(x) || is_q8(y) || f.quantized()) {
+    return refuse(
+        "a static int8 transposed convolution (input %s, filter %s, output %s): Ember's integer "
+        "convolution (QuantConv) has no transposed form; Ember runs ConvTranspose2d in float "
+        "(fp32, fp16, bf16) only",
+        datatype_name(x.dtype), datatype_name(f.dtype), datatype_name(y.dtype));
+  }
+  if (!is_float(x) || !is_float(y)) {
+    return refuse("input %s and output %s; Ember runs transposed convolutions of float values",
+                  datatype_name(x.dtype), datatype_name(y.dtype));
+  }
+  if (x.dims.size() != 4 || f.dims.size() != 4 || y.dims.size() != 4) {
+    return refuse("a 2-D transposed convolution of rank-4 NHWC values, not ranks %zu, %zu, %zu",
+                  x.dims.size(), f.dims.size(), y.dims.size());
+  }
+  if (f.constant == 0) return refuse("the filter (value %u) is not a constant", f.id);
+  if (n.flags != 0) return refuse("flags %u are not supported", n.flags);
+  const int64_t groups = w.groups, gi = w.group_input_channels, go = w.group_output_channels;
+  const int64_t kh = w.kernel_h, kw = w.kernel_w;
+  // NHWC input [N, H, W, groups * gi]; the filter [groups * go, kh, kw, gi]: group g's output
+  // channel o and input channel i are PyTorch's weight [g * gi + i][o] (IOHW, unflipped).
+  const std::vector<int64_t> want_f = {groups * go, kh, kw, gi};
+  if (groups < 1 || gi < 1 || go < 1 || kh < 1 || kw < 1 || x.dims[3] != groups * gi ||
+      f.dims != want_f || y.dims[3] != groups * go || y.dims[0] != x.dims[0]) {
+    return refuse(
+        "inconsistent shapes: input %s, filter %s, output %s with %lld groups of %lld "
+        "in and %lld out channels",
+        dims_text(x.dims).c_str(), dims_text(f.dims).c_str(), dims_text(y.dims).c_str(),
+        static_cast<long long>(groups), static_cast<long long>(gi), static_cast<long long>(go));
+  }
+  // The engine's limits on a convolution's parameters (graph_verify.cc): strides and dilations
+  // 1 to 4096, paddings 0 to 4096.
+  constexpr uint32_t kMaxParam = 4096;
+  const std::pair<const char*, uint32_t> params[] = {{"stride (subsampling) height", w.stride_h},
+                                                     {"stride (subsampling) width", w.stride_w},
+                                                     {"dilation height", w.dilation_h},
+                                                     {"dilation width", w.dilation_w},
+                                                     {"padding top", w.pad_top},
+                                                     {"padding bottom", w.pad_bottom},
+                                                     {"padding left", w.pad_left},
+                                                     {"padding right", w.pad_right}};
+  for (size_t k = 0; k < std::size(params); ++k) {
+    const uint32_t least = k < 4 ? 1 : 0;
+    if (params[k].second < least || params[k].second > kMaxParam) {
+      return refuse("%s %u; Ember's engine takes %u to %u", params[k].first, params[k].second,
+                    least, kMaxParam);
+    }
+  }
+  // XNNPACK's adjustment is PyTorch's output_padding: rows and columns added at the bottom and
+  // right. XNNPACK itself defines no deconvolution whose adjustment reaches its stride.
+  if (w.adjustment_h >= w.stride_h || w.adjustment_w >= w.stride_w) {
+    return refuse("adjustment (output padding) %u x %u not below the stride %u x %u",
+                  w.adjustment_h, w.adjustment_w, w.stride_h, w.stride_w);
+  }
+  // Output size: (in - 1) * stride + (k - 1) * dilation + 1 + adjustment - both paddings.
+  auto out_of = [](int64_t in, int64_t s, int64_t k, int64_t d, int64_t adj, int64_t pa,
+                   int64_t pb) { return (in - 1) * s + (k - 1) * d + 1 + adj - pa - pb; };
+  if (out_of(x.dims[1], w.stride_h, kh, w.dilation_h, w.adjustment_h, w.pad_top, w.pad_bottom) !=
+          y.dims[1] ||
+      out_of(x.dims[2], w.stride_w, kw, w.dilation_w, w.adjustment_w, w.pad_left, w.pad_right) !=
+          y.dims[2]) {
+    return refuse("output %s does not follow from input %s, the window and the adjustment",
+                  dims_text(y.dims).c_str(), dims_text(x.dims).c_str());
+  }
+  EMBER_ASSIGN_OR_RETURN(const int32_t src, held(x.id, kNhwc));
+  cpu::ConvParams c;
+  c.groups = groups;
+  c.transposed = true;
+  c.stride = {w.stride_h, w.stride_w};
+  c.pad_l = {w.pad_top, w.pad_left};
+  // The engine's output is (in - 1) * stride + (k - 1) * dilation + 1 - pad_l - pad_r: the
+  // adjustment is a right padding that much smaller (negative where it exceeds the padding).
+  c.pad_r = {int64_t{w.pad_bottom} - w.adjustment_h, int64_t{w.pad_right} - w.adjustment_w};
+  c.dilation = {w.dilation_h, w.dilation_w};
+  c.output_padding = {w.adjustment_h, w.adjustment_w};
+  const int64_t oc = groups * go;
+  int32_t weight;
+  if (groups == 1) {
+    // [O, kh, kw, I] is PyTorch's IOHW [I, O, kh, kw] re-described.
+    EMBER_ASSIGN_OR_RETURN(weight, held(f.id, Perm{1, 2, 3, 0}));
+  } else {
+    // Grouped, the IOHW weight [groups * gi, go, kh, kw] interleaves the groups differently:
+    // made here, once.
+    EMBER_ASSIGN_OR_RETURN(const std::vector<float> v, float_values(f));
+    std::vector<float> iohw(v.size());
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int64_t o = 0; o < go; ++o) {
+        for (int64_t h = 0; h < kh; ++h) {
+          for (int64_t u = 0; u < kw; ++u) {
+            for (int64_t i = 0; i < gi; ++i) {
+              iohw[(((g * gi + i) * go + o) * kh + h) * kw + u] =
+                  v[(((g * go + o) * kh + h) * kw + u) * gi + i];
+            }
+          }
+        }
+      }
+    }
+    weight = owned_floats("filter", iohw, {groups * gi, go, kh, kw});
+  }
+  EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], oc));
+  const int32_t t =
+      emit(OpKind::Conv, {src, weight, bias}, c, engine_dims(y.dims, kNhwc), clamp_post_ops(n));
   define(y.id, t, kNhwc);
   return Error::Ok;
 }

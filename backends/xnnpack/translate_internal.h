@@ -118,6 +118,9 @@ class Translator {
   // The engine tensor of a constant, its dims the value's (made once).
   Result<int32_t> constant(const Value& v);
 
+  // The elements of float constant `v` as float32 (fp16 and bf16 widened exactly), in its order.
+  Result<std::vector<float>> float_values(const Value& v);
+
   // The engine tensor holding value `id` under `want` (XNNPACK dim i = the tensor's dim want[i]):
   // the value's own when it is so held, a re-described weight, or a Permute of it.
   Result<int32_t> as_perm(uint32_t id, const Perm& want);
@@ -207,6 +210,10 @@ class Translator {
   // translate_conv.cc: convolutions and linear layers.
 
   Error conv(const Node& n);
+
+  // XNNPACK's deconvolution (ConvTranspose2d): PyTorch's conv_transpose2d of an NHWC value, the
+  // engine's transposed Conv. Float values only: the engine's QuantConv has no transposed form.
+  Error deconv(const Node& n);
 
   static int64_t window_out(int64_t in, int64_t pa, int64_t pb, int64_t k, int64_t d, int64_t s);
 

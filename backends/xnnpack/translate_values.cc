@@ -53,15 +53,7 @@ Result<int32_t> Translator::constant(const Value& v) {
                   static_cast<long long>(n), static_cast<unsigned long long>(c.size));
   }
   if (v.dtype != Datatype::Fp32) {
-    // The engine computes in float32: the fp16 or bf16 constant widened once, exactly.
-    EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t> half, bytes_of(v.constant));
-    std::vector<float> wide(static_cast<size_t>(n));
-    for (size_t i = 0; i < wide.size(); ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, half.data() + 2 * i, 2);
-      wide[i] = v.dtype == Datatype::Fp16 ? static_cast<float>(Half::from_bits(bits))
-                                          : static_cast<float>(BFloat16::from_bits(bits));
-    }
+    EMBER_ASSIGN_OR_RETURN(const std::vector<float> wide, float_values(v));
     return owned_floats("constant", wide, v.dims);
   }
   std::string key;
@@ -82,6 +74,27 @@ Result<int32_t> Translator::constant(const Value& v) {
   t.index = static_cast<uint32_t>(out_.graph.weights.size() - 1);
   t.dims = v.dims;
   return add_tensor(std::move(t));
+}
+
+Result<std::vector<float>> Translator::float_values(const Value& v) {
+  if (!is_float(v) || v.constant == 0) {
+    return refuse("value %u is not a float (fp32, fp16, bf16) constant", v.id);
+  }
+  const bool fp32 = v.dtype == Datatype::Fp32;
+  EMBER_ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, constant_bytes(v, fp32 ? 4 : 2));
+  std::vector<float> out(static_cast<size_t>(numel(v.dims)));
+  if (fp32) {
+    if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * 4);
+    return out;
+  }
+  // The engine computes in float32: the fp16 or bf16 constant widened once, exactly.
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, bytes.data() + 2 * i, 2);
+    out[i] = v.dtype == Datatype::Fp16 ? static_cast<float>(Half::from_bits(bits))
+                                       : static_cast<float>(BFloat16::from_bits(bits));
+  }
+  return out;
 }
 
 Result<int32_t> Translator::as_perm(uint32_t id, const Perm& want) {
