@@ -457,9 +457,28 @@ TEST(XnnTranslateRefusal, AnElementwiseNodeChangingDims) {
 // keep their per-channel scales in the program's named data, which a payload alone lacks: their
 // refusal names the node and the missing key (the programs in testdata/programs run whole, in
 // cli_test and the e2e test).
+// ExecuTorch's ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1) and its relu:
+// one transposed Conv with the relu fused, the filter the payload's bytes re-described.
+TEST(XnnTranslate, ExportedConvTranspose2d) {
+  Translated t = translate_blob(read_file(EMBER_XNNPACK_TESTDATA "/fuzz_seeds/deconv.xnn"));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  ASSERT_EQ(op_kinds(cg), std::vector<OpKind>{OpKind::Conv});
+  const cpu::OpDesc& op = cg.ops[0];
+  EXPECT_TRUE(op.conv().transposed);
+  EXPECT_EQ(op.conv().pad_r, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(op.conv().output_padding, (std::vector<int64_t>{1, 1}));
+  ASSERT_EQ(op.post_ops.size(), 1u);
+  EXPECT_EQ(op.post_ops[0].alg, cpu::EltwiseAlg::Relu);
+  EXPECT_EQ(cg.tensors[op.inputs[1]].dims, (std::vector<int64_t>{3, 4, 3, 3}));
+  EXPECT_EQ(cg.tensors[op.output].dims, (std::vector<int64_t>{1, 4, 10, 12}));
+  expect_verifies(cg);
+}
+
 TEST(XnnTranslate, ExportedSeeds) {
   const std::string dir = EMBER_XNNPACK_TESTDATA "/fuzz_seeds/";
-  for (const char* name : {"mlp.xnn", "convnet.xnn", "add.xnn", "add_headerless.xnn", "misc.xnn"}) {
+  for (const char* name :
+       {"mlp.xnn", "convnet.xnn", "add.xnn", "add_headerless.xnn", "misc.xnn", "deconv.xnn"}) {
     SCOPED_TRACE(name);
     Translated t = translate_blob(read_file(dir + name));
     ASSERT_TRUE(t.translation.ok()) << last_error_message();
