@@ -185,6 +185,53 @@ TEST(XnnPayload, AnAbsentBiasIsNoValue) {
   EXPECT_EQ(p->nodes[0].inputs[2], kNoValue);
 }
 
+// A transposed convolution's every window field, its adjustment (PyTorch's output_padding)
+// included, and its absent bias.
+TEST(XnnPayload, ReadsAConvTranspose2d) {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, 3, 4, 4}), constant(1, 1, {6, 3, 2, 2}), output(2, 1, {1, 7, 10, 6})};
+  g.constant_data.resize(6 * 3 * 2 * 2 * 4);
+  g.constants = {{0, 6 * 3 * 2 * 2 * 4, ""}};
+  NodeConvSpec c;
+  uint32_t* const fields[] = {&c.pad_top,    &c.pad_right,    &c.pad_bottom,   &c.pad_left,
+                              &c.kh,         &c.kw,           &c.stride_h,     &c.stride_w,
+                              &c.dilation_h, &c.dilation_w,   &c.gi,           &c.go,
+                              &c.groups,     &c.adjustment_h, &c.adjustment_w, &c.flags};
+  for (uint32_t i = 0; i < 16; ++i) *fields[i] = i + 1;  // each field its own value
+  g.nodes = {conv_node(fb::NodeUnion::XNNConvTranspose2d, c, 0, 1, kNone, 2)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  Result<Payload> p = read(build(g));
+  ASSERT_TRUE(p.ok()) << last_error_message();
+  const Node& n = p->nodes[0];
+  EXPECT_EQ(n.type, NodeType::ConvTranspose2d);
+  EXPECT_STREQ(node_type_name(n.type), "XNNConvTranspose2d");
+  const Window& w = n.window;
+  const uint32_t got[] = {w.pad_top,
+                          w.pad_right,
+                          w.pad_bottom,
+                          w.pad_left,
+                          w.kernel_h,
+                          w.kernel_w,
+                          w.stride_h,
+                          w.stride_w,
+                          w.dilation_h,
+                          w.dilation_w,
+                          w.group_input_channels,
+                          w.group_output_channels,
+                          w.groups,
+                          w.adjustment_h,
+                          w.adjustment_w,
+                          n.flags};
+  for (uint32_t i = 0; i < 16; ++i) EXPECT_EQ(got[i], i + 1) << "field " << i;
+  EXPECT_EQ(n.inputs, (std::vector<uint32_t>{0, 1, kNoValue}));
+  EXPECT_EQ(n.outputs, (std::vector<uint32_t>{2}));
+  // An adjustment past 2^24, as any window parameter, is refused.
+  c.adjustment_w = 1u << 25;
+  g.nodes = {conv_node(fb::NodeUnion::XNNConvTranspose2d, c, 0, 1, kNone, 2)};
+  expect_refused(g, "node 0 (XNNConvTranspose2d) has a window parameter of 33554432, past 2^24");
+}
+
 // ExecuTorch's own payloads (testdata/fuzz_seeds/README.md says how they were made).
 TEST(XnnPayload, ReadsEveryExportedSeed) {
   size_t files = 0;

@@ -170,6 +170,18 @@ NodeFn conv(fb::NodeUnion type, const ConvSpec& c, uint32_t in, uint32_t filter,
   };
 }
 
+NodeFn conv_node(fb::NodeUnion type, const NodeConvSpec& c, uint32_t in, uint32_t filter,
+                 uint32_t bias, uint32_t out) {
+  return [=](flatbuffers::FlatBufferBuilder& fbb) {
+    const auto n =
+        fb::CreateNodeConv(fbb, c.pad_top, c.pad_right, c.pad_bottom, c.pad_left, c.kh, c.kw,
+                           c.stride_h, c.stride_w, c.dilation_h, c.dilation_w, c.gi, c.go, c.groups,
+                           c.adjustment_h, c.adjustment_w, in, filter, bias, out, c.flags);
+    const auto clamp = c.clamp ? fb::CreateOutputMinMax(fbb, c.output_min, c.output_max) : 0;
+    return fb::CreateNode(fbb, type, n.Union(), 0, clamp);
+  };
+}
+
 NodeFn argmax_pool(uint32_t in, uint32_t values, uint32_t indices) {
   return [=](flatbuffers::FlatBufferBuilder& fbb) {
     const auto n = fb::CreateArgMaxPooling2d(fbb, 0, 0, 0, 0, 2, 2, in, values, indices, 0);

@@ -87,6 +87,18 @@ struct ConvSpec {
 };
 NodeFn conv(fb::NodeUnion type, const ConvSpec& c, uint32_t in, uint32_t filter, uint32_t bias,
             uint32_t out);
+// Every field of a NodeConv (a transposed convolution's adjustment included), and a fused output
+// clamp where `clamp` is set.
+struct NodeConvSpec {
+  uint32_t pad_top = 0, pad_right = 0, pad_bottom = 0, pad_left = 0;
+  uint32_t kh = 1, kw = 1, stride_h = 1, stride_w = 1, dilation_h = 1, dilation_w = 1;
+  uint32_t gi = 1, go = 1, groups = 1, adjustment_h = 0, adjustment_w = 0;
+  uint32_t flags = 0;
+  bool clamp = false;
+  float output_min = 0, output_max = 0;
+};
+NodeFn conv_node(fb::NodeUnion type, const NodeConvSpec& c, uint32_t in, uint32_t filter,
+                 uint32_t bias, uint32_t out);
 NodeFn argmax_pool(uint32_t in, uint32_t values, uint32_t indices);
 // A node with any union tag (unknown ones included) over a Node1x1 table.
 NodeFn raw_node(uint8_t tag, uint32_t in, uint32_t out);

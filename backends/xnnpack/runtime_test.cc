@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -377,6 +380,138 @@ TEST(XnnBoundary, Fp16FullyConnected) {
       const double mag =
           h & 0x7FFF ? std::ldexp(1.0 + (h & 0x3FF) / 1024.0, ((h >> 10) & 0x1F) - 15) : 0.0;
       EXPECT_EQ((h & 0x8000) ? -mag : mag, s) << r << ", " << o;
+    }
+  }
+}
+
+// --- ConvTranspose2d against PyTorch ------------------------------------------------------------
+
+// A case of testdata/deconv_reference.txt: PyTorch's conv_transpose2d (deconv_reference.py wrote
+// it; Ember computed none of it).
+struct DeconvCase {
+  std::string name;
+  int n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, groups = 0;
+  int stride[2] = {}, pad[2] = {}, out_pad[2] = {}, dil[2] = {};
+  int relu = 0, oh = 0, ow = 0;
+  std::vector<float> x, wt, b, y;  // NCHW, [C, O / groups, kh, kw], [O] or empty, NCHW
+};
+
+std::vector<DeconvCase> read_deconv_cases() {
+  std::ifstream in(EMBER_XNNPACK_TESTDATA "/deconv_reference.txt");
+  std::vector<DeconvCase> cases;
+  std::string line;
+  auto floats = [](const std::string& text, char tag) {
+    std::istringstream s(text);
+    std::string t;
+    s >> t;
+    EXPECT_EQ(t, std::string(1, tag));
+    std::vector<float> v;
+    while (s >> t) v.push_back(std::strtof(t.c_str(), nullptr));
+    return v;
+  };
+  while (std::getline(in, line)) {
+    DeconvCase k;
+    std::istringstream s(line);
+    std::string tag;
+    s >> tag >> k.name >> k.n >> k.c >> k.h >> k.w >> k.o >> k.kh >> k.kw >> k.groups >>
+        k.stride[0] >> k.stride[1] >> k.pad[0] >> k.pad[1] >> k.out_pad[0] >> k.out_pad[1] >>
+        k.dil[0] >> k.dil[1] >> k.relu >> k.oh >> k.ow;
+    if (tag != "case") break;
+    std::string x, w, b, y;
+    std::getline(in, x);
+    std::getline(in, w);
+    std::getline(in, b);
+    std::getline(in, y);
+    k.x = floats(x, 'x');
+    k.wt = floats(w, 'w');
+    k.b = floats(b, 'b');
+    k.y = floats(y, 'y');
+    cases.push_back(std::move(k));
+  }
+  return cases;
+}
+
+// What the exporter writes for an NHWC value's ConvTranspose2d: filter [O, kh, kw, C / groups]
+// (group g's output channel j and input channel i are PyTorch's [g * C / groups + i][j]), the
+// adjustment PyTorch's output_padding, the padding on both sides.
+TEST(XnnDeconv, MatchesPyTorchConvTranspose2d) {
+  const std::vector<DeconvCase> cases = read_deconv_cases();
+  ASSERT_EQ(cases.size(), 3u);
+  for (const DeconvCase& k : cases) {
+    SCOPED_TRACE(k.name);
+    const int gi = k.c / k.groups, go = k.o / k.groups;
+    std::vector<float> filter(k.wt.size());
+    for (int g = 0; g < k.groups; ++g) {
+      for (int j = 0; j < go; ++j) {
+        for (int p = 0; p < k.kh; ++p) {
+          for (int q = 0; q < k.kw; ++q) {
+            for (int i = 0; i < gi; ++i) {
+              filter[(((g * go + j) * k.kh + p) * k.kw + q) * gi + i] =
+                  k.wt[(((g * gi + i) * go + j) * k.kh + p) * k.kw + q];
+            }
+          }
+        }
+      }
+    }
+    const uint32_t n = k.n, h = k.h, w = k.w, c = k.c, o = k.o, oh = k.oh, ow = k.ow;
+    GraphSpec gs;
+    append(gs.constant_data, filter);
+    gs.constants = {{0, filter.size() * 4, ""}};
+    // Value 2 is the bias, or where there is none a value nothing reads.
+    ValueSpec bias = internal(2, {1});
+    if (!k.b.empty()) {
+      bias = constant(2, 2, {o});
+      gs.constants.push_back({filter.size() * 4, k.b.size() * 4, ""});
+      append(gs.constant_data, k.b);
+    }
+    gs.values = {input(0, 0, {n, h, w, c}),
+                 constant(1, 1, {o, uint32_t(k.kh), uint32_t(k.kw), uint32_t(gi)}), bias,
+                 output(3, 1, {n, oh, ow, o})};
+    NodeConvSpec s;
+    s.kh = k.kh;
+    s.kw = k.kw;
+    s.groups = k.groups;
+    s.gi = gi;
+    s.go = go;
+    s.stride_h = k.stride[0];
+    s.stride_w = k.stride[1];
+    s.pad_top = s.pad_bottom = k.pad[0];
+    s.pad_left = s.pad_right = k.pad[1];
+    s.adjustment_h = k.out_pad[0];
+    s.adjustment_w = k.out_pad[1];
+    s.dilation_h = k.dil[0];
+    s.dilation_w = k.dil[1];
+    if (k.relu) {
+      s.clamp = true;
+      s.output_min = 0;
+      s.output_max = std::numeric_limits<float>::infinity();
+    }
+    gs.nodes = {conv_node(fb::NodeUnion::XNNConvTranspose2d, s, 0, 1, k.b.empty() ? kNone : 2, 3)};
+    gs.input_ids = {0};
+    gs.output_ids = {3};
+    Delegate d(gs);
+    ASSERT_TRUE(d.ok());
+    std::vector<float> x(k.x.size()), y(k.y.size(), 0);
+    for (int b = 0; b < k.n; ++b) {
+      for (int i = 0; i < k.c; ++i) {
+        for (int p = 0; p < k.h * k.w; ++p)
+          x[(b * k.h * k.w + p) * k.c + i] = k.x[(b * k.c + i) * k.h * k.w + p];
+      }
+    }
+    Tensor tx = make(ScalarType::Float, {k.n, k.h, k.w, k.c}, {}, x.data());
+    Tensor ty = make(ScalarType::Float, {k.n, k.oh, k.ow, k.o}, {}, y.data());
+    ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+    // float32 sums in another order than ATen's: a few roundings of the output's magnitude.
+    float scale = 0;
+    for (const float v : k.y) scale = std::max(scale, std::fabs(v));
+    for (int b = 0; b < k.n; ++b) {
+      for (int j = 0; j < k.o; ++j) {
+        for (int p = 0; p < k.oh * k.ow; ++p) {
+          EXPECT_NEAR(y[(b * k.oh * k.ow + p) * k.o + j], k.y[(b * k.o + j) * k.oh * k.ow + p],
+                      1e-5f * scale)
+              << "batch " << b << ", channel " << j << ", position " << p;
+        }
+      }
     }
   }
 }

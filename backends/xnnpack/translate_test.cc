@@ -130,6 +130,98 @@ TEST(XnnTranslate, ConvFilterIsOihwWithADimOrder) {
   expect_verifies(cg);
 }
 
+// NCHW input [1, 3, 4, 5] -> NHWC -> ConvTranspose2d (filter [4, 3, 3, 3]: 4 out channels, a 3x3
+// window, 3 in channels; stride 2, padding 1, adjustment 1) -> NCHW output [1, 4, 8, 10].
+GraphSpec deconv_graph(const NodeConvSpec& c) {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, 3, 4, 5}), internal(1, {1, 4, 5, 3}),  constant(2, 1, {4, 3, 3, 3}),
+              constant(3, 2, {4}),       internal(4, {1, 8, 10, 4}), output(5, 1, {1, 4, 8, 10})};
+  g.nodes = {transpose({0, 2, 3, 1}, 0, 1),
+             conv_node(fb::NodeUnion::XNNConvTranspose2d, c, 1, 2, 3, 4),
+             transpose({0, 3, 1, 2}, 4, 5)};
+  g.input_ids = {0};
+  g.output_ids = {5};
+  g.constant_data.resize(4 * 3 * 3 * 3 * 4 + 16);
+  g.constants = {{0, 4 * 3 * 3 * 3 * 4, ""}, {4 * 3 * 3 * 3 * 4, 16, ""}};
+  return g;
+}
+
+NodeConvSpec deconv_spec() {
+  NodeConvSpec c;
+  c.kh = c.kw = 3;
+  c.stride_h = c.stride_w = 2;
+  c.pad_top = c.pad_bottom = c.pad_left = c.pad_right = 1;
+  c.adjustment_h = c.adjustment_w = 1;
+  c.gi = 3;
+  c.go = 4;
+  return c;
+}
+
+// The engine's transposed Conv: the filter PyTorch's IOHW weight re-described (the same bytes,
+// a dim order), the adjustment a right padding that much smaller.
+TEST(XnnTranslate, ConvTranspose2dIsATransposedConv) {
+  Translated t = translate_blob(build(deconv_graph(deconv_spec())));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  ASSERT_EQ(op_kinds(cg), std::vector<OpKind>{OpKind::Conv});
+  const cpu::OpDesc& op = cg.ops[0];
+  const cpu::ConvParams& c = op.conv();
+  EXPECT_TRUE(c.transposed);
+  EXPECT_EQ(c.groups, 1);
+  EXPECT_EQ(c.stride, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(c.pad_l, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(c.pad_r, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(c.dilation, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(c.output_padding, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(cg.tensors[op.inputs[0]].kind, TensorKind::Input);
+  const cpu::TensorDesc& w = cg.tensors[op.inputs[1]];
+  EXPECT_EQ(w.kind, TensorKind::Weight);
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{3, 4, 3, 3}));
+  EXPECT_EQ(w.dim_order, (std::vector<uint8_t>{1, 2, 3, 0}));  // stored [O, kh, kw, I]
+  EXPECT_EQ(cg.tensors[op.output].dims, (std::vector<int64_t>{1, 4, 8, 10}));
+  EXPECT_EQ(cg.outputs[0], op.output);
+  expect_verifies(cg);
+}
+
+// Grouped, XNNPACK's filter [groups * go, kh, kw, gi] is no permutation of PyTorch's [groups * gi,
+// go, kh, kw]: the weight is made, each element where PyTorch keeps it.
+TEST(XnnTranslate, AGroupedConvTranspose2dFilterIsReordered) {
+  GraphSpec g;
+  // x [1, 2, 2, 4] NHWC, 2 groups of 2 in and 3 out channels, a 1x1 window; filter [6, 1, 1, 2]
+  // holding 0..11.
+  g.values = {input(0, 0, {1, 2, 2, 4}), constant(1, 1, {6, 1, 1, 2}), output(2, 1, {1, 2, 2, 6})};
+  std::vector<float> f(12);
+  for (int i = 0; i < 12; ++i) f[i] = static_cast<float>(i);
+  g.constant_data.resize(48);
+  std::memcpy(g.constant_data.data(), f.data(), 48);
+  g.constants = {{0, 48, ""}};
+  NodeConvSpec c;
+  c.groups = 2;
+  c.gi = 2;
+  c.go = 3;
+  g.nodes = {conv_node(fb::NodeUnion::XNNConvTranspose2d, c, 0, 1, kNone, 2)};
+  g.input_ids = {0};
+  g.output_ids = {2};
+  Translated t = translate_blob(build(g));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  ASSERT_EQ(op_kinds(cg).size(), 3u);  // the input and the output permuted from and to NHWC
+  const cpu::OpDesc& op = cg.ops[1];
+  ASSERT_EQ(op.kind, OpKind::Conv);
+  EXPECT_EQ(op.conv().groups, 2);
+  const cpu::TensorDesc& w = cg.tensors[op.inputs[1]];
+  EXPECT_EQ(w.dims, (std::vector<int64_t>{4, 3, 1, 1}));
+  EXPECT_TRUE(w.dim_order.empty());
+  Result<FreeableBuffer> data = t.translation->weights->get_data(cg.weights[w.index].key);
+  ASSERT_TRUE(data.ok());
+  ASSERT_EQ(data->size(), 48u);
+  std::vector<float> got(12);
+  std::memcpy(got.data(), data->data(), 48);
+  // PyTorch's [g * 2 + i][o] is XNNPACK's [g * 3 + o][i]: (g * 3 + o) * 2 + i.
+  EXPECT_EQ(got, (std::vector<float>{0, 2, 4, 1, 3, 5, 6, 8, 10, 7, 9, 11}));
+  expect_verifies(cg);
+}
+
 // A transpose and its inverse around an element-wise op: only the op.
 TEST(XnnTranslate, ATransposeAddsNoOp) {
   GraphSpec g;
@@ -188,6 +280,44 @@ TEST(XnnTranslateRefusal, AnUnsupportedNodeType) {
   EXPECT_STREQ(last_error_message(),
                "XNNPACK delegate: node 1 (XNNArgMaxPooling2d, debug handle 0): Ember's cpu engine "
                "has no translation of this node type");
+}
+
+// What a ConvTranspose2d the engine cannot compute as XNNPACK does is refused, naming why.
+TEST(XnnTranslateRefusal, ConvTranspose2dParameters) {
+  const std::string prefix = "XNNPACK delegate: node 1 (XNNConvTranspose2d, debug handle 0): ";
+  auto refused = [&](const GraphSpec& g, const std::string& why) {
+    Translated t = translate_blob(build(g));
+    ASSERT_FALSE(t.translation.ok());
+    EXPECT_EQ(t.translation.error(), Error::NotSupported);
+    EXPECT_EQ(last_error_message(), prefix + why);
+  };
+  NodeConvSpec c = deconv_spec();
+  c.adjustment_w = 2;
+  refused(deconv_graph(c), "adjustment (output padding) 1 x 2 not below the stride 2 x 2");
+  c = deconv_spec();
+  c.flags = 1;
+  refused(deconv_graph(c), "flags 1 are not supported");
+  c = deconv_spec();
+  c.pad_left = 5000;
+  refused(deconv_graph(c), "padding left 5000; Ember's engine takes 0 to 4096");
+  // Without the adjustment the output would be [1, 7, 9, 4].
+  c = deconv_spec();
+  c.adjustment_h = 0;
+  refused(deconv_graph(c),
+          "output [1, 8, 10, 4] does not follow from input [1, 4, 5, 3], the window and the "
+          "adjustment");
+  // Static int8: the engine's integer convolution has no transposed form.
+  GraphSpec g = deconv_graph(deconv_spec());
+  for (const uint32_t id : {0u, 1u, 4u, 5u}) {
+    g.values[id].dtype = fb::Datatype::qint8;
+    g.values[id].quantized = true;
+    g.values[id].quant = fb::QuantParams::PerTensorQuant;
+    g.values[id].scale = 0.5f;
+  }
+  refused(g,
+          "a static int8 transposed convolution (input qint8, filter fp32, output qint8): "
+          "Ember's integer convolution (QuantConv) has no transposed form; Ember runs "
+          "ConvTranspose2d in float (fp32, fp16, bf16) only");
 }
 
 TEST(XnnTranslateRefusal, AQuantizedValueInAFloatNode) {
@@ -327,9 +457,28 @@ TEST(XnnTranslateRefusal, AnElementwiseNodeChangingDims) {
 // keep their per-channel scales in the program's named data, which a payload alone lacks: their
 // refusal names the node and the missing key (the programs in testdata/programs run whole, in
 // cli_test and the e2e test).
+// ExecuTorch's ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1) and its relu:
+// one transposed Conv with the relu fused, the filter the payload's bytes re-described.
+TEST(XnnTranslate, ExportedConvTranspose2d) {
+  Translated t = translate_blob(read_file(EMBER_XNNPACK_TESTDATA "/fuzz_seeds/deconv.xnn"));
+  ASSERT_TRUE(t.translation.ok()) << last_error_message();
+  const cpu::CpuGraph& cg = t.translation->graph;
+  ASSERT_EQ(op_kinds(cg), std::vector<OpKind>{OpKind::Conv});
+  const cpu::OpDesc& op = cg.ops[0];
+  EXPECT_TRUE(op.conv().transposed);
+  EXPECT_EQ(op.conv().pad_r, (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(op.conv().output_padding, (std::vector<int64_t>{1, 1}));
+  ASSERT_EQ(op.post_ops.size(), 1u);
+  EXPECT_EQ(op.post_ops[0].alg, cpu::EltwiseAlg::Relu);
+  EXPECT_EQ(cg.tensors[op.inputs[1]].dims, (std::vector<int64_t>{3, 4, 3, 3}));
+  EXPECT_EQ(cg.tensors[op.output].dims, (std::vector<int64_t>{1, 4, 10, 12}));
+  expect_verifies(cg);
+}
+
 TEST(XnnTranslate, ExportedSeeds) {
   const std::string dir = EMBER_XNNPACK_TESTDATA "/fuzz_seeds/";
-  for (const char* name : {"mlp.xnn", "convnet.xnn", "add.xnn", "add_headerless.xnn", "misc.xnn"}) {
+  for (const char* name :
+       {"mlp.xnn", "convnet.xnn", "add.xnn", "add_headerless.xnn", "misc.xnn", "deconv.xnn"}) {
     SCOPED_TRACE(name);
     Translated t = translate_blob(read_file(dir + name));
     ASSERT_TRUE(t.translation.ok()) << last_error_message();

@@ -200,7 +200,7 @@ Error make_args(XnnHandle& h, const Payload& p, MemoryAllocator* allocator) {
     a.scalar_type = scalar_type_of(v.dtype);
     if (v.dtype == Datatype::QInt8) {
       a.scale = v.quant.scale;
-      a.inv_scale = 1.0f / v.quant.scale;  // as the engine's quantize steps (translate.cc)
+      a.inv_scale = 1.0f / v.quant.scale;  // as the engine's quantize steps (translate_fold.cc)
       a.zero_point = static_cast<float>(v.quant.zero_point);
     }
     a.numel = 1;

@@ -99,13 +99,13 @@ FP32_REL = 1e-4
 FP16_REL = 1e-2
 QUANT_SANITY_REL = 0.25
 # The e2e tests' subset (checks.check_xnnpack_programs): a few seconds of export each, every
-# exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling, a whole
-# MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd, fp16 values, a channels-last
-# delegate input and output).
+# exporter flow and the payload's main node kinds (fully connected, add/mul, conv + pooling,
+# transposed convs, a whole MobileNetV2, int8 static, int8 dynamic, 8da4w, named data in a .ptd,
+# fp16 values, a channels-last delegate input and output).
 CI_SUBSET = [("mlp", "fp32"), ("mlp", "fp32_ptd"), ("et_add_mul", "fp32"), ("convnet", "fp32"),
              ("mobilenet_v2_bn", "fp32"), ("convnet", "int8_static"), ("mlp", "int8_dynamic"),
              ("linear_stack", "8da4w"), ("swin", "fp32"), ("tv_mv3_bn", "fp32"),
-             ("convnet", "fp16"), ("c24_channels_last", "fp32")]
+             ("convnet", "fp16"), ("c24_channels_last", "fp32"), ("deconv", "fp32")]
 # Whether Ember's runtime registers an XnnpackBackend. While False, Ember must refuse every XNNPACK
 # program naming the backend, and running one fails the check (set this to True with the backend).
 # While True, each (model, flow) of EXPECTED_OK must run and agree; others are only reported.
@@ -174,6 +174,25 @@ def _bn_calibrated(factory):
     return module.eval(), inputs
 
 
+class Deconv(torch.nn.Module):
+    """Transposed convolutions (XNNPACK's Deconvolution2d): stride 2, padding 1, output_padding 1,
+    one of groups 1 and one of groups 2, a relu between."""
+
+    def __init__(self):
+        super().__init__()
+        self.up1 = torch.nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)
+        self.up2 = torch.nn.ConvTranspose2d(6, 4, 3, stride=2, padding=1, output_padding=1,
+                                            groups=2)
+
+    def forward(self, x):
+        return self.up2(torch.relu(self.up1(x)))
+
+
+def _deconv():
+    torch.manual_seed(0)
+    return Deconv().eval(), (torch.randn(1, 4, 6, 7, generator=torch.Generator().manual_seed(0)),)
+
+
 def _linear_stack():
     torch.manual_seed(0)
     return LinearStack().eval(), (torch.randn(4, 64, generator=torch.Generator().manual_seed(0)),)
@@ -186,6 +205,7 @@ MODELS = {
     "mlp": lambda: _e2e("mlp"),
     "convnet": lambda: _e2e("convnet"),
     "linear_stack": _linear_stack,
+    "deconv": _deconv,
     "resnet18": lambda: _e2e("resnet18"),
     "mobilenet_v2": lambda: _e2e("mobilenet_v2"),
     "convnext": lambda: _e2e("convnext"),
@@ -218,8 +238,10 @@ MODELS = {
 }
 # What census_of records; a cached census of another version is taken again.
 CENSUS_VERSION = 2
-# The models whose factory uses a helper of its own: their cache key adds its source (model_key).
-OWN_HELPERS = {"mobilenet_v2_bn": [_bn_calibrated], "tv_mv3_bn": [_bn_calibrated]}
+# The models whose factory uses a helper of its own, or is defined only for them (deconv): their
+# cache key adds its source (model_key), leaving every other cached export valid.
+OWN_HELPERS = {"mobilenet_v2_bn": [_bn_calibrated], "tv_mv3_bn": [_bn_calibrated],
+               "deconv": [_deconv, Deconv]}
 
 
 def _half(module, inputs):

@@ -60,5 +60,11 @@ except Exception as e: print("dynamic quant failed", e)
 try:
     lower(Conv(), (torch.randn(1, 3, 8, 8),), "convnet_qs8", dict(is_per_channel=True))
 except Exception as e: print("conv quant failed", e)
+# Last, so that the models above draw the same random weights as before it was added.
+class Deconv(torch.nn.Module):
+    def __init__(s):
+        super().__init__(); s.c = torch.nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1)
+    def forward(s, x): return torch.relu(s.c(x))
+lower(Deconv(), (torch.randn(1, 3, 5, 6),), "deconv")
 import importlib.metadata
 print("executorch", importlib.metadata.version("executorch"))
