@@ -32,6 +32,9 @@ CpuDelegate::CpuDelegate(BuiltDelegate built)
       case OwnKind::MatVec:
         ++built_.summary.matvec_steps;
         break;
+      case OwnKind::SmallMatMul:
+        ++built_.summary.small_matmul_steps;
+        break;
       case OwnKind::GroupQuantMatMul:
         ++built_.summary.grouped_matmuls;
         break;

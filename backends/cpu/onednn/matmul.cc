@@ -9,6 +9,7 @@
 #include "backends/cpu/kernels/policy.h"
 #include "backends/cpu/onednn/families.h"
 #include "backends/cpu/onednn/quant_util.h"
+#include "runtime/kernels/gemm/gemm.h"
 
 namespace ember::cpu::delegate {
 namespace {
@@ -136,6 +137,63 @@ Result<bool> try_int8_matmul(Build& b, const OpDesc& op, const memory::dims& ad,
   return b.onednn_error(e);
 }
 
+// Products of two activations (attention's scores and weighted sums) up to this many multiply-adds
+// per batch item run on Ember's GEMM (runtime/kernels/gemm), which has no JIT: oneDNN 2.6's
+// AVX2 matmul is its sgemm, whose kernels are generated at the first call of the process, 25 ms
+// (a whole small transformer's first output, 20 times its steady-state run) for a 4x5x8 product.
+// Larger products keep oneDNN's, where that cost is small against the work.
+constexpr int64_t kOwnMatMulMaxMacs = int64_t{64} * 64 * 64;
+
+// The product of two activations, float32, without bias, on Ember's GEMM (see above); the
+// post-ops as steps after it. Its float sums are redone in double where they come out non-finite
+// (gemm.h), the rule the redo step keeps for oneDNN's.
+Result<bool> try_own_small_matmul(Build& b, const OpDesc& op, const memory::dims& ad,
+                                  const memory::dims& bd, const memory::dims& od) try {
+  const size_t r = ad.size();
+  const int64_t m = ad[r - 2], k = ad[r - 1], n = bd[r - 1];
+  const int64_t batch = r == 3 ? ad[0] : 1;
+  if (!b.own_kernels() || op.inputs[2] >= 0 || m < 1 || k < 1 || n < 1 ||
+      m * n * k > kOwnMatMulMaxMacs) {
+    return false;
+  }
+  // Each operand through its strides where it is a plain layout, else a dense copy.
+  auto operand = [&](int32_t id, const memory::dims& d) -> Result<memory> {
+    EMBER_ASSIGN_OR_RETURN(const memory src, b.src_memory(id));
+    if (src.get_desc().dims() == d && !plain_strides(src.get_desc()).empty()) return src;
+    return b.as(id, plain_md(d, dt::f32));
+  };
+  EMBER_ASSIGN_OR_RETURN(const memory a, operand(op.inputs[0], ad));
+  EMBER_ASSIGN_OR_RETURN(const memory w, operand(op.inputs[1], bd));
+  EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(op, plain_md(od, dt::f32)));
+  const memory::dims as = plain_strides(a.get_desc()), ws = plain_strides(w.get_desc());
+  const int64_t a_bs = r == 3 ? as[0] : 0, w_bs = r == 3 ? ws[0] : 0;
+  const int64_t a_rs = as[r - 2], a_cs = as[r - 1], w_rs = ws[r - 2], w_cs = ws[r - 1];
+  const int threads = b.threads();
+  OwnStep s{OwnKind::SmallMatMul,
+            "matmul,ember:small_gemm,forward_inference,,",
+            dims_text(ad) + ":" + dims_text(bd) + ":" + dims_text(od),
+            {}};
+  s.run = [a, w, dst, batch, m, n, k, a_bs, a_rs, a_cs, w_bs, w_rs, w_cs, threads](void*) {
+    const float* x = data_as<const float>(a);
+    const float* y = data_as<const float>(w);
+    float* z = data_as<float>(dst);
+    // Batch items on the threads (a GEMM this small is not worth splitting).
+    split(batch, batch * m * n * k < (int64_t{1} << 16) ? 1 : threads,
+          [&](int64_t begin, int64_t count) {
+            for (int64_t i = begin; i < begin + count; ++i) {
+              gemm(GemmProblem<float>{m, n, k, 1.0f, x + i * a_bs, a_rs, a_cs, y + i * w_bs, w_rs,
+                                      w_cs, 0.0f, z + i * m * n, n, 1},
+                   nullptr);
+            }
+          });
+  };
+  b.add_own_step(std::move(s), {a, w, dst});
+  EMBER_TRY(add_post_op_steps(b, op, 0, dst));
+  return true;
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
 }  // namespace
 
 Error build_matmul(Build& b, const OpDesc& op) { return build_float_matmul(b, op, b.math_type()); }
@@ -160,6 +218,10 @@ Error build_float_matmul(Build& b, const OpDesc& op, dt wdt) try {
   if (b.own_kernels() && const_b) {
     EMBER_ASSIGN_OR_RETURN(const bool matvec_built, try_matvec(b, op, ad, bd, od));
     if (matvec_built) return Error::Ok;
+  }
+  if (!const_b && wdt == dt::f32) {
+    EMBER_ASSIGN_OR_RETURN(const bool own_built, try_own_small_matmul(b, op, ad, bd, od));
+    if (own_built) return Error::Ok;
   }
   EMBER_ASSIGN_OR_RETURN(const memory b_src, b.src_memory(op.inputs[1]));
   if (b_src.get_desc().dims() != bd) return refused("matmul weight view");

@@ -27,6 +27,7 @@ enum class OwnKind {
   Depthwise,
   Pointwise,
   MatVec,
+  SmallMatMul,  // a small product of two activations on Ember's GEMM (onednn/matmul.cc)
   GroupQuantMatMul,
   DotMatMul,
   Int8Elementwise,  // a quantize to uint8, an add of uint8 values (onednn/quant_conv.cc)

@@ -123,7 +123,16 @@ TEST(CpuViews, PermutedCacheIntoMatmulIsNotCopied) {
   auto out = run(c, {k_cache, v_cache, q}, {want}, {}, &summary);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_TRUE(at::allclose(out[0], want, 1e-5, 1e-5)) << (out[0] - want).abs().max();
-  EXPECT_EQ(summary.onednn_steps, 2);  // the two matmuls
+  // The two matmuls read the permuted caches through their strides: no copy. Products this
+  // small run on Ember's GEMM; without Ember's kernels they are oneDNN's matmul, which takes the
+  // strides too.
+  EXPECT_EQ(summary.small_matmul_steps, 2);
+  EXPECT_EQ(summary.onednn_steps, 0);
+  auto onednn = run(c, {k_cache, v_cache, q}, {want}, {switched("ember_kernels", false)}, &summary);
+  ASSERT_EQ(onednn.size(), 1u);
+  EXPECT_TRUE(at::allclose(onednn[0], want, 1e-5, 1e-5)) << (onednn[0] - want).abs().max();
+  EXPECT_EQ(summary.small_matmul_steps, 0);
+  EXPECT_EQ(summary.onednn_steps, 2);
 }
 
 }  // namespace
