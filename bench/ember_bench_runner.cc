@@ -4,7 +4,8 @@
 //   ember_bench_runner model.pte --ptd model.ptd --threads 2 --input x.npy --out-dir d --warmup 3
 //   stdin "run 5" -> stdout "times 12.1 12.3 12.0 12.2 12.4" (ms per execute); "quit" ends it.
 //
-// On start it executes once, writes the outputs to --out-dir/output_<i>.npy (the driver checks
+// On start it executes once, prints "first_output MS KB" (load to the first execute's return, and
+// the peak RSS before the load), writes the outputs to --out-dir/output_<i>.npy (the driver checks
 // them against eager PyTorch), runs the warm-up executes and prints "ready". Any failure prints
 // one line "error: ..." and exits with 1.
 //
@@ -31,6 +32,19 @@ namespace {
 using ember::Error;
 using ember::EValue;
 using ember::Result;
+
+// The process's peak resident set (VmHWM of /proc/self/status) in kB, or -1 where unreadable.
+long peak_rss_kb() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long kb = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtol(line + 6, nullptr, 10);
+  }
+  std::fclose(f);
+  return kb;
+}
 
 int report(Error e) {
   std::printf("error: %s (%s)\n", ember::last_error_message(), ember::to_string(e));
@@ -82,12 +96,6 @@ int main(int argc, char** argv) {
 
   if (Error e = ember::backends::register_builtin_runtime_backends(); e != Error::Ok)
     return report(e);
-  ember::ModuleOptions options;
-  options.data_path = ptd;
-  options.num_threads = threads;
-  ember::Module module(model, options);
-  if (Error e = module.load(); e != Error::Ok) return report(e);
-
   std::vector<ember::tools::NpyArray> arrays;
   std::vector<ember::Tensor> views(input_paths.size());
   std::vector<EValue> inputs;
@@ -103,8 +111,21 @@ int main(int argc, char** argv) {
     inputs.push_back(EValue::from_tensor(&views[i]));
   }
 
+  // The first output's time, as ExecuTorch's worker measures its own (bench/executorch_worker.py):
+  // from loading the program (inputs already read) to the first execute's return; and the peak
+  // RSS before the load.
+  const long rss_before_kb = peak_rss_kb();
+  const uint64_t load_start = ember::now_ns();
+  ember::ModuleOptions options;
+  options.data_path = ptd;
+  options.num_threads = threads;
+  ember::Module module(model, options);
+  if (Error e = module.load(); e != Error::Ok) return report(e);
+
   Result<std::vector<EValue>> outputs = module.execute(method, inputs);
   if (!outputs.ok()) return report(outputs.error());
+  std::printf("first_output %.4f %ld\n", static_cast<double>(ember::now_ns() - load_start) / 1e6,
+              rss_before_kb);
   if (!out_dir.empty()) {
     for (size_t i = 0; i < outputs->size(); ++i) {
       if (!(*outputs)[i].is_tensor()) continue;

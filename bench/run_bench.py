@@ -677,7 +677,9 @@ def write_docs(run, rows, table, best, errors, layers, name):
            "and preloads bench/cpuid_avx2.cc into every worker, so that the peers run their AVX2 "
            "kernels too" if run.get("isa_forced") else "what this CPU runs")
     path_line = (f"Ember's instruction-set path: **{path_name.upper().replace('AVX512', 'AVX-512')}**"
-                 f" ({how}). The other path's page: [{doc_name(other)}.md]({doc_name(other)}.md).")
+                 f" ({how}). The other path's page: [{doc_name(other)}.md]({doc_name(other)}.md)."
+                 " ExecuTorch's own XNNPACK-delegated programs on Ember's runtime and on"
+                 " ExecuTorch's: [performance-xnnpack.md](performance-xnnpack.md).")
     chart_name = name + ".png"
     plan, v, load, descriptions = run["plan"], run["versions"], run["load"], run["descriptions"]
     pause = (f"with a {plan['pause']:g} s pause between systems, so that thread pools still "

@@ -21,14 +21,10 @@ Measured, per runtime:
   interleaved round by round (the order alternating), so drift on the machine hits both alike.
   ExecuTorch's is a call through its Python binding (method.execute with torch tensors), about
   10 us more than the C++ call: it matters only for the smallest models;
-- first output: the time from loading the program to the end of the first execute. ExecuTorch's
-  worker measures it in-process (load_program to the first execute's return). Ember's runner
-  cannot (it is C++ and is not rebuilt here): its time is from spawning the process to its
-  "ready" line (with no warm-up, it prints that after the first execute and writing its
-  outputs), less the median time to spawn the same runner and have it exit at once (a usage
-  error), so what is left is load + first execute + writing the outputs (a few kB); process
-  start-up varies by a few ms on a busy machine, so for models that load in a few ms it is
-  noise;
+- first output: the time from loading the program to the end of the first execute, measured
+  in-process by each worker alike (its inputs already read): ExecuTorch's from load_program,
+  Ember's runner from constructing its Module, each to the first execute's return ("first_output
+  MS KB" before "ready");
 - peak RSS (VmHWM of the worker process, read from /proc just before it quits), and the part
   of it above what the process held before the model: for ExecuTorch the VmHWM the worker
   reads just before load_program (Python, torch and ExecuTorch imported), for Ember the VmHWM
@@ -85,8 +81,8 @@ class Worker:
             elif line.startswith("info "):
                 self.info = line[5:].strip()
             elif line.startswith("ready"):
-                if self.first_ms is None:  # Ember's runner: spawn to ready
-                    self.first_ms = (time.perf_counter() - self.start) * 1e3
+                if self.first_ms is None:
+                    return "no first_output line before ready"
                 return None
             elif line.startswith("error"):
                 self.close()
@@ -208,8 +204,6 @@ def measure(args, model, flow, threads, baseline):
             res[s] = {"status": ("Ember refused: " if s == EMBER else "ExecuTorch failed: ") + why}
             continue
         res[s] = {"status": "ok", "times": [], "first_ms": w.first_ms, "info": w.info}
-        if s == EMBER:
-            res[s]["first_ms"] = max(w.first_ms - baseline[0], 0.0)
         workers.append(w)
     reference = outputs(out[ET], meta["outputs"])
     for w in list(workers):
