@@ -70,7 +70,9 @@ FreeableBuffer huge_page_buffer(size_t size) {
 }
 
 void* HeapAllocator::allocate(size_t size, size_t alignment) {
-  if (size >= kLargeRequest && alignment <= kHugePage) return allocate_large(size, alignment);
+  if (huge_pages_ && size >= kLargeRequest && alignment <= kHugePage) {
+    return allocate_large(size, alignment);
+  }
   void* p = MemoryAllocator::allocate(size, alignment);
   if (p != nullptr) return p;
   if (size > SIZE_MAX - alignment) return nullptr;

@@ -77,7 +77,10 @@ FreeableBuffer huge_page_buffer(size_t size);
 // blocks of the heap. Pages of the large blocks come zeroed.
 class HeapAllocator final : public MemoryAllocator {
  public:
-  HeapAllocator() : MemoryAllocator(nullptr, 0) {}
+  // `huge_pages` false: every request from the heap's blocks (a temp allocator, reset after each
+  // instruction, would map and unmap its large blocks at every call).
+  explicit HeapAllocator(bool huge_pages = true)
+      : MemoryAllocator(nullptr, 0), huge_pages_(huge_pages) {}
   ~HeapAllocator() override { reset(); }
   HeapAllocator(const HeapAllocator&) = delete;
   HeapAllocator& operator=(const HeapAllocator&) = delete;
@@ -96,6 +99,7 @@ class HeapAllocator final : public MemoryAllocator {
   std::vector<std::pair<void*, size_t>> large_blocks_;
   size_t large_used_ = 0, large_size_ = 0;  // of the last large block
   size_t next_large_ = kHugePage;
+  bool huge_pages_;
 };
 
 // The planned arenas, numbered from memory id 1 as in the program file.

@@ -44,7 +44,7 @@ struct Module::LoadedMethod {
   std::vector<std::span<uint8_t>> arenas;
   std::unique_ptr<HierarchicalAllocator> planned;
   HeapAllocator method_allocator;
-  HeapAllocator temp_allocator;
+  HeapAllocator temp_allocator{/*huge_pages=*/false};
   MemoryManager memory;
   std::unique_ptr<Method> method;
 };
