@@ -42,10 +42,10 @@ int32_t Translator::to_grid(const Value& y, int32_t t) {
   return emit(OpKind::Eltwise, {t}, cpu::EltwiseParams{dq.alg, dq.alpha, dq.beta}, dims);
 }
 
-std::vector<cpu::PostOp> Translator::clamp_post_ops(const Node& n) const {
-  if (!n.has_output_min_max) return {};
-  const float lo = n.output_min, hi = n.output_max;
-  if (lo == -kInf && hi == kInf) return {};
+namespace {
+
+// The engine's post-op clamping to [lo, hi]: a relu where that is [0, inf).
+cpu::PostOp clamp_post_op(float lo, float hi) {
   cpu::PostOp p;
   if (lo == 0 && hi == kInf) {
     p.alg = EltwiseAlg::Relu;
@@ -54,7 +54,16 @@ std::vector<cpu::PostOp> Translator::clamp_post_ops(const Node& n) const {
     p.alpha = lo;
     p.beta = hi;
   }
-  return {p};
+  return p;
+}
+
+}  // namespace
+
+std::vector<cpu::PostOp> Translator::clamp_post_ops(const Node& n) const {
+  if (!n.has_output_min_max) return {};
+  const float lo = n.output_min, hi = n.output_max;
+  if (lo == -kInf && hi == kInf) return {};
+  return {clamp_post_op(lo, hi)};
 }
 
 bool Translator::fold_clamp(const Node& n, float lo, float hi) {
@@ -64,15 +73,7 @@ bool Translator::fold_clamp(const Node& n, float lo, float hi) {
   OpDesc* conv = requantizing_conv_of(x.id);
   if (conv == nullptr || !read_once_by(x.id, n)) return false;
   std::vector<cpu::PostOp>& post = conv->post_ops;
-  cpu::PostOp c;
-  if (lo == 0 && hi == kInf) {
-    c.alg = EltwiseAlg::Relu;
-  } else {
-    c.alg = EltwiseAlg::Clip;
-    c.alpha = lo;
-    c.beta = hi;
-  }
-  post.insert(post.end() - 2, c);
+  post.insert(post.end() - 2, clamp_post_op(lo, hi));
   define(y.id, mapped_[x.id].tensor, mapped_[x.id].perm, /*on_grid=*/true);
   return true;
 }

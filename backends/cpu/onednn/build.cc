@@ -58,11 +58,9 @@ Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && tr
   EMBER_TRY(build_all());
   // Of the storage views were made of, keep what a step reads; weights only reordered or
   // packed elsewhere are freed with it (release_weights dropped the rest).
-  std::vector<void*> used;
-  for (const auto& s : steps_) s->handles(&used);
-  std::sort(used.begin(), used.end());
   std::erase_if(viewed_, [&](const memory& m) {
-    return !std::binary_search(used.begin(), used.end(), m.get_data_handle());
+    return !step_reads(static_cast<const uint8_t*>(m.get_data_handle()),
+                       std::max<size_t>(m.get_desc().get_size(), 1));
   });
   // One scratchpad for every step, oneDNN's and Ember's (they run one after another).
   EMBER_ASSIGN_OR_RETURN(

@@ -224,7 +224,8 @@ class Build {
   // a step reads as it is stays alive through the step; one that was only reordered or packed
   // into another buffer is freed now (the peak of init is one copy more, not all).
   void release_weights(size_t begin, size_t end);
-  // Whether a step built so far reads or writes memory in [data, data + size).
+  // Whether a step built so far reads or writes memory in [data, data + size): what decides which
+  // storage (weights read in place, weight buffers, what views were made of) the delegate keeps.
   bool step_reads(const uint8_t* data, size_t size);
   // The op reading each tensor last, which tensors share storage (reshape views), and the
   // per-tensor facts above.

@@ -54,6 +54,26 @@ TEST(CpuRuntimeRules, CallersOpenMpThreadsLeftAsFound) {
   expect_close(out[0], want, 1e-5, 1e-5);
 }
 
+// x, a 3x3 convolution by w and bias (padding 1), relu, flattened, times fc^T: a delegate with a
+// convolution weight oneDNN reorders and a matrix its matmul reads; `want` gets ATen's result.
+Prog conv_relu_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias,
+                      const at::Tensor& fc, at::Tensor* want) {
+  const at::Tensor conv = at::relu(at::conv2d(x, w, bias, 1, 1));
+  *want = at::mm(conv.reshape({1, -1}), fc.t());
+  Prog p;
+  auto c1 = p.node("c", conv,
+                   "aten::convolution.default(input=" + p.input("x", x) +
+                       ", weight=" + p.weight("w", w) + ", bias=" + p.weight("b", bias) +
+                       ", stride=[1, 1], padding=[1, 1], dilation=[1, 1], transposed=false, "
+                       "output_padding=[0, 0], groups=1)");
+  auto r = p.node("r", conv, "aten::relu.default(self=" + c1 + ")");
+  auto flat =
+      p.node("f", conv.reshape({1, -1}), "aten::view.default(self=" + r + ", size=[1, -1])");
+  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
+  p.outputs = {p.node("y", *want, "aten::mm.default(self=" + flat + ", mat2=" + t + ")")};
+  return p;
+}
+
 // The buffers a delegate keeps (weights in oneDNN's layouts, activations, the scratchpad) come
 // from the method allocator init is given, as the summary counts them; the results are those of
 // a delegate on the heap, bit for bit. A pool too small fails init, naming the bytes.
@@ -61,21 +81,8 @@ TEST(CpuRuntimeRules, BuffersComeFromTheMethodAllocator) {
   at::manual_seed(5);
   at::Tensor x = at::randn({1, 8, 12, 12}), w = at::randn({16, 8, 3, 3}), bias = at::randn({16});
   at::Tensor fc = at::randn({10, 16 * 12 * 12});
-  const at::Tensor conv = at::relu(at::conv2d(x, w, bias, 1, 1));
-  const at::Tensor want = at::mm(conv.reshape({1, -1}), fc.t());
-  Prog p;
-  auto xi = p.input("x", x);
-  auto c1 = p.node("c", conv,
-                   "aten::convolution.default(input=" + xi + ", weight=" + p.weight("w", w) +
-                       ", bias=" + p.weight("b", bias) +
-                       ", stride=[1, 1], padding=[1, 1], dilation=[1, 1], transposed=false, "
-                       "output_padding=[0, 0], groups=1)");
-  auto r = p.node("r", conv, "aten::relu.default(self=" + c1 + ")");
-  auto flat =
-      p.node("f", conv.reshape({1, -1}), "aten::view.default(self=" + r + ", size=[1, -1])");
-  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
-  p.outputs = {p.node("y", want, "aten::mm.default(self=" + flat + ", mat2=" + t + ")")};
-  auto program = parse_text(p.text());
+  at::Tensor want;
+  auto program = parse_text(conv_relu_linear(x, w, bias, fc, &want).text());
   ASSERT_TRUE(program);
   const Compiled c = compile(*program);
   const std::vector<CompileSpec> own_kernels_off = {switched("ember_kernels", false)};
@@ -231,19 +238,8 @@ TEST(CpuRuntimeRules, WeightsAreReadInPlaceFromAlignedNamedData) {
   at::manual_seed(7);
   at::Tensor x = at::randn({1, 8, 12, 12}), w = at::randn({16, 8, 3, 3}), bias = at::randn({16});
   at::Tensor fc = at::randn({10, 16 * 12 * 12});
-  const at::Tensor conv = at::conv2d(x, w, bias, 1, 1);
-  const at::Tensor want = at::mm(conv.reshape({1, -1}), fc.t());
-  Prog p;
-  auto c1 = p.node("c", conv,
-                   "aten::convolution.default(input=" + p.input("x", x) +
-                       ", weight=" + p.weight("w", w) + ", bias=" + p.weight("b", bias) +
-                       ", stride=[1, 1], padding=[1, 1], dilation=[1, 1], transposed=false, "
-                       "output_padding=[0, 0], groups=1)");
-  auto flat =
-      p.node("f", conv.reshape({1, -1}), "aten::view.default(self=" + c1 + ", size=[1, -1])");
-  auto t = p.node("t", fc.t(), "aten::t.default(self=" + p.weight("fc", fc) + ")");
-  p.outputs = {p.node("y", want, "aten::mm.default(self=" + flat + ", mat2=" + t + ")")};
-  auto program = parse_text(p.text());
+  at::Tensor want;
+  auto program = parse_text(conv_relu_linear(x, w, bias, fc, &want).text());
   ASSERT_TRUE(program);
   const Compiled c = compile(*program);
   const auto copied = run(c, {x}, {want});
