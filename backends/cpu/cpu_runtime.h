@@ -63,11 +63,12 @@ bool int8_7bit_supported();
 struct DelegateSummary {
   int onednn_steps = 0;  // primitives and reorders
   int inverted_residual_blocks =
-      0;                       // fused 1x1 -> 3x3 depthwise -> 1x1 (kernels/inverted_residual.h)
-  int depthwise_steps = 0;     // 3x3 depthwise convolutions (kernels/depthwise.h)
-  int pointwise_steps = 0;     // 1x1 convolutions of channels-last tensors (packed_gemm.h)
-  int matvec_steps = 0;        // one-row matmuls by a constant matrix (packed_gemm.h)
-  int small_matmul_steps = 0;  // small products of two activations (runtime/kernels/gemm)
+      0;                        // fused 1x1 -> 3x3 depthwise -> 1x1 (kernels/inverted_residual.h)
+  int depthwise_steps = 0;      // 3x3 depthwise convolutions (kernels/depthwise.h)
+  int pointwise_steps = 0;      // 1x1 convolutions of channels-last tensors (packed_gemm.h)
+  int gathered_conv_steps = 0;  // int8 convolutions of gathered rows (kernels/quant_conv_gemm.h)
+  int matvec_steps = 0;         // one-row matmuls by a constant matrix (packed_gemm.h)
+  int small_matmul_steps = 0;   // small products of two activations (runtime/kernels/gemm)
   int exact_steps = 0;  // relu/hardtanh clamps, max pooling, softmax NaN rows (kernels/nan_exact.h)
   int pad_steps = 0;    // constant paddings (kernels/pad.h)
   int int8_convolutions = 0;  // quantized convolutions computed in integers (onednn/quant_conv.cc)

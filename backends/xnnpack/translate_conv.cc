@@ -67,18 +67,15 @@ Error Translator::conv(const Node& n) {
     EMBER_ASSIGN_OR_RETURN(const std::vector<float> scales,
                            weight_scales(f, oc, depthwise ? 3 : 0));
     EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> q, constant_bytes(f, 1));
-    // OHWI (or 1HWO) bytes into OIHW.
-    const int64_t ci = depthwise ? 1 : gi;
+    // OHWI (or 1HWO) bytes into OIHW, each output channel's taps in order.
+    const int64_t ci = depthwise ? 1 : gi, taps = kh * kw;
     std::vector<uint8_t> oihw(q.size());
+    uint8_t* to = oihw.data();
     for (int64_t o = 0; o < oc; ++o) {
-      for (int64_t h = 0; h < kh; ++h) {
-        for (int64_t v = 0; v < kw; ++v) {
-          for (int64_t i = 0; i < ci; ++i) {
-            const int64_t from =
-                depthwise ? (h * kw + v) * oc + o : ((o * kh + h) * kw + v) * ci + i;
-            oihw[((o * ci + i) * kh + h) * kw + v] = q[from];
-          }
-        }
+      for (int64_t i = 0; i < ci; ++i) {
+        const uint8_t* from = depthwise ? q.data() + o : q.data() + o * taps * ci + i;
+        const int64_t step = depthwise ? oc : ci;
+        for (int64_t tap = 0; tap < taps; ++tap) *to++ = from[tap * step];
       }
     }
     const int32_t weight =

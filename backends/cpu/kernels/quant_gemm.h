@@ -227,10 +227,11 @@ struct QuantPointwise {
   // bits 8, one group: [k / 4][kGroup][4] a panel; w.sums: column sums. For pairs, only its
   // sizes (k, n, panels): the weights are `pairs`.
   DotPackedMatrix w;
-  // Pairs: [k / 4][2][kGroup][2] int16 a panel (k * kGroup values): for input quad o, half h,
-  // column c: q[c][4o + h], q[c][4o + h + 2], the products of the quad's bytes 0 and 2 (h = 0)
-  // or 1 and 3 (h = 1), as a mask and a 16-bit shift of the broadcast quad give them.
-  Stored<int16_t> pairs;
+  // Pairs: [k / 4][2][kGroup][2] int8 a panel (k * kGroup values), sign-extended to int16 as
+  // the kernel loads them: for input quad o, half h, column c: q[c][4o + h], q[c][4o + h + 2],
+  // the products of the quad's bytes 0 and 2 (h = 0) or 1 and 3 (h = 1), as a mask and a 16-bit
+  // shift of the broadcast quad give them.
+  Stored<int8_t> pairs;
   bool paired = false;
   Requantize rq;  // [panels * kGroup]
 
@@ -245,8 +246,9 @@ struct QuantPointwise {
 };
 
 // c [m][n] = the requantized 1x1 convolution of a [m][k] (uint8, as above) on up to `threads`
-// OpenMP threads, split by rows; Ember's SIMD kernels (callers check own_kernels_supported()).
-// Every variant runs both forms.
+// OpenMP threads, split by rows, or by panels where the rows are too few to share (a linear
+// layer's one row); Ember's SIMD kernels (callers check own_kernels_supported()). Every variant
+// runs both forms.
 void quant_pointwise_threads(int threads, int64_t m, const QuantPointwise& b, const uint8_t* a,
                              uint8_t* c);
 

@@ -50,9 +50,10 @@ struct Kernels {
   // q = quantize_int8(y, inv, zero_point) + 128 (kernels/quant_gemm.h), for n floats y (any: NaN
   // gives 128, infinities saturate).
   void (*quantize_u8)(const float* y, uint8_t* q, int64_t n, float inv, float zero_point);
-  // Rows [row_begin, row_end) of quant_pointwise_threads() (kernels/quant_gemm.h).
+  // Rows [row_begin, row_end) by panels [panel_begin, panel_end) of quant_pointwise_threads()
+  // (kernels/quant_gemm.h).
   void (*quant_pointwise)(int64_t row_begin, int64_t row_end, const QuantPointwise& b,
-                          const uint8_t* a, uint8_t* c);
+                          const uint8_t* a, uint8_t* c, int64_t panel_begin, int64_t panel_end);
   // Whether the four-product sums are vpdpbusd's (any int8 weight), or pmaddubsw's 16-bit pairs
   // (weights within [-64, 63]).
   bool vnni;

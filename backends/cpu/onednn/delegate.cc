@@ -29,6 +29,9 @@ CpuDelegate::CpuDelegate(BuiltDelegate built)
       case OwnKind::Pointwise:
         ++built_.summary.pointwise_steps;
         break;
+      case OwnKind::GatheredConv:
+        ++built_.summary.gathered_conv_steps;
+        break;
       case OwnKind::MatVec:
         ++built_.summary.matvec_steps;
         break;

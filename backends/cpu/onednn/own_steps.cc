@@ -120,6 +120,26 @@ OwnStep quant_pointwise_step(std::shared_ptr<QuantPointwise> b, int64_t batch, i
   return s;
 }
 
+OwnStep quant_gathered_step(std::shared_ptr<QuantGatheredConv> conv, int threads, dnnl::memory src,
+                            dnnl::memory dst) {
+  OwnStep s{OwnKind::GatheredConv, "convolution,ember:gathered_u8,forward_inference,,", "", {}};
+  const QuantGatheredConv::Shape& g = conv->shape();
+  s.problem = cat({"mb", n(g.batch),    "_ic", n(g.c),
+                   "oc", n(conv->n()),  "_ih", n(g.h),
+                   "oh", n(g.out_h),    "kh",  n(g.kh),
+                   "sh", n(g.stride_h), "dh",  n(g.dilation_h - 1),
+                   "ph", n(g.pad_h),    "_iw", n(g.w),
+                   "ow", n(g.out_w),    "kw",  n(g.kw),
+                   "sw", n(g.stride_w), "dw",  n(g.dilation_w - 1),
+                   "pw", n(g.pad_w)});
+  s.scratch_bytes = conv->scratch_bytes(threads);
+  s.run = [conv = std::move(conv), threads, src, dst](void* scratch) {
+    conv->run(threads, static_cast<const uint8_t*>(handle_of(src)),
+              static_cast<uint8_t*>(handle_of(dst)), scratch);
+  };
+  return s;
+}
+
 OwnStep pointwise_step(std::shared_ptr<PackedMatrix> b, int64_t batch, int64_t h, int64_t w,
                        Clamp act, int threads, dnnl::memory src, dnnl::memory residual,
                        dnnl::memory dst) {

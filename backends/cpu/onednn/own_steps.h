@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels/depthwise.h"
 #include "backends/cpu/kernels/inverted_residual.h"
 #include "backends/cpu/kernels/policy.h"
+#include "backends/cpu/kernels/quant_conv_gemm.h"
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "oneapi/dnnl/dnnl.hpp"
 
@@ -26,6 +27,7 @@ enum class OwnKind {
   InvertedResidual,
   Depthwise,
   Pointwise,
+  GatheredConv,  // an int8 convolution as gathered rows by the 1x1 kernel (QuantGatheredConv)
   MatVec,
   SmallMatMul,  // a small product of two activations on Ember's GEMM (onednn/matmul.cc)
   GroupQuantMatMul,
@@ -63,6 +65,11 @@ OwnStep quant_depthwise_step(std::shared_ptr<QuantDepthwise3x3> kernel, int64_t 
 // [...][b.w.n], requantized (QuantPointwise).
 OwnStep quant_pointwise_step(std::shared_ptr<QuantPointwise> b, int64_t batch, int64_t h, int64_t w,
                              int threads, dnnl::memory src, dnnl::memory dst);
+
+// The int8 convolution of the uint8 channels-last src -> dst (QuantGatheredConv's shape),
+// requantized.
+OwnStep quant_gathered_step(std::shared_ptr<QuantGatheredConv> conv, int threads, dnnl::memory src,
+                            dnnl::memory dst);
 
 // A 1x1 convolution of the channels-last src [batch][h][w][b.k] -> dst [...][b.n]; residual
 // (empty for none) has dst's shape.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/policy.h"
+#include "backends/cpu/kernels/quant_conv_gemm.h"
 #include "backends/cpu/kernels/quant_gemm.h"
 #include "backends/cpu/kernels/simd_kernels.h"
 #include "backends/cpu/onednn/families.h"
@@ -51,6 +52,9 @@ Error finish_u8_out(Build& b, const OpDesc& op, size_t fused, bool residual, con
 // Ember's int8 1x1 kernel (QuantPointwise, any weights): 1x1, stride 1, no padding, one group,
 // input channels a multiple of 4.
 bool own_quant_pointwise(const Build& b, const ConvGeometry& g);
+// Whether it runs on Ember's kernel of gathered rows (QuantGatheredConv: any kernel size, stride,
+// padding and dilation, one group, 2-d): every convolution own_quant_pointwise takes, and more.
+bool own_quant_gathered(const Build& b, const ConvGeometry& g);
 // add_tail's form of op's post-ops and readers, whatever runs the convolution.
 Result<bool> add_tail_form(Build& b, const OpDesc& op);
 // The step writing op's output, floats channels-last, from `src_u8` (int8 + 128 of scale and
@@ -217,25 +221,52 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
                                              op.post_ops[fused + 1].beta};
     return Error::Ok;
   }
-  // Full-range weights without VNNI run in integers only on Ember's 1x1 kernel
-  // (quant_conv_in_integers), which then also serves readers of floats, through a dequantize.
+  // Full-range weights without VNNI run in integers only on Ember's kernels
+  // (quant_conv_in_integers), which then also serve readers of floats, through a dequantize.
   const bool full_range = !b.int8_any_weights() && !seven_bits(q, wsize);
-  if ((u8_out || full_range) && own_quant_pointwise(b, g)) {
-    // Ember's kernel (kernels/quant_gemm.h): the integer sums, requantized in one pass.
+  const bool own_pointwise = (u8_out || full_range) && own_quant_pointwise(b, g);
+  if (own_pointwise || (full_range && own_quant_gathered(b, g))) {
+    // Ember's kernels (kernels/quant_gemm.h, quant_conv_gemm.h): the integer sums, requantized in
+    // one pass; 1x1 ones straight from the source's rows, the others from gathered rows.
     memory bias_in;
     if (has_bias) {
       EMBER_ASSIGN_OR_RETURN(bias_in, b.as(op.inputs[2], plain_md({oc}, dt::f32)));
     }
+    const float* bias = has_bias ? data_as<float>(bias_in) : nullptr;
     EMBER_ASSIGN_OR_RETURN(const Clamp act, clamps_in(op, 0, fused));
-    auto kernel = std::make_shared<QuantPointwise>(QuantPointwise::pack(
-        q, scales, has_bias ? data_as<float>(bias_in) : nullptr, g.sd[1], oc, src_scale, src_zp,
-        act, op.post_ops[fused].alpha, op.post_ops[fused].beta, b.weight_storage()));
-    EMBER_TRY(b.storage_error());
+    const float out_inv = op.post_ops[fused].alpha, out_zp = op.post_ops[fused].beta;
     const memory::desc dst_md(g.od, dt::u8, tag::nhwc);
     EMBER_ASSIGN_OR_RETURN(
         memory dst, residual || !u8_out ? b.scratch_activation(dst_md) : b.make_output(op, dst_md));
-    b.add_own_step(quant_pointwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], b.threads(),
-                                        src_u8, dst));
+    if (own_pointwise) {
+      auto kernel = std::make_shared<QuantPointwise>(
+          QuantPointwise::pack(q, scales, bias, g.sd[1], oc, src_scale, src_zp, act, out_inv,
+                               out_zp, b.weight_storage()));
+      EMBER_TRY(b.storage_error());
+      b.add_own_step(quant_pointwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], b.threads(),
+                                          src_u8, dst));
+    } else {
+      const QuantGatheredConv::Shape shape{
+          .batch = g.sd[0],
+          .h = g.sd[2],
+          .w = g.sd[3],
+          .c = g.sd[1],
+          .out_h = g.od[2],
+          .out_w = g.od[3],
+          .kh = g.kd[0],
+          .kw = g.kd[1],
+          .stride_h = g.strides[0],
+          .stride_w = g.strides[1],
+          .pad_h = g.pad_l[0],
+          .pad_w = g.pad_l[1],
+          .dilation_h = g.dil[0] + 1,
+          .dilation_w = g.dil[1] + 1,
+      };
+      auto kernel = std::make_shared<QuantGatheredConv>(QuantGatheredConv::pack(
+          shape, q, scales, bias, oc, src_scale, src_zp, act, out_inv, out_zp, b.weight_storage()));
+      EMBER_TRY(b.storage_error());
+      b.add_own_step(quant_gathered_step(std::move(kernel), b.threads(), src_u8, dst));
+    }
     b.count_int8_convolution();
     if (!u8_out) {
       const PostOp& d = op.post_ops[fused + 1];
@@ -327,13 +358,14 @@ Result<bool> quant_conv_in_integers(Build& b, const OpDesc& op) {
   const memory::dims wd = b.dims_of(op.inputs[1]);
   EMBER_ASSIGN_OR_RETURN(const memory w, b.src_memory(op.inputs[1]));
   if (seven_bits(data_as<int8_t>(w), checked_numel(wd))) return true;
-  // Full-range weights (ExecuTorch's XNNPACKQuantizer writes them) only where Ember's 1x1 kernel
-  // takes the convolution: its pairs form is exact on any weights (kernels/quant_gemm.h), but it
-  // writes only a requantized uint8 result, which readers take, to which a residual is added, or
-  // which a step dequantizes for readers of floats. oneDNN's int8 kernels would saturate.
+  // Full-range weights (ExecuTorch's XNNPACKQuantizer writes them) only where Ember's kernels take
+  // the convolution (the 1x1 kernel, or it on gathered rows: any one-group 2-d convolution): their
+  // pairs form is exact on any weights (kernels/quant_gemm.h), but they write only a requantized
+  // uint8 result, which readers take, to which a residual is added, or which a step dequantizes
+  // for readers of floats. oneDNN's int8 kernels would saturate.
   if (op.kind != OpKind::QuantConv) return false;
   EMBER_ASSIGN_OR_RETURN(const ConvGeometry g, conv_geometry(b, op));
-  if (!own_quant_pointwise(b, g)) return false;
+  if (!own_quant_gathered(b, g)) return false;
   EMBER_ASSIGN_OR_RETURN(const bool tail, add_tail_form(b, op));
   return tail || requantized_at_end(op, before_requantize(op));
 }
@@ -412,6 +444,11 @@ bool own_quant_pointwise(const Build& b, const ConvGeometry& g) {
         g.kd[i] == 1 && g.strides[i] == 1 && g.pad_l[i] == 0 && g.pad_r[i] == 0 && g.dil[i] == 0;
   }
   return pointwise;
+}
+
+bool own_quant_gathered(const Build& b, const ConvGeometry& g) {
+  return b.own_kernels() && simd::kernels() != nullptr && g.r == 2 && !g.transposed &&
+         g.groups == 1;
 }
 
 Error add_dequantize_u8_step(Build& b, const memory& src_u8, float scale, float zero_point,

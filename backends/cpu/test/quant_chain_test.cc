@@ -22,9 +22,10 @@ namespace ember::cpu {
 namespace {
 
 // conv -> relu -> requantize, twice: the first writes the second's uint8 source directly.
-// Weight ranges per layer: both full (integers with VNNI only), both 7-bit (integers from AVX2
-// up), and a 7-bit layer before a full one: without VNNI the second runs in float, so the first
-// must not hand it uint8.
+// Weight ranges per layer: both full (integers with VNNI on oneDNN, without it on Ember's kernel
+// of gathered rows), both 7-bit (integers from AVX2 up), and a 7-bit layer before a full one:
+// where neither runs the second in integers (no own kernels, no VNNI) it runs in float, so the
+// first must not hand it uint8.
 class ChainedConvolutions : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
 TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
@@ -57,13 +58,17 @@ TEST_P(ChainedConvolutions, PassInt8WhereBothRunInIntegers) {
   ASSERT_EQ(out.size(), 1u);
   bool integers[2];
   for (int layer = 0; layer < 2; ++layer) {
-    integers[layer] = int8_supported() || (ranges[layer] <= 63 && int8_7bit_supported());
+    integers[layer] = quant_conv_in_integers(ranges[layer]);
   }
   EXPECT_EQ(summary.int8_convolutions, int(integers[0]) + int(integers[1]));
   // The input's quantize writes uint8 for a first layer in integers, that layer for a second.
   const bool input_u8 = integers[0] && own_kernels_supported();
   EXPECT_EQ(summary.int8_chained, int(input_u8) + int(integers[0] && integers[1]));
-  EXPECT_EQ(summary.int8_elementwise, input_u8 ? 1 : 0);
+  // Full-range layers without VNNI run on Ember's kernel of gathered rows, which writes uint8
+  // only: the second's result is dequantized for the program's float output by a step.
+  const int gathered[2] = {gathered_quant_conv(ranges[0]), gathered_quant_conv(ranges[1])};
+  EXPECT_EQ(summary.gathered_conv_steps, gathered[0] + gathered[1]);
+  EXPECT_EQ(summary.int8_elementwise, (input_u8 ? 1 : 0) + gathered[1]);
   // A tie rounded the other way in the first layer moves a few of the second's sums: two steps
   // at most, on few elements.
   expect_within_steps(out[0], ref, s_in, 2, 50);
@@ -109,7 +114,7 @@ TEST_P(QuantizedDepthwise, BetweenQuantizedConvolutions) {
   DelegateSummary summary;
   auto out = run(compiled, {x}, {ref}, {}, &summary);
   ASSERT_EQ(out.size(), 1u);
-  const bool outer_integers = int8_supported() || (range <= 63 && int8_7bit_supported());
+  const bool outer_integers = quant_conv_in_integers(range);
   // At stride 2 with oneDNN's VNNI kernel, only where Ember's runs in integers too.
   const bool integer_depthwise = own_kernels_supported() && (simd::kernels()->vnni || range <= 63);
   const bool own = own_kernels_supported() && outer_integers &&
@@ -169,7 +174,7 @@ TEST_P(ResidualAdds, OnUint8AgainstTheReference) {
   auto program = chain.program();
   ASSERT_NE(program, nullptr);
   const Compiled compiled = compile(*program);
-  const bool integers = int8_supported() || (range <= 63 && int8_7bit_supported());
+  const bool integers = quant_conv_in_integers(range);
   const bool u8 = integers && own_kernels_supported();
   for (bool int8 : {true, false}) {
     SCOPED_TRACE(int8 ? "int8 on" : "int8 off");
@@ -178,7 +183,8 @@ TEST_P(ResidualAdds, OnUint8AgainstTheReference) {
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(summary.int8_convolutions, int8 && integers ? 4 : 0);
     // The input's quantize and the two adds; uint8 are x, a, the adds' results, conv3's input.
-    EXPECT_EQ(summary.int8_elementwise, int8 && u8 ? 3 : 0);
+    // (On the kernel of gathered rows conv3 writes uint8, dequantized by a step.)
+    EXPECT_EQ(summary.int8_elementwise, int8 && u8 ? 3 + gathered_quant_conv(range) : 0);
     EXPECT_EQ(summary.int8_chained, int8 && u8 ? 4 : 0);
     // A tie rounded the other way in one layer moves a few values of the next ones.
     expect_within_steps(out[0], ref, s[7], 3, 20);
@@ -385,7 +391,7 @@ TEST(CpuQuant, PointwiseKernelAgainstTheReference) {
     std::vector<std::vector<uint8_t>> outs;
     for (const simd::Kernels* v : variants) {
       outs.emplace_back(static_cast<size_t>(m * n + 1), uint8_t{0xAB});  // + a guard byte
-      v->quant_pointwise(0, m, b, xu.data_ptr<uint8_t>(), outs.back().data());
+      v->quant_pointwise(0, m, b, xu.data_ptr<uint8_t>(), outs.back().data(), 0, b.w.panels);
       EXPECT_EQ(outs.back().back(), 0xAB) << v->name << " wrote past the output";
       outs.back().pop_back();
       EXPECT_EQ(outs.back(), outs[0]) << v->name << " against " << variants[0]->name;

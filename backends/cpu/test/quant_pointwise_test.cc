@@ -67,6 +67,8 @@ TEST(CpuQuantPointwise, PairsAgainstIntegerLoops) {
       {"weights -127, inputs 0", 27, 256, 16, 127, -127, -127, 0, 0},
       {"weights +-127, inputs 0 or 255", 50, 1024, 48, 0, -127, 127, 0, 255},
       {"7-bit weights", 61, 144, 40, 9, -64, 63, 0, 255},
+      // Fewer rows than a thread's unit: two threads split the panels instead.
+      {"5 rows, 5 panels", 5, 200, 70, -1, -128, 127, 0, 255},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -94,12 +96,12 @@ TEST(CpuQuantPointwise, PairsAgainstIntegerLoops) {
       const std::vector<uint8_t> want = reference(u, q, c.m, c.k, c.n, c.in_zero_point, b.rq);
       for (const simd::Kernels* v : variants) {
         std::vector<uint8_t> got(static_cast<size_t>(c.m * c.n + 1), uint8_t{0xAB});  // + guard
-        v->quant_pointwise(0, c.m, b, u.data(), got.data());
+        v->quant_pointwise(0, c.m, b, u.data(), got.data(), 0, b.w.panels);
         EXPECT_EQ(got.back(), 0xAB) << v->name << " wrote past the output";
         got.pop_back();
         EXPECT_EQ(got, want) << v->name << (b.paired ? " pairs" : " quads");
       }
-      // The threaded entry point splits rows; the same bytes.
+      // The threaded entry point splits rows (or panels); the same bytes.
       std::vector<uint8_t> threaded(static_cast<size_t>(c.m * c.n));
       quant_pointwise_threads(2, c.m, b, u.data(), threaded.data());
       EXPECT_EQ(threaded, want);
@@ -116,8 +118,8 @@ TEST(CpuQuantPointwise, PairsAgainstIntegerLoops) {
                                0.05f, static_cast<float>(c.in_zero_point), Clamp{-1e3f, 1e3f},
                                1.f / 40.f, 0.f, {}, QuantPointwise::Form::Pairs);
       std::vector<uint8_t> a(static_cast<size_t>(c.m * c.n)), p(a.size());
-      variants[0]->quant_pointwise(0, c.m, quads, u.data(), a.data());
-      variants[0]->quant_pointwise(0, c.m, pairs, u.data(), p.data());
+      variants[0]->quant_pointwise(0, c.m, quads, u.data(), a.data(), 0, quads.w.panels);
+      variants[0]->quant_pointwise(0, c.m, pairs, u.data(), p.data(), 0, pairs.w.panels);
       EXPECT_EQ(p, reference(u, q, c.m, c.k, c.n, c.in_zero_point, pairs.rq));
       EXPECT_NE(a, p) << "pmaddubsw did not saturate: the extremes test nothing";
     }

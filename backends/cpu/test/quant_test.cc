@@ -72,7 +72,8 @@ TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
   struct Shape {
     int64_t in_c, out_c, groups, hw, stride, weight_max;
   };
-  // The last two: weights within [-64, 63], which run in integers from AVX2 up (no VNNI needed).
+  // The last two: weights within [-64, 63], which run in integers from AVX2 up (no VNNI needed);
+  // full-range ones of one group run in integers without VNNI on Ember's kernel of gathered rows.
   for (const Shape& s :
        {Shape{8, 16, 1, 10, 1, 127}, Shape{16, 16, 16, 9, 2, 127}, Shape{3, 32, 1, 12, 2, 127},
         Shape{32, 16, 1, 8, 1, 63}, Shape{16, 16, 16, 9, 1, 63}}) {
@@ -91,7 +92,7 @@ TEST(CpuQuant, ConvolutionOfQuantizedValuesAgainstTheReference) {
       DelegateSummary summary;
       auto out = run(compiled, {c.x}, {c.want}, {switched("int8", int8)}, &summary);
       ASSERT_EQ(out.size(), 1u);
-      const bool integers = int8_supported() || (s.weight_max <= 63 && int8_7bit_supported());
+      const bool integers = quant_conv_in_integers(s.weight_max, s.groups);
       EXPECT_EQ(summary.int8_convolutions, int8 && integers ? 1 : 0);
       // The integer sum is exact where the reference rounds in float: a requantized value may
       // land one step (0.081) away at a tie, and only rarely.

@@ -47,6 +47,20 @@ inline void expect_within_steps(const at::Tensor& got, const at::Tensor& want, d
   EXPECT_LE((diff > 0).sum().item<int64_t>(), want.numel() / per + 1);
 }
 
+// Whether a quantized convolution of `groups` groups whose weights lie within [-weight_max,
+// weight_max], requantized, runs on Ember's kernel of gathered rows (QuantGatheredConv): full-range
+// weights of one group without VNNI, where oneDNN's int8 kernels would saturate.
+inline bool gathered_quant_conv(int64_t weight_max, int64_t groups = 1) {
+  return !int8_supported() && own_kernels_supported() && weight_max > 63 && groups == 1;
+}
+
+// Whether it runs in integers at all: oneDNN's int8 kernels with VNNI, or with weights within
+// [-64, 63] from AVX2 up, or Ember's kernel of gathered rows.
+inline bool quant_conv_in_integers(int64_t weight_max, int64_t groups = 1) {
+  return int8_supported() || (weight_max <= 63 && int8_7bit_supported()) ||
+         gathered_quant_conv(weight_max, groups);
+}
+
 // The variants of the backend's own kernels this CPU runs (none below AVX2).
 inline std::vector<const simd::Kernels*> simd_variants() {
   std::vector<const simd::Kernels*> variants;
