@@ -58,7 +58,9 @@ of the largest logit; ResNet-18 1.7%). So for the quantized and fp16 flows (DRIF
 bounds are the tight tier, and a row past them is
 - "ok (drift: ...)" when ExecuTorch stays within QUANT_SANITY_REL (25%) of the output's
   magnitude from eager (a broken program is off by the order of the output itself), and Ember
-  stays no further from ExecuTorch than ExecuTorch is from eager;
+  stays no further from eager than ExecuTorch is (the reference is PyTorch's: Ember rounds as
+  PT2E's reference does, XNNPACK as its own integer arithmetic does, so the two may land on
+  either side of it; measured on tv_resnet18 int8_static, both one step from eager, two apart);
 - a mismatch otherwise. The e2e subset (CI_SUBSET) accepts no drift: its rows must hold the
   tight bounds.
 
@@ -590,15 +592,17 @@ def check_row(model, flow, work, runner, key=None):
         row["ember_refused"] = True
         return row
     et_err = err
+    # Ember's distance to eager: past the tight bound against ExecuTorch, a drift row must be no
+    # further from eager than ExecuTorch is.
+    eager_err, eager_ratio, _ = differ(flow, ember, ref, scales, against_eager=True)
+    row["ember_vs_eager"], row["ember_vs_eager_ratio"] = eager_err, eager_ratio
     err, ratio, why = differ(flow, ember, et, scales, against_eager=False)
     row["ember_vs_et"], row["ember_vs_et_ratio"] = err, ratio
-    if why or (ratio > 1 and (flow not in DRIFT_FLOWS or err > et_err)):
+    if why or (ratio > 1 and (flow not in DRIFT_FLOWS or eager_err > et_err)):
         problems.append(f"Ember vs ExecuTorch {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
     elif ratio > 1:
-        drift.append(f"Ember vs ExecuTorch {ratio:.2g}x the bound, within ExecuTorch's own "
-                     f"distance to eager")
-    err, ratio, _ = differ(flow, ember, ref, scales, against_eager=True)
-    row["ember_vs_eager"], row["ember_vs_eager_ratio"] = err, ratio  # reported, not checked
+        drift.append(f"Ember vs ExecuTorch {ratio:.2g}x the bound; Ember {eager_err:.3g} from "
+                     f"eager, ExecuTorch {et_err:.3g}")
     row["status"] = "mismatch: " + "; ".join(problems) if problems else "ok"
     if not problems and drift:
         row["status"] = f"ok (drift: {'; '.join(drift)})"
