@@ -551,6 +551,22 @@ def differ(flow, got, want, scales, against_eager):
     return worst_err, worst_ratio, None
 
 
+def against_executorch(flow, ember, et, eager, scales):
+    """Ember's outputs against ExecuTorch's: {err, ratio, eager_err, et_err, problem}. err and
+    ratio: Ember vs ExecuTorch (past ratio 1 the tight bound is broken); eager_err, et_err: each
+    runtime's distance to eager. problem: None, or why the outputs disagree: a shape or dtype, or
+    past the tight bound where the flow allows no drift or Ember is further from eager than
+    ExecuTorch is (the module's docstring)."""
+    et_err = differ(flow, et, eager, scales, against_eager=True)[0]
+    eager_err, eager_ratio, _ = differ(flow, ember, eager, scales, against_eager=True)
+    err, ratio, why = differ(flow, ember, et, scales, against_eager=False)
+    problem = why
+    if not why and ratio > 1 and (flow not in DRIFT_FLOWS or eager_err > et_err):
+        problem = f"{err:.3g} ({ratio:.2g}x the bound)"
+    return {"err": err, "ratio": ratio, "eager_err": eager_err, "eager_ratio": eager_ratio,
+            "et_err": et_err, "problem": problem}
+
+
 def check_row(model, flow, work, runner, key=None):
     """One row of the report: {model, flow, status, et_vs_eager, ember_vs_et, ember_vs_eager,
     ...}. status: ok | mismatch: ... | Ember refused: ... | exporter failed: ... |
@@ -591,18 +607,14 @@ def check_row(model, flow, work, runner, key=None):
             row["status"] += f" (drift: {drift[0]})"
         row["ember_refused"] = True
         return row
-    et_err = err
-    # Ember's distance to eager: past the tight bound against ExecuTorch, a drift row must be no
-    # further from eager than ExecuTorch is.
-    eager_err, eager_ratio, _ = differ(flow, ember, ref, scales, against_eager=True)
-    row["ember_vs_eager"], row["ember_vs_eager_ratio"] = eager_err, eager_ratio
-    err, ratio, why = differ(flow, ember, et, scales, against_eager=False)
-    row["ember_vs_et"], row["ember_vs_et_ratio"] = err, ratio
-    if why or (ratio > 1 and (flow not in DRIFT_FLOWS or eager_err > et_err)):
-        problems.append(f"Ember vs ExecuTorch {why or f'{err:.3g} ({ratio:.2g}x the bound)'}")
-    elif ratio > 1:
-        drift.append(f"Ember vs ExecuTorch {ratio:.2g}x the bound; Ember {eager_err:.3g} from "
-                     f"eager, ExecuTorch {et_err:.3g}")
+    c = against_executorch(flow, ember, et, ref, scales)
+    row["ember_vs_eager"], row["ember_vs_eager_ratio"] = c["eager_err"], c["eager_ratio"]
+    row["ember_vs_et"], row["ember_vs_et_ratio"] = c["err"], c["ratio"]
+    if c["problem"]:
+        problems.append(f"Ember vs ExecuTorch {c['problem']}")
+    elif c["ratio"] > 1:
+        drift.append(f"Ember vs ExecuTorch {c['ratio']:.2g}x the bound; Ember "
+                     f"{c['eager_err']:.3g} from eager, ExecuTorch {c['et_err']:.3g}")
     row["status"] = "mismatch: " + "; ".join(problems) if problems else "ok"
     if not problems and drift:
         row["status"] = f"ok (drift: {'; '.join(drift)})"
