@@ -60,26 +60,15 @@ Error Translator::conv(const Node& n) {
   c.output_padding = {0, 0};
   const int64_t oc = groups * go;
   const std::vector<int64_t> out_dims = engine_dims(y.dims, kNhwc);
+  // The OHWI (or 1HWO) filter in place, described as PyTorch's OIHW.
+  const Perm filter_perm = depthwise ? Perm{1, 2, 3, 0} : Perm{0, 2, 3, 1};
   int32_t t;
   if (is_q8(x)) {
     // The integer convolution: an int8 filter (OIHW, its scales per output channel) of the
     // source's real values on its grid.
     EMBER_ASSIGN_OR_RETURN(const std::vector<float> scales,
                            weight_scales(f, oc, depthwise ? 3 : 0));
-    EMBER_ASSIGN_OR_RETURN(std::vector<uint8_t> q, constant_bytes(f, 1));
-    // OHWI (or 1HWO) bytes into OIHW, each output channel's taps in order.
-    const int64_t ci = depthwise ? 1 : gi, taps = kh * kw;
-    std::vector<uint8_t> oihw(q.size());
-    uint8_t* to = oihw.data();
-    for (int64_t o = 0; o < oc; ++o) {
-      for (int64_t i = 0; i < ci; ++i) {
-        const uint8_t* from = depthwise ? q.data() + o : q.data() + o * taps * ci + i;
-        const int64_t step = depthwise ? oc : ci;
-        for (int64_t tap = 0; tap < taps; ++tap) *to++ = from[tap * step];
-      }
-    }
-    const int32_t weight =
-        owned_weight("filter", std::move(oihw), {oc, ci, kh, kw}, cpu::WeightStorage::Int8);
+    EMBER_ASSIGN_OR_RETURN(const int32_t weight, int8_constant(f, filter_perm));
     EMBER_ASSIGN_OR_RETURN(const int32_t bias, quant_bias(n.inputs[2], oc, x, scales));
     const int32_t scale_t = owned_floats("scales", scales, {oc});
     t = emit(OpKind::QuantConv, {src, weight, bias, scale_t}, cpu::QuantConvParams{c, grid_of(x)},
@@ -87,8 +76,6 @@ Error Translator::conv(const Node& n) {
   } else {
     if (!is_real(f) || is_q8(f))
       return refuse("a float32 input with a %s filter", datatype_name(f.dtype));
-    // The filter as PyTorch's OIHW.
-    const Perm filter_perm = depthwise ? Perm{1, 2, 3, 0} : Perm{0, 2, 3, 1};
     EMBER_ASSIGN_OR_RETURN(const int32_t weight, held(f.id, filter_perm));
     EMBER_ASSIGN_OR_RETURN(const int32_t bias, float_bias(n.inputs[2], oc));
     t = emit(OpKind::Conv, {src, weight, bias}, c, out_dims, clamp_post_ops(n));

@@ -110,6 +110,10 @@ class Translator {
 
   int32_t intermediate(std::vector<int64_t> dims);
 
+  // A weight tensor of constant `v`'s bytes (in place: the payload's constant data, the named
+  // data or a .ptd; inline bytes copied), of `storage`, its dims the value's.
+  int32_t constant_weight(const Value& v, cpu::WeightStorage storage);
+
   // An op writing a new tensor of `dims`, then `post` (fused where the op takes post-ops, else
   // each its own element-wise step); returns the last tensor written.
   int32_t emit(OpKind kind, std::vector<int32_t> inputs, cpu::OpParams params,
@@ -117,6 +121,9 @@ class Translator {
 
   // The engine tensor of a constant, its dims the value's (made once).
   Result<int32_t> constant(const Value& v);
+  // The engine tensor of an int8 constant (a quantized filter), its bytes read in place, under
+  // `want` (as held()).
+  Result<int32_t> int8_constant(const Value& v, const Perm& want);
 
   // The elements of float constant `v` as float32 (fp16 and bf16 widened exactly), in its order.
   Result<std::vector<float>> float_values(const Value& v);

@@ -56,6 +56,28 @@ Result<int32_t> Translator::constant(const Value& v) {
     EMBER_ASSIGN_OR_RETURN(const std::vector<float> wide, float_values(v));
     return owned_floats("constant", wide, v.dims);
   }
+  return constant_weight(v, cpu::WeightStorage::Float32);
+}
+
+Result<int32_t> Translator::int8_constant(const Value& v, const Perm& want) {
+  EMBER_TRY(check_rank(v, "constant"));
+  const uint64_t n = static_cast<uint64_t>(numel(v.dims));
+  const Constant& c = p_.constants[v.constant];
+  if (n != c.size) {
+    return refuse("constant value %u (%s, %s) has %llu bytes, expected %llu", v.id,
+                  datatype_name(v.dtype), dims_text(v.dims).c_str(),
+                  static_cast<unsigned long long>(c.size), static_cast<unsigned long long>(n));
+  }
+  Mapped& m = mapped_[v.id];
+  if (m.perm.empty()) {
+    m.tensor = constant_weight(v, cpu::WeightStorage::Int8);
+    m.perm = identity(v.dims.size());
+  }
+  return held(v.id, want);
+}
+
+int32_t Translator::constant_weight(const Value& v, cpu::WeightStorage storage) {
+  const Constant& c = p_.constants[v.constant];
   std::string key;
   if (!c.named_key.empty()) {
     key = c.named_key;
@@ -73,6 +95,7 @@ Result<int32_t> Translator::constant(const Value& v) {
   t.kind = TensorKind::Weight;
   t.index = static_cast<uint32_t>(out_.graph.weights.size() - 1);
   t.dims = v.dims;
+  t.storage = storage;
   return add_tensor(std::move(t));
 }
 

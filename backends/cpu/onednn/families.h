@@ -168,9 +168,12 @@ Result<bool> add_tail(Build& b, const OpDesc& op);
 // weight (dims wd, PyTorch's: output channels first), checked; `what` names the op in refusals.
 struct QuantOperands {
   float src_scale = 0, src_zp = 0;
-  memory scales_m, q_m;
+  memory scales_m, q_m;  // q_m: the weight, plain (row-major in its logical dims)
   const float* scales = nullptr;
   const int8_t* q = nullptr;
+  // A weight stored in another dim order (ExecuTorch's XNNPACK filters, OHWI, read in place):
+  // its plain copy for the packers, freed with the operands once the op is built.
+  std::vector<int8_t> plain;
 };
 Result<QuantOperands> quant_operands(Build& b, const OpDesc& op, const QuantParams& src,
                                      const memory::dims& wd, const std::string& what);

@@ -103,6 +103,30 @@ Error add_quantize_step(Build& b, const memory& src, const memory& dst, const Po
   }
 }
 
+namespace {
+
+// The elements of `from` (dims, each dim's stride in elements) in row-major order into `to`.
+void gather_strided(const int8_t* from, const memory::dims& dims, const dnnl_dims_t strides,
+                    int8_t* to) {
+  const int r = static_cast<int>(dims.size());
+  if (r == 0) return;
+  std::vector<int64_t> at(static_cast<size_t>(r), 0);
+  const int64_t inner = dims[r - 1], inner_stride = strides[r - 1];
+  const int64_t rows = checked_numel(dims) / std::max<int64_t>(inner, 1);
+  int64_t offset = 0;  // of row `at` (its last index 0)
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t i = 0; i < inner; ++i) *to++ = from[offset + i * inner_stride];
+    for (int d = r - 2; d >= 0; --d) {  // the next row: an odometer over the outer dims
+      offset += strides[d];
+      if (++at[static_cast<size_t>(d)] < dims[d]) break;
+      offset -= strides[d] * dims[d];
+      at[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
+}  // namespace
+
 Result<QuantOperands> quant_operands(Build& b, const OpDesc& op, const QuantParams& src,
                                      const memory::dims& wd, const std::string& what) try {
   QuantOperands o;
@@ -125,7 +149,18 @@ Result<QuantOperands> quant_operands(Build& b, const OpDesc& op, const QuantPara
     return refused(what + ": weights not int8");
   }
   EMBER_ASSIGN_OR_RETURN(o.q_m, b.src_memory(op.inputs[1]));
-  if (o.q_m.get_desc() != plain_md(wd, dt::s8)) return refused(what + ": weight layout");
+  const memory::desc plain = plain_md(wd, dt::s8);
+  if (o.q_m.get_desc() != plain) {
+    const memory::desc stored = o.q_m.get_desc();
+    const dnnl_memory_desc_t& d = stored.data;
+    if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+        d.ndims != static_cast<int>(wd.size())) {
+      return refused(what + ": weight layout");
+    }
+    o.plain.resize(static_cast<size_t>(checked_numel(wd)));
+    gather_strided(data_as<int8_t>(o.q_m), wd, d.format_desc.blocking.strides, o.plain.data());
+    o.q_m = memory(plain, b.engine(), o.plain.data());
+  }
   o.q = data_as<int8_t>(o.q_m);
   return o;
 } catch (const dnnl::error& e) {
