@@ -36,27 +36,34 @@ inline void fill_run(uint8_t* to, uint8_t value, int64_t n) {
 
 }  // namespace
 
-QuantGatheredConv QuantGatheredConv::pack(const Shape& shape, const int8_t* q,
+QuantGatheredConv QuantGatheredConv::pack(const Shape& shape, const int8_t* q, Order order,
                                           const float* weight_scales, const float* bias, int64_t n,
                                           float in_scale, float in_zero_point, Clamp act,
                                           float out_inv, float out_zero_point,
                                           const Storage& storage, QuantPointwise::Form form) {
   const int64_t taps = shape.kh * shape.kw, c = shape.c;
   const int64_t k = (taps * c + 3) / 4 * 4;
-  // [n][kh][kw][c], the gathered row's order, then zeros to k.
-  std::vector<int8_t> rows(static_cast<size_t>(n * k), 0);
-  for (int64_t j = 0; j < n; ++j) {
-    const int8_t* from = q + j * c * taps;
-    int8_t* to = rows.data() + j * k;
-    for (int64_t t = 0; t < taps; ++t) {
-      for (int64_t ch = 0; ch < c; ++ch) *to++ = from[ch * taps + t];
+  // [n][kh][kw][c], the gathered row's order, then zeros to k: the weight itself where it is so.
+  std::vector<int8_t> rows;
+  if (order == Order::Oihw || k != taps * c) {
+    rows.assign(static_cast<size_t>(n * k), 0);
+    for (int64_t j = 0; j < n; ++j) {
+      int8_t* to = rows.data() + j * k;
+      if (order == Order::Ohwi) {
+        std::memcpy(to, q + j * taps * c, static_cast<size_t>(taps * c));
+        continue;
+      }
+      const int8_t* from = q + j * c * taps;
+      for (int64_t t = 0; t < taps; ++t) {
+        for (int64_t ch = 0; ch < c; ++ch) *to++ = from[ch * taps + t];
+      }
     }
   }
   QuantGatheredConv out;
   out.shape_ = shape;
   out.pad_ = static_cast<uint8_t>(static_cast<int32_t>(in_zero_point) + 128);
-  out.w_ = QuantPointwise::pack(rows.data(), weight_scales, bias, k, n, in_scale, in_zero_point,
-                                act, out_inv, out_zero_point, storage, form);
+  out.w_ = QuantPointwise::pack(rows.empty() ? q : rows.data(), weight_scales, bias, k, n, in_scale,
+                                in_zero_point, act, out_inv, out_zero_point, storage, form);
   return out;
 }
 

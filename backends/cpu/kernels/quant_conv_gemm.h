@@ -34,12 +34,16 @@ class QuantGatheredConv {
     int64_t dilation_h = 1, dilation_w = 1;
   };
 
-  // q: the weight [n][c][kh][kw] (PyTorch's layout) with one scale an output channel; the rest as
+  // The weight's order: PyTorch's [n][c][kh][kw], or channels-last [n][kh][kw][c] (ExecuTorch's
+  // XNNPACK filters; the gathered rows' own order).
+  enum class Order { Oihw, Ohwi };
+
+  // q: the weight in `order` with one scale an output channel; the rest as
   // QuantPointwise::pack's. Empty (empty()) where the storage gives none.
-  static QuantGatheredConv pack(const Shape& shape, const int8_t* q, const float* weight_scales,
-                                const float* bias, int64_t n, float in_scale, float in_zero_point,
-                                Clamp act, float out_inv, float out_zero_point,
-                                const Storage& storage = {},
+  static QuantGatheredConv pack(const Shape& shape, const int8_t* q, Order order,
+                                const float* weight_scales, const float* bias, int64_t n,
+                                float in_scale, float in_zero_point, Clamp act, float out_inv,
+                                float out_zero_point, const Storage& storage = {},
                                 QuantPointwise::Form form = QuantPointwise::Form::ForThisCpu);
 
   bool empty() const { return w_.rq.empty(); }

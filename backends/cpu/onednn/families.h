@@ -168,15 +168,23 @@ Result<bool> add_tail(Build& b, const OpDesc& op);
 // weight (dims wd, PyTorch's: output channels first), checked; `what` names the op in refusals.
 struct QuantOperands {
   float src_scale = 0, src_zp = 0;
-  memory scales_m, q_m;  // q_m: the weight, plain (row-major in its logical dims)
+  memory scales_m, q_m;  // q_m: the weight as stored
   const float* scales = nullptr;
+  const int8_t* stored = nullptr;  // its bytes, in the stored order
+  // The weight plain (row-major in its logical dims): where stored so, or a copy; null for a
+  // convolution's filter stored channels-last until plain_weights() makes the copy.
   const int8_t* q = nullptr;
-  // A weight stored in another dim order (ExecuTorch's XNNPACK filters, OHWI, read in place):
-  // its plain copy for the packers, freed with the operands once the op is built.
+  // A convolution's filter [O][kh][kw][I] where stored so (ExecuTorch's XNNPACK filters, read in
+  // place) or where it is 1x1 (the same bytes as plain); else null.
+  const int8_t* channels_last = nullptr;
+  // The plain copy of a weight stored in another order, freed with the operands once the op is
+  // built.
   std::vector<int8_t> plain;
 };
 Result<QuantOperands> quant_operands(Build& b, const OpDesc& op, const QuantParams& src,
                                      const memory::dims& wd, const std::string& what);
+// o.q, made from the channels-last filter where it is null.
+const int8_t* plain_weights(QuantOperands& o, const memory::dims& wd);
 // A step writing the integers + 128 of src_f32 (values on the int8 grid of scale and
 // zero_point, dense) into src_u8 (the same dims and order), as uint8.
 Error add_to_u8_step(Build& b, const memory& src_f32, const memory& src_u8, float scale,

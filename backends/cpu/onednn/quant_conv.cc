@@ -149,33 +149,56 @@ Result<QuantOperands> quant_operands(Build& b, const OpDesc& op, const QuantPara
     return refused(what + ": weights not int8");
   }
   EMBER_ASSIGN_OR_RETURN(o.q_m, b.src_memory(op.inputs[1]));
-  const memory::desc plain = plain_md(wd, dt::s8);
-  if (o.q_m.get_desc() != plain) {
-    const memory::desc stored = o.q_m.get_desc();
-    const dnnl_memory_desc_t& d = stored.data;
-    if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
-        d.ndims != static_cast<int>(wd.size())) {
-      return refused(what + ": weight layout");
-    }
-    o.plain.resize(static_cast<size_t>(checked_numel(wd)));
-    gather_strided(data_as<int8_t>(o.q_m), wd, d.format_desc.blocking.strides, o.plain.data());
-    o.q_m = memory(plain, b.engine(), o.plain.data());
+  o.stored = data_as<int8_t>(o.q_m);
+  const bool filter = wd.size() == 4;
+  if (o.q_m.get_desc() == plain_md(wd, dt::s8)) {
+    o.q = o.stored;
+    if (filter && wd[2] == 1 && wd[3] == 1) o.channels_last = o.stored;
+    return o;
   }
-  o.q = data_as<int8_t>(o.q_m);
+  const memory::desc stored = o.q_m.get_desc();
+  const dnnl_memory_desc_t& d = stored.data;
+  if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 ||
+      d.ndims != static_cast<int>(wd.size())) {
+    return refused(what + ": weight layout");
+  }
+  const dnnl_dim_t* st = d.format_desc.blocking.strides;
+  if (filter && st[1] == 1 && st[3] == wd[1] && st[2] == wd[3] * wd[1] &&
+      st[0] == wd[2] * wd[3] * wd[1]) {
+    o.channels_last = o.stored;
+    return o;
+  }
+  o.plain.resize(static_cast<size_t>(checked_numel(wd)));
+  gather_strided(o.stored, wd, st, o.plain.data());
+  o.q = o.plain.data();
   return o;
 } catch (const dnnl::error& e) {
   return b.onednn_error(e);
 }
 
+const int8_t* plain_weights(QuantOperands& o, const memory::dims& wd) {
+  if (o.q != nullptr) return o.q;
+  // [O][kh][kw][I] into [O][I][kh][kw], each output channel's block in order.
+  const int64_t oc = wd[0], ic = wd[1], taps = wd[2] * wd[3];
+  o.plain.resize(static_cast<size_t>(oc * ic * taps));
+  int8_t* to = o.plain.data();
+  for (int64_t j = 0; j < oc; ++j) {
+    const int8_t* from = o.channels_last + j * taps * ic;
+    for (int64_t i = 0; i < ic; ++i) {
+      for (int64_t t = 0; t < taps; ++t) *to++ = from[t * ic + i];
+    }
+  }
+  o.q = o.plain.data();
+  return o.q;
+}
+
 Error build_quant_conv(Build& b, const OpDesc& op) try {
   EMBER_ASSIGN_OR_RETURN(const ConvGeometry g, conv_geometry(b, op));
   const int64_t oc = g.wd[0];
-  EMBER_ASSIGN_OR_RETURN(const QuantOperands operands,
+  EMBER_ASSIGN_OR_RETURN(QuantOperands operands,
                          quant_operands(b, op, op.quant_conv().src, g.wd, "quantized convolution"));
   const float src_scale = operands.src_scale, src_zp = operands.src_zp;
   const float* scales = operands.scales;
-  const memory& q_m = operands.q_m;
-  const int8_t* q = operands.q;
   const int64_t wsize = checked_numel(g.wd), per_channel = wsize / oc;
   // Ember's depthwise kernel reads uint8 on any instruction set, the others where they run in
   // integers; the producer asked the same (int8_chain_out).
@@ -187,7 +210,8 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
   if (!in_integers) {
     // The float convolution of PyTorch's dequantized weight, (q - 0) * scale.
     EMBER_ASSIGN_OR_RETURN(memory w, b.weight_buffer(op.inputs[1], plain_md(g.wd, dt::f32)));
-    dequantize_per_channel(q, scales, wsize, per_channel, data_as<float>(w));
+    dequantize_per_channel(plain_weights(operands, g.wd), scales, wsize, per_channel,
+                           data_as<float>(w));
     b.set_memory(op.inputs[1], w);
     OpDesc conv = op;
     conv.kind = OpKind::Conv;
@@ -243,10 +267,10 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
     if (has_bias) {
       EMBER_ASSIGN_OR_RETURN(bias_in, b.as(op.inputs[2], plain_md({oc}, dt::f32)));
     }
-    auto kernel =
-        std::make_shared<QuantDepthwise3x3>(g.sd[0], g.sd[2], g.sd[3], oc, g.strides[0], q, scales,
-                                            has_bias ? data_as<float>(bias_in) : nullptr, act, in,
-                                            out, b.threads(), b.weight_storage());
+    auto kernel = std::make_shared<QuantDepthwise3x3>(
+        g.sd[0], g.sd[2], g.sd[3], oc, g.strides[0], plain_weights(operands, g.wd), scales,
+        has_bias ? data_as<float>(bias_in) : nullptr, act, in, out, b.threads(),
+        b.weight_storage());
     EMBER_TRY(b.storage_error());
     EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, memory::desc(g.od, dt::u8, tag::nhwc)));
     b.add_own_step(quant_depthwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], oc,
@@ -258,7 +282,7 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
   }
   // Full-range weights without VNNI run in integers only on Ember's kernels
   // (quant_conv_in_integers), which then also serve readers of floats, through a dequantize.
-  const bool full_range = !b.int8_any_weights() && !seven_bits(q, wsize);
+  const bool full_range = !b.int8_any_weights() && !seven_bits(operands.stored, wsize);
   const bool own_pointwise = (u8_out || full_range) && own_quant_pointwise(b, g);
   if (own_pointwise || (full_range && own_quant_gathered(b, g))) {
     // Ember's kernels (kernels/quant_gemm.h, quant_conv_gemm.h): the integer sums, requantized in
@@ -275,8 +299,8 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
         memory dst, residual || !u8_out ? b.scratch_activation(dst_md) : b.make_output(op, dst_md));
     if (own_pointwise) {
       auto kernel = std::make_shared<QuantPointwise>(
-          QuantPointwise::pack(q, scales, bias, g.sd[1], oc, src_scale, src_zp, act, out_inv,
-                               out_zp, b.weight_storage()));
+          QuantPointwise::pack(operands.channels_last, scales, bias, g.sd[1], oc, src_scale, src_zp,
+                               act, out_inv, out_zp, b.weight_storage()));
       EMBER_TRY(b.storage_error());
       b.add_own_step(quant_pointwise_step(std::move(kernel), g.sd[0], g.sd[2], g.sd[3], b.threads(),
                                           src_u8, dst));
@@ -297,8 +321,12 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
           .dilation_h = g.dil[0] + 1,
           .dilation_w = g.dil[1] + 1,
       };
+      // The filter in the order the gathered rows take, where it is stored so (in place).
+      const bool ohwi = operands.channels_last != nullptr;
       auto kernel = std::make_shared<QuantGatheredConv>(QuantGatheredConv::pack(
-          shape, q, scales, bias, oc, src_scale, src_zp, act, out_inv, out_zp, b.weight_storage()));
+          shape, ohwi ? operands.channels_last : plain_weights(operands, g.wd),
+          ohwi ? QuantGatheredConv::Order::Ohwi : QuantGatheredConv::Order::Oihw, scales, bias, oc,
+          src_scale, src_zp, act, out_inv, out_zp, b.weight_storage()));
       EMBER_TRY(b.storage_error());
       b.add_own_step(quant_gathered_step(std::move(kernel), b.threads(), src_u8, dst));
     }
@@ -361,8 +389,8 @@ Error build_quant_conv(Build& b, const OpDesc& op) try {
       }
     }
   }
-  const memory w_view =
-      memory(memory::desc(g.logical, dt::s8, g.strides_w), b.engine(), q_m.get_data_handle());
+  const memory w_view = memory(memory::desc(g.logical, dt::s8, g.strides_w), b.engine(),
+                               const_cast<int8_t*>(plain_weights(operands, g.wd)));
   EMBER_ASSIGN_OR_RETURN(memory wei, b.buffer(pd.weights_desc(), Held::Weights));
   EMBER_TRY(b.reorder_now(w_view, wei));
   EMBER_ASSIGN_OR_RETURN(const memory zp_m,

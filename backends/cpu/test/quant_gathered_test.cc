@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/kernels/policy.h"
@@ -109,8 +110,9 @@ TEST(CpuQuantGathered, GatherAgainstIndexing) {
     const int32_t zp = -5;
     const std::vector<int8_t> q(static_cast<size_t>(c.n * s.c * s.kh * s.kw), 1);
     const std::vector<float> scales(static_cast<size_t>(c.n), 0.01f);
-    const QuantGatheredConv conv = QuantGatheredConv::pack(
-        s, q.data(), scales.data(), nullptr, c.n, 0.1f, static_cast<float>(zp), Clamp{}, 10.f, 0.f);
+    const QuantGatheredConv conv =
+        QuantGatheredConv::pack(s, q.data(), QuantGatheredConv::Order::Oihw, scales.data(), nullptr,
+                                c.n, 0.1f, static_cast<float>(zp), Clamp{}, 10.f, 0.f);
     ASSERT_FALSE(conv.empty());
     const int64_t used = s.kh * s.kw * s.c;
     EXPECT_EQ(conv.k(), (used + 3) / 4 * 4);
@@ -142,7 +144,8 @@ TEST(CpuQuantGathered, GatherAgainstIndexing) {
 }
 
 // Random full-range weights (and the extremes -128 and 127 among them) by random inputs: every
-// variant, on the gathered rows, and run() on one and two threads write the reference's bytes.
+// variant, on the gathered rows, and run() on one and two threads write the reference's bytes,
+// the weight given in PyTorch's order or channels-last.
 TEST(CpuQuantGathered, AgainstDirectIntegerConvolution) {
   const std::vector<const simd::Kernels*> variants = simd_variants();
   if (variants.empty()) GTEST_SKIP() << "no AVX2";
@@ -158,11 +161,26 @@ TEST(CpuQuantGathered, AgainstDirectIntegerConvolution) {
     const at::Tensor ur = at::randint(0, 256, {s.batch * s.h * s.w * s.c}).to(at::kByte);
     const std::vector<uint8_t> u(ur.data_ptr<uint8_t>(), ur.data_ptr<uint8_t>() + ur.numel());
     const at::Tensor ws = at::rand({c.n}) * 0.0005 + 0.0001, bias = at::randn({c.n});
-    for (const QuantPointwise::Form form :
-         {QuantPointwise::Form::Pairs, QuantPointwise::Form::ForThisCpu}) {
+    // The same weight channels-last, as ExecuTorch's XNNPACK filters hold it.
+    std::vector<int8_t> ohwi(q.size());
+    for (int64_t j = 0; j < c.n; ++j) {
+      for (int64_t ch = 0; ch < s.c; ++ch) {
+        for (int64_t t = 0; t < s.kh * s.kw; ++t) {
+          ohwi[static_cast<size_t>((j * s.kh * s.kw + t) * s.c + ch)] =
+              q[static_cast<size_t>((j * s.c + ch) * s.kh * s.kw + t)];
+        }
+      }
+    }
+    using Order = QuantGatheredConv::Order;
+    using Form = QuantPointwise::Form;
+    for (const auto& [order, form] :
+         {std::pair{Order::Oihw, Form::Pairs}, std::pair{Order::Ohwi, Form::Pairs},
+          std::pair{Order::Oihw, Form::ForThisCpu}}) {
+      SCOPED_TRACE(order == Order::Ohwi ? "channels-last weight" : "PyTorch's weight");
       const QuantGatheredConv conv = QuantGatheredConv::pack(
-          s, q.data(), ws.data_ptr<float>(), bias.data_ptr<float>(), c.n, 0.05f,
-          static_cast<float>(zp), Clamp{-20.f, 30.f}, 1.f / 0.04f, -7.f, {}, form);
+          s, order == Order::Ohwi ? ohwi.data() : q.data(), order, ws.data_ptr<float>(),
+          bias.data_ptr<float>(), c.n, 0.05f, static_cast<float>(zp), Clamp{-20.f, 30.f},
+          1.f / 0.04f, -7.f, {}, form);
       ASSERT_FALSE(conv.empty());
       EXPECT_TRUE(conv.paired() || form == QuantPointwise::Form::ForThisCpu);
       const int64_t m = s.batch * s.out_h * s.out_w;
