@@ -74,9 +74,10 @@ struct DelegateSummary {
   int int8_convolutions = 0;  // quantized convolutions computed in integers (onednn/quant_conv.cc)
   int int8_chained = 0;       // tensors handed from step to step as uint8 (int8 + 128)
   int int8_elementwise = 0;   // quantizes to uint8 and adds of uint8 values (onednn/quant_conv.cc)
-  int int8_matmuls = 0;       // quantized linear layers computed in integers
-  int grouped_matmuls = 0;    // linear layers by int8/int4 weights in groups (kernels/quant_gemm.h)
-  int dot_matmuls = 0;        // of which in integers, of dynamically quantized inputs (8da4w)
+  int int8_lookups = 0;  // unary ops of uint8 values requantized, as tables (onednn/quant_chain.cc)
+  int int8_matmuls = 0;  // quantized linear layers computed in integers
+  int grouped_matmuls = 0;  // linear layers by int8/int4 weights in groups (kernels/quant_gemm.h)
+  int dot_matmuls = 0;      // of which in integers, of dynamically quantized inputs (8da4w)
   // Memory, in bytes. The buffers the build keeps, by use, taken from the method allocator of
   // BackendInitContext (from the heap where the context has none): weights reordered into the
   // layouts oneDNN's primitives read (and the int8 steps' rescaled biases), activations (the

@@ -47,7 +47,8 @@ constexpr bool every_kind_at_its_index() {
 static_assert(every_kind_at_its_index(), "each op kind needs its line, at its value's index");
 
 // Several ops as one step, tried in this order before an op's own builder.
-constexpr FusionFn kFusions[] = {try_inverted_residual, try_quantize_u8, try_fake_quant_pair};
+constexpr FusionFn kFusions[] = {try_inverted_residual, try_u8_lookup, try_quantize_u8,
+                                 try_fake_quant_pair};
 
 }  // namespace
 

@@ -48,6 +48,9 @@ CpuDelegate::CpuDelegate(BuiltDelegate built)
       case OwnKind::Int8Elementwise:
         ++built_.summary.int8_elementwise;
         break;
+      case OwnKind::Lookup:
+        ++built_.summary.int8_lookups;
+        break;
       case OwnKind::Exact:
         ++built_.summary.exact_steps;
         break;

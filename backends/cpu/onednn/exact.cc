@@ -174,48 +174,84 @@ Error add_post_op_steps(Build& b, const OpDesc& op, size_t from, const memory& d
 }
 
 Error add_clamp_step(Build& b, const memory& src, const memory& dst, Clamp act) {
-  return add_in_place_step(
-      b, src, dst, act.lo <= 0.f && 0.f <= act.hi, "eltwise,ember:clamp,forward_inference,,",
-      cat({"alg:clip alpha:", std::to_string(act.lo), " beta:", std::to_string(act.hi)}),
-      [act](float* y, int64_t n, int threads) { clamp_in_place(y, n, act, threads); });
+  PostOp p;
+  p.alg = EltwiseAlg::Clip;
+  p.alpha = act.lo;
+  p.beta = act.hi;
+  return add_own_eltwise_step(b, src, dst, p);
 }
 
-Error add_own_eltwise_step(Build& b, const memory& src, const memory& dst, const PostOp& p) {
-  if (p.alg == EltwiseAlg::Quantize || p.alg == EltwiseAlg::Dequantize) {
-    return add_quantize_step(b, src, dst, p);
-  } else if (Clamp c; is_clamp(p, &c)) {
-    return add_clamp_step(b, src, dst, c);
+std::optional<OwnEltwise> own_eltwise_kernel(const PostOp& p) {
+  if (Clamp c; is_clamp(p, &c)) {
+    return OwnEltwise{
+        "eltwise,ember:clamp,forward_inference,,",
+        cat({"alg:clip alpha:", std::to_string(c.lo), " beta:", std::to_string(c.hi)}),
+        c.lo <= 0.f && 0.f <= c.hi,
+        [c](float* y, int64_t n, int threads) { clamp_in_place(y, n, c, threads); }};
+  } else if (p.is_sum) {
+    return std::nullopt;
   } else if (p.alg == EltwiseAlg::Logistic) {
-    return add_in_place_step(b, src, dst, false, "eltwise,ember:logistic,forward_inference,,",
-                             "alg:logistic", sigmoid_in_place);
+    return OwnEltwise{"eltwise,ember:logistic,forward_inference,,", "alg:logistic", false,
+                      sigmoid_in_place};
   } else if (p.alg == EltwiseAlg::Elu) {
     const float alpha = p.alpha;
-    return add_in_place_step(
-        b, src, dst, true, "eltwise,ember:elu,forward_inference,,",
-        cat({"alg:elu alpha:", std::to_string(alpha)}),
-        [alpha](float* y, int64_t n, int threads) { elu_in_place(y, n, alpha, threads); });
+    return OwnEltwise{
+        "eltwise,ember:elu,forward_inference,,", cat({"alg:elu alpha:", std::to_string(alpha)}),
+        true, [alpha](float* y, int64_t n, int threads) { elu_in_place(y, n, alpha, threads); }};
   } else if (p.alg == EltwiseAlg::GeluErf) {
-    return add_in_place_step(b, src, dst, true, "eltwise,ember:gelu_erf,forward_inference,,",
-                             "alg:gelu_erf", gelu_in_place);
+    return OwnEltwise{"eltwise,ember:gelu_erf,forward_inference,,", "alg:gelu_erf", true,
+                      gelu_in_place};
   } else if (p.alg == EltwiseAlg::Rsqrt) {
-    return add_in_place_step(b, src, dst, false, "eltwise,ember:rsqrt,forward_inference,,",
-                             "alg:rsqrt", rsqrt_in_place);
+    return OwnEltwise{"eltwise,ember:rsqrt,forward_inference,,", "alg:rsqrt", false,
+                      rsqrt_in_place};
   } else if (p.alg == EltwiseAlg::Neg) {
-    return add_in_place_step(b, src, dst, true, "eltwise,ember:neg,forward_inference,,", "alg:neg",
-                             neg_in_place);
+    return OwnEltwise{"eltwise,ember:neg,forward_inference,,", "alg:neg", true, neg_in_place};
   } else if (const std::optional<UnaryOp> u = unary_op_of(p.alg)) {
     const UnaryOp op = *u;
     const float alpha = p.alpha;
     const std::string name = unary_name(op);
-    return add_in_place_step(
-        b, src, dst, unary_keeps_zero(op), cat({"eltwise,ember:", name, ",forward_inference,,"}),
+    return OwnEltwise{
+        cat({"eltwise,ember:", name, ",forward_inference,,"}),
         cat({"alg:", name, op == UnaryOp::LeakyRelu ? " alpha:" + std::to_string(alpha) : ""}),
-        [op, alpha](float* y, int64_t n, int threads) {
+        unary_keeps_zero(op), [op, alpha](float* y, int64_t n, int threads) {
           unary_in_place(op, y, n, alpha, threads);
-        });
-  } else {
-    return refused("an element-wise op Ember has no kernel of");
+        }};
   }
+  return std::nullopt;
+}
+
+Error add_own_eltwise_step(Build& b, const memory& src, const memory& dst, const PostOp& p) {
+  if (!p.is_sum && (p.alg == EltwiseAlg::Quantize || p.alg == EltwiseAlg::Dequantize)) {
+    return add_quantize_step(b, src, dst, p);
+  }
+  std::optional<OwnEltwise> k = own_eltwise_kernel(p);
+  if (!k) return refused("an element-wise op Ember has no kernel of");
+  return add_in_place_step(b, src, dst, k->zero_stays_zero, std::move(k->name), std::move(k->info),
+                           std::move(k->kernel));
+}
+
+Error eltwise_now(Build& b, const PostOp& p, float* y, int64_t n) try {
+  if (p.is_sum || p.alg == EltwiseAlg::Quantize || p.alg == EltwiseAlg::Dequantize) {
+    return refused("eltwise_now: not a float element-wise op");
+  }
+  if (is_own_eltwise(p)) {
+    std::optional<OwnEltwise> k = own_eltwise_kernel(p);
+    if (!k) return refused("an element-wise op Ember has no kernel of");
+    k->kernel(y, n, 1);
+    return Error::Ok;
+  }
+  const memory::desc md({n}, dt::f32, tag::a);
+  auto [alpha, beta] = eltwise_params(p.alg, p.alpha, p.beta);
+  dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, eltwise_alg(p.alg), md, alpha,
+                                beta);
+  const dnnl::eltwise_forward::primitive_desc pd(d, b.engine());
+  const memory m(md, b.engine(), y);
+  dnnl::stream stream(b.engine());
+  dnnl::eltwise_forward(pd).execute(stream, {{DNNL_ARG_SRC, m}, {DNNL_ARG_DST, m}});
+  stream.wait();
+  return Error::Ok;
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
 }
 
 Error add_in_place_step(Build& b, const memory& src, const memory& dst, bool zero_stays_zero,

@@ -53,6 +53,9 @@ Result<size_t> try_inverted_residual(Build& b, size_t i);
 Result<size_t> try_quantize_u8(Build& b, size_t i);
 // A quantize and the dequantize alone reading it, as one pass (quant_chain.cc).
 Result<size_t> try_fake_quant_pair(Build& b, size_t i);
+// A unary element-wise op of a uint8 tensor's values, requantized: a lookup of its 256 results
+// (quant_chain.cc).
+Result<size_t> try_u8_lookup(Build& b, size_t i);
 
 // --- Shared helpers, by the file that defines them ---------------------------------------------
 // Each helper converting a file adds the declarations other files need in its own section below.
@@ -102,6 +105,18 @@ Error add_own_eltwise_step(Build& b, const memory& src, const memory& dst, const
 // the padding of a channel-blocked layout stays zero (unless f(0) = 0, every block is one run).
 // `name` and `info` are the profiler's.
 using InPlaceKernel = std::function<void(float* y, int64_t n, int threads)>;
+// An own element-wise op's kernel (not quantize or dequantize), its profiler name and info, and
+// whether it keeps 0 at 0; nullopt for the others.
+struct OwnEltwise {
+  std::string name, info;
+  bool zero_stays_zero;
+  InPlaceKernel kernel;
+};
+std::optional<OwnEltwise> own_eltwise_kernel(const PostOp& p);
+// y = p(y) for n floats now, at build, by what a step computing p runs (Ember's kernel or oneDNN's
+// primitive): a table of an op's values (quant_chain.cc's lookups). Not quantize, dequantize or a
+// sum.
+Error eltwise_now(Build& b, const PostOp& p, float* y, int64_t n);
 Error add_in_place_step(Build& b, const memory& src, const memory& dst, bool zero_stays_zero,
                         std::string name, std::string info, InPlaceKernel kernel);
 // dst = layer norm of each row (the last dim) of plain float32 src, optional gamma and beta

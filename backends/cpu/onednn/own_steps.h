@@ -33,6 +33,7 @@ enum class OwnKind {
   GroupQuantMatMul,
   DotMatMul,
   Int8Elementwise,  // a quantize to uint8, an add of uint8 values (onednn/quant_conv.cc)
+  Lookup,           // a unary op of uint8 values requantized, as a table (onednn/quant_chain.cc)
   Exact,
   Pad,  // a constant padding (kernels/pad.h)
 };

@@ -4,8 +4,10 @@
 // that no float tensor is written between two int8 steps; and the fusions of a quantize with its
 // dequantize (try_quantize_u8, try_fake_quant_pair).
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -26,12 +28,42 @@ EMBER_QUANT_CLONES void max_u8(uint8_t* acc, const uint8_t* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
 }
 
+bool quantize_pair(const Build& b, size_t i);
+
+// Whether ops i, i + 1, i + 2 are a unary element-wise op (no post-ops) of a 4-D tensor, read by a
+// quantize alone, and its dequantize (quantize_pair) onto an int8 grid: with its input uint8,
+// try_u8_lookup builds the three as a lookup of the op's 256 requantized results.
+bool lookup_pattern(const Build& b, size_t i) {
+  const std::vector<OpDesc>& ops = b.graph().ops;
+  if (!b.own_kernels() || !own_kernels_supported() || i + 2 >= ops.size()) return false;
+  const OpDesc& f = ops[i];
+  if (f.kind != OpKind::Eltwise || !f.post_ops.empty() || f.inputs.size() != 1 ||
+      f.eltwise().alg == EltwiseAlg::Quantize || f.eltwise().alg == EltwiseAlg::Dequantize) {
+    return false;
+  }
+  if (!quantize_pair(b, i + 1) || ops[i + 1].inputs[0] != f.output || b.readers(f.output) != 1 ||
+      b.is_graph_output(f.output)) {
+    return false;
+  }
+  const OpDesc &q = ops[i + 1], &d = ops[i + 2];
+  const std::vector<int64_t>& dims = b.tensor(d.output).dims;
+  return q.eltwise().beta == d.eltwise().beta && int8_params(q.eltwise().alpha, q.eltwise().beta) &&
+         int8_params(d.eltwise().alpha, d.eltwise().beta) && dims.size() == 4 &&
+         b.tensor(f.inputs[0]).dims == dims;
+}
+
 Result<bool> readers_take_u8_uncached(Build& b, int32_t t, float scale, float zero_point) {
   if (b.is_graph_output(t)) return false;
   int readers = 0;
-  for (const OpDesc& reader : b.graph().ops) {
+  const std::vector<OpDesc>& ops = b.graph().ops;
+  for (const OpDesc& reader : ops) {
     for (size_t k = 0; k < reader.inputs.size(); ++k) {
       if (reader.inputs[k] != t) continue;
+      // A unary op requantized: a lookup of each byte's result.
+      if (lookup_pattern(b, static_cast<size_t>(&reader - ops.data()))) {
+        ++readers;
+        continue;
+      }
       // A quantized convolution of t's parameters: in float (quant_conv_in_integers) it would
       // read the uint8 as floats. An add dequantizes by t's own parameters.
       bool conv = reader.kind == OpKind::QuantConv && k == 0 &&
@@ -181,6 +213,71 @@ Result<size_t> try_fake_quant_pair(Build& b, size_t i) try {
   EMBER_ASSIGN_OR_RETURN(const memory dst, b.make_output(d, src.get_desc()));
   EMBER_TRY(add_quantize_step(b, src, dst, quantize, &dequantize));
   return size_t{2};
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
+Result<size_t> try_u8_lookup(Build& b, size_t i) try {
+  if (!lookup_pattern(b, i)) return size_t{0};
+  const OpDesc &f = b.graph().ops[i], &q = b.graph().ops[i + 1], &d = b.graph().ops[i + 2];
+  const auto in = b.quant_chain().u8_tensors.find(f.inputs[0]);
+  if (in == b.quant_chain().u8_tensors.end()) return size_t{0};  // its producer wrote floats
+  const auto [in_scale, in_zero_point] = in->second;
+  // Each byte's value as the dequantize before the op computes it, (x - (zp + 128)) * scale, then
+  // the op by what its step would run, then PyTorch's quantize of the result.
+  alignas(64) std::array<float, 256> y;
+  for (int j = 0; j < 256; ++j) {
+    y[static_cast<size_t>(j)] = (static_cast<float>(j) - (in_zero_point + 128.f)) * in_scale;
+  }
+  PostOp op;
+  op.alg = f.eltwise().alg;
+  op.alpha = f.eltwise().alpha;
+  op.beta = f.eltwise().beta;
+  EMBER_TRY(eltwise_now(b, op, y.data(), 256));
+  const float inv = q.eltwise().alpha, zp = q.eltwise().beta;
+  const float scale = d.eltwise().alpha;
+  EMBER_ASSIGN_OR_RETURN(const bool u8_out, readers_take_u8(b, d.output, scale, zp));
+  auto table = std::make_shared<std::array<uint8_t, 256>>();
+  auto floats = std::make_shared<std::array<float, 256>>();
+  for (size_t j = 0; j < 256; ++j) {
+    const float qv = quantize_int8(y[j], inv, zp);
+    (*table)[j] = static_cast<uint8_t>(static_cast<int32_t>(qv) + 128);
+    (*floats)[j] = (qv - zp) * scale;  // PyTorch's dequantize
+  }
+  const std::vector<int64_t>& dims = b.tensor(d.output).dims;
+  const memory::dims md_dims = to_dims(dims);
+  EMBER_ASSIGN_OR_RETURN(const memory src, b.src_memory(f.inputs[0]));
+  EMBER_ASSIGN_OR_RETURN(
+      const memory dst,
+      b.make_output(d, u8_out ? memory::desc(md_dims, dt::u8, tag::nhwc) : nhwc_md(dims)));
+  const int64_t n = checked_numel(dims);
+  const int threads = b.threads();
+  OwnStep s{OwnKind::Lookup,
+            u8_out ? "eltwise,ember:lookup_u8,forward_inference,,"
+                   : "eltwise,ember:lookup_u8_f32,forward_inference,,",
+            "alg:eltwise" + std::to_string(static_cast<int>(op.alg)) + "_requantized " +
+                dims_text(md_dims),
+            {}};
+  if (u8_out) {
+    s.run = [src, dst, n, threads, table](void*) {
+      const auto* x = data_as<uint8_t>(src);
+      auto* out = data_as<uint8_t>(dst);
+      split(n, threads, [&](int64_t begin, int64_t count) {
+        for (int64_t e = begin; e < begin + count; ++e) out[e] = (*table)[x[e]];
+      });
+    };
+    b.quant_chain().u8_tensors[d.output] = {scale, zp};
+  } else {
+    s.run = [src, dst, n, threads, floats](void*) {
+      const auto* x = data_as<uint8_t>(src);
+      auto* out = data_as<float>(dst);
+      split(n, threads, [&](int64_t begin, int64_t count) {
+        for (int64_t e = begin; e < begin + count; ++e) out[e] = (*floats)[x[e]];
+      });
+    };
+  }
+  b.add_own_step(std::move(s));
+  return size_t{3};
 } catch (const dnnl::error& e) {
   return b.onednn_error(e);
 }

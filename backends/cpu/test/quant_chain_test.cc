@@ -578,5 +578,73 @@ TEST(CpuQuant, DepthwiseRowVariantsAgree) {
   }
 }
 
+// A unary op between int8 steps (MobileNetV3's hardswish, a sigmoid, a tanh), requantized, as
+// ExecuTorch's XNNPACK programs hold it (its own op, not a convolution's post-op: a convolution's
+// result read twice keeps it apart here): with Ember's kernels a lookup of its 256 results per
+// byte, uint8 in, and uint8 out where a convolution reads it next, floats where the program
+// returns them. The same values as the float path (the op's own step on the dequantized values,
+// then the requantize) exactly, and PyTorch's reference within its rounding steps.
+class UnaryLookups : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(UnaryLookups, EqualTheFloatPathAndTheReference) {
+  const std::string& name = GetParam();
+  at::manual_seed(13);
+  const int64_t c = 16;
+  const at::Tensor x = at::randn({1, c, 9, 9});
+  const double s[] = {0.04, 0.05, 0.03, 0.06, 0.02};
+  const int64_t z[] = {3, -5, 0, 9, -128};
+  auto f = [&](const at::Tensor& t) {
+    return name == "hardswish" ? at::hardswish(t)
+           : name == "sigmoid" ? at::sigmoid(t)
+                               : at::tanh(t);
+  };
+  auto conv = [&](QuantConvChain& chain, const std::string& l, at::Tensor& ref, double so,
+                  int64_t zo) {
+    const at::Tensor wq = at::randint(-127, 128, {c, c, 3, 3}).to(at::kChar);
+    const at::Tensor ws = at::rand({c}) * 0.01 + 0.002, bias = at::randn({c});
+    const at::Tensor w = wq.to(at::kFloat) * ws.view({c, 1, 1, 1});
+    const at::Tensor y =
+        at::relu(at::convolution(ref, w, bias, {1, 1}, {1, 1}, {1, 1}, false, {0, 0}, 1));
+    ref = dequantize(quantize(y, so, zo), so, zo);
+    chain.add(l, wq, ws, bias, y, 1, 1, false, so, zo);
+  };
+  QuantConvChain chain(x, s[0], z[0]);
+  at::Tensor ref = dequantize(quantize(x, s[0], z[0]), s[0], z[0]);
+  conv(chain, "0", ref, s[1], z[1]);
+  const std::string d0 = chain.cur;
+  const at::Tensor u = f(ref);
+  // The op twice on the convolution's result: requantized and convolved (uint8 out), and
+  // requantized and returned (floats out).
+  std::string outs[2];
+  at::Tensor refs[2];
+  for (int branch = 0; branch < 2; ++branch) {
+    const std::string l = std::to_string(branch);
+    const std::string fu = chain.p.node("f" + l, u, "aten::" + name + ".default(self=" + d0 + ")");
+    chain.cur = chain.requantize("u" + l, fu, u, s[2 + branch], z[2 + branch]);
+    refs[branch] =
+        dequantize(quantize(u, s[2 + branch], z[2 + branch]), s[2 + branch], z[2 + branch]);
+    if (branch == 0) conv(chain, "1", refs[0], s[4], z[4]);
+    outs[branch] = chain.cur;
+  }
+  auto program = chain.program({outs[0], outs[1]});
+  ASSERT_NE(program, nullptr);
+  const Compiled compiled = compile(*program);
+  DelegateSummary summary, off_summary;
+  const auto out = run(compiled, {x}, {refs[0], refs[1]}, {}, &summary);
+  const auto off =
+      run(compiled, {x}, {refs[0], refs[1]}, {turned_off("ember_kernels")}, &off_summary);
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(off.size(), 2u);
+  EXPECT_EQ(summary.int8_lookups, own_kernels_supported() ? 2 : 0);
+  EXPECT_EQ(off_summary.int8_lookups, 0);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(at::equal(out[i], off[i]))
+        << "output " << i << ": the lookup is not the float path";
+    expect_within_steps(out[i], refs[i], i == 0 ? s[4] : s[3], 2, 20);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(CpuQuant, UnaryLookups, ::testing::Values("hardswish", "sigmoid", "tanh"));
+
 }  // namespace
 }  // namespace ember::cpu

@@ -158,8 +158,9 @@ struct QuantConvChain {
                      qdq_call("quantize_per_tensor", v, scale, zero_point));
     return p.node("d" + l, y, qdq_call("dequantize_per_tensor", "%q" + l, scale, zero_point));
   }
-  std::unique_ptr<ir::Program> program() {
-    p.outputs = {cur};
+  // The program returning `outputs` (the chain's value where none is given).
+  std::unique_ptr<ir::Program> program(std::vector<std::string> outputs = {}) {
+    p.outputs = outputs.empty() ? std::vector<std::string>{cur} : std::move(outputs);
     std::string text = decls + p.text();
     text.insert(text.find("\n) {\n"), params);
     return parse_text(text);
