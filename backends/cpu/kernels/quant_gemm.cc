@@ -185,30 +185,42 @@ namespace {
 // (the arithmetic is the same on each: no contraction, exact roundings).
 #define EMBER_ROW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 
-// min and max of a row, and whether it holds a NaN: 16 lanes at a time in GCC's vector types (a
-// single running min is a chain of dependent compares, 4 cycles a value, and GCC does not
-// vectorize it). Each lane keeps v < lo ? v : lo (minps), NaN tracked apart; the result is the
-// same in any order: min and max of the values that are not NaN.
+// min and max of a row, and whether it holds a NaN: 8 lanes at a time in GCC's vector types, two
+// accumulators (a single running min is a chain of dependent compares, 4 cycles a value, and GCC
+// does not vectorize it; 16-lane types spilled to the stack in the AVX2 clone, most of a short
+// row's time: Swin's rows of 16 to 128 values, quantized per token). Each lane keeps
+// v < lo ? v : lo (minps), NaN tracked apart; the result is the same in any order: min and max
+// of the values that are not NaN.
 EMBER_ROW_CLONES void min_max(const float* row, int64_t k, float* mn, float* mx, bool* nan) {
-  using F16 = float __attribute__((vector_size(64)));
-  using I16 = int32_t __attribute__((vector_size(64)));
-  F16 lo = F16{} + row[0], hi = lo;
-  I16 any_nan = {};
+  using F8 = float __attribute__((vector_size(32)));
+  using I8 = int32_t __attribute__((vector_size(32)));
+  using F4 = float __attribute__((vector_size(16)));
+  F8 lo0 = F8{} + row[0], hi0 = lo0, lo1 = lo0, hi1 = lo0;
+  I8 any_nan = {};
   int64_t i = 0;
   for (; i + 16 <= k; i += 16) {
-    F16 v;
-    std::memcpy(&v, row + i, sizeof v);
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    any_nan |= v != v;
+    F8 a, b;
+    std::memcpy(&a, row + i, sizeof a);
+    std::memcpy(&b, row + i + 8, sizeof b);
+    lo0 = a < lo0 ? a : lo0;
+    hi0 = a > hi0 ? a : hi0;
+    lo1 = b < lo1 ? b : lo1;
+    hi1 = b > hi1 ? b : hi1;
+    any_nan |= (a != a) | (b != b);
   }
-  float l = lo[0], h = hi[0];
+  const F8 lo8 = lo1 < lo0 ? lo1 : lo0, hi8 = hi1 > hi0 ? hi1 : hi0;
+  const F4 lo_a = __builtin_shufflevector(lo8, lo8, 0, 1, 2, 3);
+  const F4 lo_b = __builtin_shufflevector(lo8, lo8, 4, 5, 6, 7);
+  const F4 hi_a = __builtin_shufflevector(hi8, hi8, 0, 1, 2, 3);
+  const F4 hi_b = __builtin_shufflevector(hi8, hi8, 4, 5, 6, 7);
+  const F4 lo4 = lo_b < lo_a ? lo_b : lo_a, hi4 = hi_b > hi_a ? hi_b : hi_a;
+  float l = lo4[0], h = hi4[0];
   bool n = false;
-  for (int j = 0; j < 16; ++j) {
-    l = lo[j] < l ? lo[j] : l;
-    h = hi[j] > h ? hi[j] : h;
-    n = n || any_nan[j] != 0;
+  for (int j = 0; j < 4; ++j) {
+    l = lo4[j] < l ? lo4[j] : l;
+    h = hi4[j] > h ? hi4[j] : h;
   }
+  for (int j = 0; j < 8; ++j) n = n || any_nan[j] != 0;
   for (; i < k; ++i) {
     const float v = row[i];
     l = v < l ? v : l;
