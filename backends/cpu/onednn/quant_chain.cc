@@ -138,7 +138,7 @@ Error add_requantize_u8_step(Build& b, const OpDesc& q, const OpDesc& d) try {
     const simd::Kernels& k = *simd::kernels();
     const auto* x = data_as<uint8_t>(src);
     auto* y = data_as<uint8_t>(dst);
-    split(n, threads, [&](int64_t begin, int64_t count) {
+    split_elements(n, threads, [&](int64_t begin, int64_t count) {
       constexpr int64_t kBlock = 256;
       alignas(64) float f[kBlock];
       for (int64_t i = begin; i < begin + count; i += kBlock) {
@@ -262,7 +262,7 @@ Result<size_t> try_u8_lookup(Build& b, size_t i) try {
     s.run = [src, dst, n, threads, table](void*) {
       const auto* x = data_as<uint8_t>(src);
       auto* out = data_as<uint8_t>(dst);
-      split(n, threads, [&](int64_t begin, int64_t count) {
+      split_elements(n, threads, [&](int64_t begin, int64_t count) {
         for (int64_t e = begin; e < begin + count; ++e) out[e] = (*table)[x[e]];
       });
     };
@@ -271,7 +271,7 @@ Result<size_t> try_u8_lookup(Build& b, size_t i) try {
     s.run = [src, dst, n, threads, floats](void*) {
       const auto* x = data_as<uint8_t>(src);
       auto* out = data_as<float>(dst);
-      split(n, threads, [&](int64_t begin, int64_t count) {
+      split_elements(n, threads, [&](int64_t begin, int64_t count) {
         for (int64_t e = begin; e < begin + count; ++e) out[e] = (*floats)[x[e]];
       });
     };
@@ -311,7 +311,7 @@ Result<size_t> try_quantize_u8(Build& b, size_t i) try {
     const float* x = data_as<float>(src);
     auto* out = data_as<uint8_t>(dst);
     if (!nchw) {
-      split(batch * h * w * c, threads, [&](int64_t begin, int64_t count) {
+      split_elements(batch * h * w * c, threads, [&](int64_t begin, int64_t count) {
         k.quantize_u8(x + begin, out + begin, count, inv, zp);
       });
       return;

@@ -83,22 +83,23 @@ Error add_quantize_step(Build& b, const memory& src, const memory& dst, const Po
                              "eltwise,ember:quantize_dequantize,forward_inference,,",
                              "alg:quantize_dequantize_per_tensor",
                              [a, zp, scale, zp2](float* y, int64_t n, int threads) {
-                               split(n, threads, [&](int64_t begin, int64_t k) {
+                               split_elements(n, threads, [&](int64_t begin, int64_t k) {
                                  fake_quant_loop(y + begin, k, a, zp, scale, zp2);
                                });
                              });
   } else if (p.alg == EltwiseAlg::Quantize) {
-    return add_in_place_step(
-        b, src, dst, false, "eltwise,ember:quantize,forward_inference,,", "alg:quantize_per_tensor",
-        [a, zp](float* y, int64_t n, int threads) {
-          split(n, threads, [&](int64_t begin, int64_t k) { quantize_loop(y + begin, k, a, zp); });
-        });
+    return add_in_place_step(b, src, dst, false, "eltwise,ember:quantize,forward_inference,,",
+                             "alg:quantize_per_tensor", [a, zp](float* y, int64_t n, int threads) {
+                               split_elements(n, threads, [&](int64_t begin, int64_t k) {
+                                 quantize_loop(y + begin, k, a, zp);
+                               });
+                             });
   } else {
     return add_in_place_step(
         b, src, dst, false, "eltwise,ember:dequantize,forward_inference,,",
         "alg:dequantize_per_tensor", [a, zp](float* y, int64_t n, int threads) {
-          split(n, threads,
-                [&](int64_t begin, int64_t k) { dequantize_loop(y + begin, k, a, zp); });
+          split_elements(n, threads,
+                         [&](int64_t begin, int64_t k) { dequantize_loop(y + begin, k, a, zp); });
         });
   }
 }
@@ -529,7 +530,7 @@ Error add_dequantize_u8_step(Build& b, const memory& src_u8, float scale, float 
     const simd::Kernels& k = *simd::kernels();
     const auto* x = data_as<uint8_t>(src_u8);
     auto* y = data_as<float>(dst);
-    split(n, threads, [&](int64_t begin, int64_t count) {
+    split_elements(n, threads, [&](int64_t begin, int64_t count) {
       k.dequantize_u8(x + begin, y + begin, count, shift, scale);
     });
   };
@@ -591,7 +592,7 @@ Error add_quant_add_step(Build& b, const memory& a_u8, float a_scale, float a_ze
   s.run = [in0 = in[0], in1 = in[1], dst, n, threads, act, inv, zp](void*) {
     const simd::Kernels& k = *simd::kernels();
     auto* out = data_as<uint8_t>(dst);
-    split(n, threads, [&](int64_t begin, int64_t count) {
+    split_elements(n, threads, [&](int64_t begin, int64_t count) {
       constexpr int64_t kBlock = 256;
       alignas(64) float a[kBlock], b_buf[kBlock];
       for (int64_t i = begin; i < begin + count; i += kBlock) {

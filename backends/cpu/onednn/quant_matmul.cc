@@ -201,7 +201,7 @@ Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q
     const float* x = data_as<float>(a);
     const TensorQParams p = per_tensor_qparams(x, count, eps);
     auto* u = data_as<uint8_t>(src);
-    split(count, threads, [&](int64_t begin, int64_t len) {
+    split_elements(count, threads, [&](int64_t begin, int64_t len) {
       kernels->quantize_u8(x + begin, u + begin, len, p.inverse, static_cast<float>(p.zero_point));
     });
     *data_as<int32_t>(zp) = p.zero_point + 128;
@@ -269,7 +269,7 @@ Error add_to_u8_step(Build& b, const memory& src_f32, const memory& src_u8, floa
     to_u8.run = [kernels, src_f32, src_u8, count, threads, inv, zero_point](void*) {
       const float* x = data_as<float>(src_f32);
       auto* u = data_as<uint8_t>(src_u8);
-      split(count, threads, [&](int64_t begin, int64_t len) {
+      split_elements(count, threads, [&](int64_t begin, int64_t len) {
         kernels->quantize_u8(x + begin, u + begin, len, inv, zero_point);
       });
     };
