@@ -28,11 +28,11 @@ namespace {
 Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q,
                                      const float* scales, const float* bias, int64_t m, int64_t k,
                                      int64_t n);
-// Whether QuantMatMul `op` (in integers; weights q [n][k]; its post-ops from `fused` on a
-// requantize, clamps before) runs on Ember's int8 1x1 kernel: where the kernels have no VNNI,
-// weights within 7 bits, k a multiple of 4.
-bool own_quant_linear(const Build& b, const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
-                      size_t fused);
+// Whether QuantMatMul `op` (in integers; weights [n][k]; its post-ops from `fused` on a
+// requantize, clamps before) runs on Ember's int8 1x1 kernel: int8 on, where the kernels have no
+// VNNI (any weights: 7-bit ones in its quads form, full-range ones in its pairs form), k a
+// multiple of 4.
+bool own_quant_linear(const Build& b, const OpDesc& op, int64_t k, int64_t n, size_t fused);
 
 }  // namespace
 
@@ -289,14 +289,14 @@ Error add_to_u8_step(Build& b, const memory& src_f32, const memory& src_u8, floa
 
 namespace {
 
-bool own_quant_linear(const Build& b, const OpDesc& op, const int8_t* q, int64_t k, int64_t n,
-                      size_t fused) {
+bool own_quant_linear(const Build& b, const OpDesc& op, int64_t k, int64_t n, size_t fused) {
   const simd::Kernels* kernels = simd::kernels();
   // Measured against oneDNN's gemm:jit without VNNI only (with VNNI oneDNN's brgemm takes
-  // MobileNetV2's classifier in 0.05 ms). Without VNNI the kernel's pmaddubsw pairs saturate
-  // unless the weights fit 7 bits (oneDNN may have VNNI where Ember's kernels are capped).
-  if (!b.own_kernels() || kernels == nullptr || kernels->vnni || k % 4 != 0 ||
-      fused + 2 != op.post_ops.size() || !seven_bits(q, n * k)) {
+  // MobileNetV2's classifier in 0.05 ms). Full-range weights take the kernel's pairs form
+  // (vpmaddwd, exact on any weights), where oneDNN's pmaddubsw pairs would saturate and the
+  // layer ran as a float matmul of the dequantized weight (four times the bytes a call streams).
+  if (!b.int8() || !b.own_kernels() || kernels == nullptr || kernels->vnni || k % 4 != 0 || n < 1 ||
+      fused + 2 != op.post_ops.size()) {
     return false;
   }
   const PostOp &quantize = op.post_ops[fused], &dequantize = op.post_ops[fused + 1];
@@ -331,7 +331,9 @@ Error build_quant_matmul(Build& b, const OpDesc& op) try {
     const int64_t count = checked_numel(b.tensor(op.inputs[2]).dims);
     if (count != n) return refused("quantized matmul: bias size differs from the output features");
   }
-  if (!b.int8() || !(b.int8_any_weights() || seven_bits(q, n * k))) {
+  const size_t fused = before_requantize(op);
+  const bool own = own_quant_linear(b, op, k, n, fused);
+  if (!own && (!b.int8() || !(b.int8_any_weights() || seven_bits(q, n * k)))) {
     // The float matmul by PyTorch's dequantized weight, transposed: a [K, N] view of [N, K].
     EMBER_ASSIGN_OR_RETURN(memory w,
                            b.weight_buffer(op.inputs[1], plain_md({k, n}, dt::f32, {1, 0})));
@@ -349,8 +351,7 @@ Error build_quant_matmul(Build& b, const OpDesc& op) try {
                          b.buffer(memory::desc(ad, dt::u8, tag::ab), Held::Activations));
   const float shift = src_zp + 128.f;
   EMBER_TRY(add_to_u8_step(b, src_f32, src_u8, src_scale, src_zp));
-  const size_t fused = before_requantize(op);
-  if (own_quant_linear(b, op, q, k, n, fused)) {
+  if (own) {
     // Ember's int8 1x1 kernel (QuantPointwise: a linear layer is a 1x1 convolution of m
     // pixels) writes the requantized bytes, then a step dequantizes them into the float output
     // as the reference's dequantize does. Without VNNI oneDNN 2.6 runs this matmul on its

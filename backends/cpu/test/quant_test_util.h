@@ -61,6 +61,13 @@ inline bool quant_conv_in_integers(int64_t weight_max, int64_t groups = 1) {
          gathered_quant_conv(weight_max, groups);
 }
 
+// Whether a quantized linear layer (requantized, k a multiple of 4) whose weights lie within
+// [-weight_max, weight_max] runs in integers: oneDNN's int8 matmul with VNNI, or with weights
+// within [-64, 63]; without VNNI Ember's int8 1x1 kernel, on any weights.
+inline bool quant_linear_in_integers(int64_t weight_max) {
+  return int8_supported() || (weight_max <= 63 && int8_7bit_supported()) || own_kernels_supported();
+}
+
 // The variants of the backend's own kernels this CPU runs (none below AVX2).
 inline std::vector<const simd::Kernels*> simd_variants() {
   std::vector<const simd::Kernels*> variants;
