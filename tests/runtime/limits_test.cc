@@ -100,10 +100,14 @@ TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
       }
     }
     EXPECT_GE(heap.handed_out(), asked);
+    // The heap's share: the blocks of the small requests (at least one), not the huge pages.
+    EXPECT_GE(heap.heap_bytes(), 1 + 100 + 4096 + 65535 + 17);
+    EXPECT_LT(heap.heap_bytes(), size_t{1} << 20);
     EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 64), nullptr);
     EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 1), nullptr);
     heap.reset();
     EXPECT_EQ(heap.handed_out(), 0u);
+    EXPECT_EQ(heap.heap_bytes(), 0u);
   }
   // Without huge pages (Module's temp allocator) a large request comes from the heap.
   HeapAllocator plain(/*huge_pages=*/false);
@@ -112,6 +116,11 @@ TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   std::memset(p, 1, 3 << 20);
   EXPECT_GE(plain.handed_out(), size_t{3} << 20);
+  EXPECT_GE(plain.heap_bytes(), size_t{3} << 20);
+  uint8_t caller[64];
+  MemoryAllocator fixed(caller, sizeof caller);
+  EXPECT_NE(fixed.allocate(16), nullptr);
+  EXPECT_EQ(fixed.heap_bytes(), 0u);
 }
 
 }  // namespace

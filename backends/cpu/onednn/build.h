@@ -270,7 +270,6 @@ class Build {
   std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
   std::vector<std::unique_ptr<Step>> steps_;
   size_t held_bytes_[3] = {};  // per Held but Transient
-  size_t allocator_heap_ = 0;  // of the heap's growth during the build, what allocator_ took
   size_t scratch_bytes_ = 0;
   Error storage_error_ = Error::Ok;
   size_t cur_op_ = 0;
