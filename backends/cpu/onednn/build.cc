@@ -264,6 +264,12 @@ Result<const float*> Build::weight_data(int32_t id, std::vector<memory>* keep) t
 }
 
 Error Build::reorder_now(const memory& from, const memory& to) try {
+  const memory::desc md = from.get_desc();
+  int64_t n = 1;
+  for (int i = 0; i < md.data.ndims; ++i) n *= md.data.dims[i];
+  if (md.data.ndims > 0 && n <= kCopiedWeightElements && copy_to_blocked(from, to)) {
+    return Error::Ok;
+  }
   dnnl::reorder(from, to).execute(stream_, const_cast<memory&>(from), const_cast<memory&>(to));
   stream_.wait();
   return Error::Ok;

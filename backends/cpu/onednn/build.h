@@ -191,7 +191,8 @@ class Build {
   static size_t scratch_bytes(const PD& pd) {
     return pd.scratchpad_desc().get_size();
   }
-  // A reorder from -> to at every call; reorder_now: once, now (weights).
+  // A reorder from -> to at every call; reorder_now: once, now (weights; one of at most
+  // kCopiedWeightElements float elements by copy_to_blocked, without a oneDNN primitive).
   Error add_reorder(const memory& from, const memory& to);
   Error reorder_now(const memory& from, const memory& to);
   // One of Ember's kernels as a step; `reads`: the memories it reads through its closure, whose
