@@ -80,6 +80,7 @@ void* HeapAllocator::allocate(size_t size, size_t alignment) {
   void* mem = std::malloc(block);
   if (mem == nullptr) return nullptr;
   blocks_.push_back(mem);
+  heap_bytes_ += block;
   base_ = static_cast<uint8_t*>(mem);
   size_ = block;
   used_ = 0;

@@ -35,6 +35,7 @@ class MemoryAllocator {
   virtual void reset() {
     used_ = 0;
     handed_out_ = 0;
+    heap_bytes_ = 0;
   }
 
   size_t used() const { return used_; }
@@ -43,6 +44,10 @@ class MemoryAllocator {
   // every block a growing subclass took: what a load cost (Method measures each delegate's init
   // with it; `ember inspect --memory` reports it).
   size_t handed_out() const { return handed_out_; }
+  // Bytes of the blocks a growing subclass took from the C heap (malloc) since construction or
+  // the last reset: what a caller that measures the heap's growth across a load (the cpu
+  // backend's summary) tells apart from its own. 0 over a caller's buffer.
+  size_t heap_bytes() const { return heap_bytes_; }
 
   // `count` default-constructed Ts, or null.
   template <typename T>
@@ -61,6 +66,7 @@ class MemoryAllocator {
   size_t size_;
   size_t used_ = 0;
   size_t handed_out_ = 0;
+  size_t heap_bytes_ = 0;
 };
 
 // `size` bytes of zeroed anonymous memory on whole 2 MiB pages, advised for transparent huge

@@ -76,7 +76,7 @@ Module::~Module() {
 Error Module::load() {
   if (program_ != nullptr) return Error::Ok;
   EMBER_TRY(register_portable_kernels());
-  if (options_.num_threads > 0) ThreadPool::global().set_num_threads(options_.num_threads);
+  if (options_.num_threads > 0) ThreadPool::global(options_.num_threads);
   auto open = [&](const std::string& p) -> Result<std::unique_ptr<DataLoader>> {
     if (options_.load_mode == LoadMode::File) {
       Result<FileDataLoader> l = FileDataLoader::from(p.c_str());

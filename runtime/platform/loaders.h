@@ -5,7 +5,8 @@
 //   Result<MmapDataLoader> m = MmapDataLoader::from(path, MlockMode::UseMlockIgnoreErrors);
 //
 // Loaders own their file descriptor; the buffers they hand out may outlive neither the loader
-// (for mmap, they may: each mapping is independent, but keep the loader alive for clarity).
+// (for mmap, they may: the mapping they view stays until the last of them and the loader are
+// gone, but keep the loader alive for clarity).
 #pragma once
 
 #include <string>
@@ -56,8 +57,13 @@ enum class MlockMode : uint8_t {
   UseMlockIgnoreErrors,  // mlock every mapping; a failure to lock is ignored
 };
 
+// Without mlock, the whole file is mapped once (read-only, private) when the loader is made, and
+// a load is a view of that mapping: no system call; a freed buffer hands its whole pages back to
+// the system. With mlock, each load maps (and locks) its own range, unmapped when freed.
 class MmapDataLoader final : public DataLoader {
  public:
+  // Opens `path` (and maps it, without mlock). Errors: AccessFailed naming the path and the OS
+  // reason.
   static Result<MmapDataLoader> from(const char* path, MlockMode mode = MlockMode::NoMlock);
   MmapDataLoader(MmapDataLoader&& other) noexcept;
   MmapDataLoader& operator=(MmapDataLoader&&) = delete;
@@ -66,12 +72,14 @@ class MmapDataLoader final : public DataLoader {
   size_t size() const override { return size_; }
 
  private:
+  struct Mapping;
   MmapDataLoader(int fd, size_t size, MlockMode mode, std::string path)
       : fd_(fd), size_(size), mode_(mode), path_(std::move(path)) {}
   int fd_;
   size_t size_;
   MlockMode mode_;
   std::string path_;
+  Mapping* mapping_ = nullptr;  // the whole file (MlockMode::NoMlock), shared with its buffers
 };
 
 }  // namespace ember

@@ -5,14 +5,26 @@
 namespace ember {
 namespace {
 thread_local bool t_in_parallel = false;
+
+// The process-wide pool, made on the first call: with `num_threads` threads where that is given
+// (above 0), else one a core, at most 8.
+ThreadPool& make_global(int num_threads) {
+  static ThreadPool pool(
+      num_threads > 0 ? num_threads
+                      : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8));
+  return pool;
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) { start(std::clamp(num_threads, 1, 256)); }
 
 ThreadPool::~ThreadPool() { stop(); }
 
-ThreadPool& ThreadPool::global() {
-  static ThreadPool pool(std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8));
+ThreadPool& ThreadPool::global() { return make_global(0); }
+
+ThreadPool& ThreadPool::global(int num_threads) {
+  ThreadPool& pool = make_global(num_threads);
+  if (num_threads > 0) pool.set_num_threads(num_threads);
   return pool;
 }
 

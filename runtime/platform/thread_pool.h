@@ -1,7 +1,6 @@
 // A fixed-size pool that splits loops over threads; kernels use it for large work.
 //
-//   ThreadPool& pool = ThreadPool::global();
-//   pool.set_num_threads(2);
+//   ThreadPool& pool = ThreadPool::global(2);  // the process-wide pool, with 2 threads
 //   pool.parallel_for(n, /*grain=*/1024, [&](int64_t begin, int64_t end) { ... });
 //
 // The calling thread takes part in the work. set_num_threads(1) runs everything inline. Calls to
@@ -45,6 +44,11 @@ class ThreadPool {
 
   // The process-wide pool kernels use. Starts with one thread per core, at most 8.
   static ThreadPool& global();
+  // The process-wide pool with `num_threads` threads (clamped to 1..256; 0 or less: as global()).
+  // Made at that size where this is its first use, so that no threads start only to be stopped
+  // (a join that waits for a thread the OS has not yet run, milliseconds on a busy machine);
+  // else resized as set_num_threads. Not to be called while a parallel_for runs.
+  static ThreadPool& global(int num_threads);
 
   int num_threads() const { return num_threads_; }
   // Resizes the pool (clamped to 1..256). Not to be called while a parallel_for runs.

@@ -108,6 +108,22 @@ TEST(Concurrency, ThreadPoolCalledFromSeveralThreads) {
   }
 }
 
+// global(n) is the one process-wide pool, with n threads: made at that size on its first use (a
+// process of its own under ctest), resized on a later one; 0 leaves it as it is.
+TEST(Concurrency, GlobalThreadPoolTakesItsSize) {
+  ThreadPool& pool = ThreadPool::global(3);
+  EXPECT_EQ(pool.num_threads(), 3);
+  EXPECT_EQ(&ThreadPool::global(), &pool);
+  EXPECT_EQ(&ThreadPool::global(1), &pool);
+  EXPECT_EQ(pool.num_threads(), 1);
+  EXPECT_EQ(ThreadPool::global(0).num_threads(), 1);
+  std::vector<int> seen(1000, 0);
+  ThreadPool::global(2).parallel_for(1000, 10, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) seen[i] += 1;
+  });
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 1000);
+}
+
 // parallel_for covers [0, n) once, in ranges of at least `grain` (the last may be shorter), a
 // few a thread: the caller takes the chunks a late worker has not (its core busy with a
 // delegate's OpenMP threads), so there are more chunks than threads.

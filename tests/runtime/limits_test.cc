@@ -1,7 +1,10 @@
 // Resource limits: a method allocator that is too small fails with the size needed, the size
 // MethodMeta reports is enough, and Module's cap on planned memory refuses a program before any
 // allocation.
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <string>
@@ -100,10 +103,14 @@ TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
       }
     }
     EXPECT_GE(heap.handed_out(), asked);
+    // The heap's share: the blocks of the small requests (at least one), not the huge pages.
+    EXPECT_GE(heap.heap_bytes(), 1 + 100 + 4096 + 65535 + 17);
+    EXPECT_LT(heap.heap_bytes(), size_t{1} << 20);
     EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 64), nullptr);
     EXPECT_EQ(heap.allocate(SIZE_MAX - 8, 1), nullptr);
     heap.reset();
     EXPECT_EQ(heap.handed_out(), 0u);
+    EXPECT_EQ(heap.heap_bytes(), 0u);
   }
   // Without huge pages (Module's temp allocator) a large request comes from the heap.
   HeapAllocator plain(/*huge_pages=*/false);
@@ -112,6 +119,64 @@ TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
   std::memset(p, 1, 3 << 20);
   EXPECT_GE(plain.handed_out(), size_t{3} << 20);
+  EXPECT_GE(plain.heap_bytes(), size_t{3} << 20);
+  uint8_t caller[64];
+  MemoryAllocator fixed(caller, sizeof caller);
+  EXPECT_NE(fixed.allocate(16), nullptr);
+  EXPECT_EQ(fixed.heap_bytes(), 0u);
+}
+
+// MmapDataLoader without mlock maps the file once: every load is a view of that one mapping,
+// right where the file puts its bytes, and stays readable after the loader is gone. A freed
+// buffer hands its pages back (MADV_DONTNEED); a view that shares them reads the same bytes
+// again (faulted back in from the file). An empty file loads nothing.
+TEST(Limits, MmapLoadsAreViewsOfOneMapping) {
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t size = 3 * page + 100;
+  std::vector<uint8_t> bytes(size);
+  for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 251);
+  const std::string path = ::testing::TempDir() + "/mmap_views.bin";
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, size, f), size);
+  std::fclose(f);
+  auto same = [&](const FreeableBuffer& b, size_t offset) {
+    return b.size() > 0 && std::memcmp(b.data(), bytes.data() + offset, b.size()) == 0;
+  };
+
+  Result<FreeableBuffer> whole = Error::Internal, inner = Error::Internal;
+  {
+    Result<MmapDataLoader> loader = MmapDataLoader::from(path.c_str());
+    ASSERT_TRUE(loader.ok()) << last_error_message();
+    whole = loader->load(0, size, SegmentType::Program);
+    Result<FreeableBuffer> middle = loader->load(100, 2 * page + 50, SegmentType::Backend);
+    inner = loader->load(page, page, SegmentType::Constant);
+    ASSERT_TRUE(whole.ok() && middle.ok() && inner.ok());
+    EXPECT_TRUE(same(*whole, 0));
+    EXPECT_TRUE(same(*middle, 100));
+    EXPECT_TRUE(same(*inner, page));
+    EXPECT_EQ(static_cast<const uint8_t*>(inner->data()),
+              static_cast<const uint8_t*>(whole->data()) + page);
+    middle->free();  // gives back the page `inner` views
+    EXPECT_TRUE(same(*inner, page));
+  }
+  EXPECT_TRUE(same(*whole, 0));  // the loader is gone, its buffers stay
+  EXPECT_TRUE(same(*inner, page));
+  whole->free();
+  EXPECT_TRUE(same(*inner, page));
+  inner->free();
+
+  const std::string empty_path = ::testing::TempDir() + "/mmap_empty.bin";
+  std::fclose(std::fopen(empty_path.c_str(), "wb"));
+  Result<MmapDataLoader> empty = MmapDataLoader::from(empty_path.c_str());
+  ASSERT_TRUE(empty.ok()) << last_error_message();
+  EXPECT_EQ(empty->size(), 0u);
+  Result<FreeableBuffer> nothing = empty->load(0, 0, SegmentType::Program);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_EQ(nothing->size(), 0u);
+  EXPECT_FALSE(empty->load(0, 1, SegmentType::Program).ok());
+  std::remove(path.c_str());
+  std::remove(empty_path.c_str());
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllo
 
 Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && try {
   const size_t heap_before = heap_in_use();
+  const size_t allocator_heap_before = allocator_ != nullptr ? allocator_->heap_bytes() : 0;
   named_ = named;
   engine_ = dnnl::engine(dnnl::engine::kind::cpu, 0);
   stream_ = dnnl::stream(engine_);
@@ -99,7 +100,11 @@ Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && tr
   s.int8_chained = static_cast<int>(quant_.u8_tensors.size());
   s.int8_matmuls = int8_matmuls_;
   const size_t grown = std::max(heap_in_use(), heap_before) - heap_before;
-  s.heap_bytes = grown - std::min(grown, allocator_heap_);
+  // The method allocator's own blocks are not the build's: it counts what it took (a mallinfo2
+  // around each of its calls walked the heap's free lists a few hundred times a load).
+  const size_t allocator_heap =
+      allocator_ != nullptr ? allocator_->heap_bytes() - allocator_heap_before : 0;
+  s.heap_bytes = grown - std::min(grown, allocator_heap);
   return std::make_unique<CpuDelegate>(std::move(d));
 } catch (const dnnl::error& e) {
   return onednn_error(e);
@@ -161,10 +166,7 @@ Result<memory> Build::buffer(const memory::desc& md, Held held) try {
   held_bytes_[static_cast<int>(held)] += bytes;
   if (allocator_ == nullptr) return memory(md, engine_);
   // A cache line apart: oneDNN's kernels load whole lines (the heap's buffers are so aligned).
-  // The heap the allocator itself takes (Module's grows on it) is not the build's.
-  const size_t heap_before = heap_in_use();
   void* p = allocator_->allocate(std::max<size_t>(bytes, 1), 64);
-  allocator_heap_ += std::max(heap_in_use(), heap_before) - heap_before;
   if (p == nullptr) {
     return refused("the method allocator has no room for " + std::to_string(bytes) +
                        " more bytes (this delegate has taken " + std::to_string(taken) +
@@ -262,6 +264,12 @@ Result<const float*> Build::weight_data(int32_t id, std::vector<memory>* keep) t
 }
 
 Error Build::reorder_now(const memory& from, const memory& to) try {
+  const memory::desc md = from.get_desc();
+  int64_t n = 1;
+  for (int i = 0; i < md.data.ndims; ++i) n *= md.data.dims[i];
+  if (md.data.ndims > 0 && n <= kCopiedWeightElements && copy_to_blocked(from, to)) {
+    return Error::Ok;
+  }
   dnnl::reorder(from, to).execute(stream_, const_cast<memory&>(from), const_cast<memory&>(to));
   stream_.wait();
   return Error::Ok;

@@ -191,7 +191,8 @@ class Build {
   static size_t scratch_bytes(const PD& pd) {
     return pd.scratchpad_desc().get_size();
   }
-  // A reorder from -> to at every call; reorder_now: once, now (weights).
+  // A reorder from -> to at every call; reorder_now: once, now (weights; one of at most
+  // kCopiedWeightElements float elements by copy_to_blocked, without a oneDNN primitive).
   Error add_reorder(const memory& from, const memory& to);
   Error reorder_now(const memory& from, const memory& to);
   // One of Ember's kernels as a step; `reads`: the memories it reads through its closure, whose
@@ -270,7 +271,6 @@ class Build {
   std::vector<uint8_t> arg_is_tensor_;         // per argument: whether a tensor is bound to it
   std::vector<std::unique_ptr<Step>> steps_;
   size_t held_bytes_[3] = {};  // per Held but Transient
-  size_t allocator_heap_ = 0;  // of the heap's growth during the build, what allocator_ took
   size_t scratch_bytes_ = 0;
   Error storage_error_ = Error::Ok;
   size_t cur_op_ = 0;

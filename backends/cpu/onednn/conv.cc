@@ -34,6 +34,36 @@ Result<bool> winograd_safe(Build& b, const OpDesc& op, int64_t in_channels) try 
   return b.onednn_error(e);
 }
 
+// The float weight as oneDNN's convolution reads it (g.logical), a view of its storage. A weight
+// held in another order of its dims (XNNPACK's OHWI filters are OIHW under dim order 0, 2, 3, 1)
+// is viewed through its own strides, so that its one reorder into the primitive's layout reads it
+// where it lies; a dense copy first would be a second reorder and a buffer as large as the weight.
+Result<memory> weight_view(Build& b, const OpDesc& op, const ConvGeometry& g) try {
+  EMBER_ASSIGN_OR_RETURN(memory w, b.src_memory(op.inputs[1]));
+  const memory::desc plain = plain_md(g.wd, dt::f32);
+  memory::dims s = w.get_desc() == plain ? memory::dims() : plain_strides(w.get_desc());
+  if (s.size() != g.wd.size() || w.get_desc().dims() != g.wd) {
+    if (w.get_desc() != plain) {
+      EMBER_ASSIGN_OR_RETURN(w, b.as(op.inputs[1], plain));
+    }
+    return b.view(w, memory::desc(g.logical, dt::f32, g.strides_w));
+  }
+  // conv_geometry's strides_w for these strides rather than dense ones.
+  const int64_t groups = g.groups;
+  memory::dims strides;
+  if (!g.transposed) {
+    strides =
+        groups == 1 ? memory::dims{s[0], s[1]} : memory::dims{g.wd[0] / groups * s[0], s[0], s[1]};
+  } else {
+    strides =
+        groups == 1 ? memory::dims{s[1], s[0]} : memory::dims{g.wd[0] / groups * s[0], s[1], s[0]};
+  }
+  strides.insert(strides.end(), s.begin() + 2, s.end());
+  return b.view(w, memory::desc(g.logical, dt::f32, strides));
+} catch (const dnnl::error& e) {
+  return b.onednn_error(e);
+}
+
 }  // namespace
 
 Result<ConvGeometry> conv_geometry(Build& b, const OpDesc& op) {
@@ -120,13 +150,8 @@ Error build_conv(Build& b, const OpDesc& op, dt wdt) try {
   const int64_t r = g.r, groups = g.groups;
   const bool transposed = g.transposed;
   const memory::dims &sd = g.sd, &wd = g.wd, &od = g.od, &strides = g.strides, &pad_l = g.pad_l,
-                     &pad_r = g.pad_r, &dil = g.dil, &kd = g.kd, &logical = g.logical,
-                     &strides_w = g.strides_w;
-  EMBER_ASSIGN_OR_RETURN(memory w_plain, b.src_memory(op.inputs[1]));
-  if (w_plain.get_desc() != plain_md(wd, dt::f32)) {
-    EMBER_ASSIGN_OR_RETURN(w_plain, b.as(op.inputs[1], plain_md(wd, dt::f32)));
-  }
-  EMBER_ASSIGN_OR_RETURN(memory w_view, b.view(w_plain, memory::desc(logical, dt::f32, strides_w)));
+                     &pad_r = g.pad_r, &dil = g.dil, &kd = g.kd, &logical = g.logical;
+  EMBER_ASSIGN_OR_RETURN(memory w_view, weight_view(b, op, g));
   // In bf16 mode a result that only convolutions and matmuls read is stored in bf16: they would
   // round it to bf16 first anyway, so this saves a conversion and half the traffic, exactly.
   bool bf16_dst = wdt == dt::bf16 && b.feeds_only_bf16_math(op.output);

@@ -1,6 +1,7 @@
 #include "backends/cpu/onednn/layout.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ember::cpu::delegate {
 
@@ -77,6 +78,74 @@ memory::desc plain_md(const memory::dims& dims, dt type, const std::vector<uint8
     return memory::desc();
   }
   return memory::desc(md);
+}
+
+bool copy_to_blocked(const memory& from, const memory& to) {
+  const memory::desc from_md = from.get_desc(), to_md = to.get_desc();
+  const dnnl_memory_desc_t &s = from_md.data, &d = to_md.data;
+  const int n = s.ndims;
+  if (n < 1 || n != d.ndims || s.data_type != dnnl_f32 || d.data_type != dnnl_f32 ||
+      s.format_kind != dnnl_blocked || d.format_kind != dnnl_blocked ||
+      s.format_desc.blocking.inner_nblks != 0 || d.extra.flags != 0 || d.offset0 != 0) {
+    return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (s.dims[i] != d.dims[i] || s.dims[i] < 1 || d.padded_offsets[i] != 0) return false;
+  }
+  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
+  // An element's offset in `to` is a sum of one term per dim: its block's (the outer index times
+  // the dim's stride) and its place in the inner blocks (a digit per block of the dim, the
+  // innermost block's the least significant).
+  int64_t block[DNNL_MAX_NDIMS], inner_stride[DNNL_MAX_NDIMS];
+  std::fill(block, block + n, int64_t{1});
+  int64_t stride = 1;
+  for (int k = b.inner_nblks - 1; k >= 0; --k) {
+    inner_stride[k] = stride;
+    stride *= b.inner_blks[k];
+    block[b.inner_idxs[k]] *= b.inner_blks[k];
+  }
+  std::vector<int64_t> table[DNNL_MAX_NDIMS];
+  for (int i = 0; i < n; ++i) {
+    table[i].resize(static_cast<size_t>(d.dims[i]));
+    for (int64_t x = 0; x < d.dims[i]; ++x) {
+      int64_t off = x / block[i] * b.strides[i], rest = x % block[i];
+      for (int k = b.inner_nblks - 1; k >= 0; --k) {
+        if (b.inner_idxs[k] != i) continue;
+        off += rest % b.inner_blks[k] * inner_stride[k];
+        rest /= b.inner_blks[k];
+      }
+      table[i][static_cast<size_t>(x)] = off;
+    }
+  }
+  const float* src = data_as<const float>(from) + s.offset0;
+  float* dst = data_as<float>(to);
+  if (src == nullptr || dst == nullptr) return false;
+  std::memset(dst, 0, to_md.get_size());
+  // Innermost the dim `from` holds densest (of those longer than 1: a 1x1 filter's last dims
+  // are 1), read in order; the others in order around it.
+  const dnnl_dims_t& ss = s.format_desc.blocking.strides;
+  int in = n - 1;
+  for (int i = 0; i < n; ++i) {
+    if (d.dims[i] > 1 && (d.dims[in] == 1 || ss[i] < ss[in])) in = i;
+  }
+  const int64_t inner = d.dims[in], inner_s = ss[in];
+  const int64_t* inner_t = table[in].data();
+  int64_t idx[DNNL_MAX_NDIMS] = {};
+  for (;;) {
+    int64_t so = 0, doff = 0;
+    for (int i = 0; i < n; ++i) {
+      so += idx[i] * ss[i];
+      doff += table[i][static_cast<size_t>(idx[i])];
+    }
+    for (int64_t x = 0; x < inner; ++x) dst[doff + inner_t[x]] = src[so + x * inner_s];
+    int i = n - 1;
+    for (; i >= 0; --i) {
+      if (i == in) continue;
+      if (++idx[i] < d.dims[i]) break;
+      idx[i] = 0;
+    }
+    if (i < 0) return true;
+  }
 }
 
 // `dims` right-aligned to `rank` with leading ones (broadcast operands, biases).

@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <new>
 #include <string_view>
@@ -71,6 +72,22 @@ const char* onednn_isa_name() {
   }
 }
 
+// oneDNN announces every JIT kernel it generates to VTune's JIT profiling API by default, whose
+// loader, with no profiler named in the environment, looks for VTune's collector (libJitPI.so)
+// along the whole library search path when the first kernel is made: some 40 failed opens and
+// stats within the first load. Off, once per process, unless a profiler asks for it (VTune sets
+// INTEL_JIT_PROFILER64; ONEDNN_JIT_PROFILE or DNNL_JIT_PROFILE choose oneDNN's profilers).
+void disable_unrequested_jit_profiling() {
+  static const bool done = [] {
+    for (const char* v : {"INTEL_JIT_PROFILER64", "INTEL_JIT_PROFILER32", "VS_PROFILER",
+                          "ONEDNN_JIT_PROFILE", "DNNL_JIT_PROFILE"}) {
+      if (std::getenv(v) != nullptr) return false;
+    }
+    return dnnl_set_jit_profiling_flags(DNNL_JIT_PROFILE_NONE) == dnnl_success;
+  }();
+  (void)done;
+}
+
 // Builds a delegate for `g` with the thread count it will run with, its buffers from
 // `allocator` (null: the heap). The build returns its errors; the standard library's
 // std::bad_alloc is the one exception that can reach here.
@@ -78,6 +95,7 @@ Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
                                                    const DelegateOptions& options,
                                                    const NamedDataMap* named,
                                                    MemoryAllocator* allocator) {
+  disable_unrequested_jit_profiling();
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);

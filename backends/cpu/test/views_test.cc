@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 
 #include "backends/cpu/onednn/layout.h"
@@ -55,6 +56,68 @@ TEST(CpuViews, ReshapedStridesFollowATensView) {
       }
     }
   }
+}
+
+// copy_to_blocked() writes what oneDNN's reorder writes, byte for byte (the blocks' padding as
+// zeros), from plain sources of any strides into the blocked layouts oneDNN's primitives take
+// their weights in; it declines, writing nothing, what it does not take.
+TEST(CpuViews, CopyToBlockedWritesWhatAReorderWrites) {
+  using dnnl::memory;
+  using tag = memory::format_tag;
+  const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  struct Case {
+    memory::dims dims;
+    tag from, to;
+  };
+  const std::vector<Case> cases = {
+      {{64, 64, 3, 3}, tag::acdb, tag::ABcd8b8a},   // an OHWI filter, a 3x3 convolution's
+      {{16, 3, 4, 4}, tag::acdb, tag::Acdb8a},      // 3 input channels
+      {{20, 3, 2, 2}, tag::abcd, tag::ABcd8b8a},    // both channel counts padded
+      {{8, 1, 1, 3, 3}, tag::abcde, tag::Abcde8a},  // depthwise, grouped
+      {{12, 1, 1, 7, 7}, tag::bcdea, tag::Abcde8a},
+      {{32, 40, 1, 1}, tag::abcd, tag::OIhw4i16o4i},  // a dim in two blocks
+      {{48, 24, 3, 3}, tag::acdb, tag::ABcd16b16a},
+      {{5, 7, 3}, tag::acb, tag::aBc8b},
+      {{6, 5, 4, 3}, tag::cdba, tag::abcd},  // plain to plain
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.dims));
+    const memory::desc from_md(c.dims, memory::data_type::f32, c.from);
+    const memory::desc to_md(c.dims, memory::data_type::f32, c.to);
+    memory from(from_md, engine), want(to_md, engine), got(to_md, engine);
+    auto* x = static_cast<float*>(from.get_data_handle());
+    for (size_t i = 0; i < from_md.get_size() / sizeof(float); ++i) {
+      x[i] = static_cast<float>(i) * 0.25f - 7.f;
+    }
+    std::memset(got.get_data_handle(), 0xff, to_md.get_size());  // NaNs where padding belongs
+    dnnl::reorder(from, want).execute(stream, from, want);
+    stream.wait();
+    ASSERT_TRUE(delegate::copy_to_blocked(from, got));
+    EXPECT_EQ(std::memcmp(got.get_data_handle(), want.get_data_handle(), to_md.get_size()), 0);
+  }
+  // A strided part of a larger tensor (an offset and strides of its own).
+  const memory::desc whole({4, 6, 5}, memory::data_type::f32, tag::abc);
+  memory big(whole, engine);
+  auto* x = static_cast<float*>(big.get_data_handle());
+  for (int i = 0; i < 120; ++i) x[i] = static_cast<float>(i);
+  const memory part(whole.submemory_desc({3, 4, 5}, {1, 2, 0}), engine, x);
+  const memory::desc to_md({3, 4, 5}, memory::data_type::f32, tag::aBc8b);
+  memory want(to_md, engine), got(to_md, engine);
+  dnnl::reorder(part, want).execute(stream, const_cast<memory&>(part), want);
+  stream.wait();
+  ASSERT_TRUE(delegate::copy_to_blocked(part, got));
+  EXPECT_EQ(std::memcmp(got.get_data_handle(), want.get_data_handle(), to_md.get_size()), 0);
+  // Declined: another datatype, a blocked source, other dims.
+  const memory::desc f32_md({16, 8, 2}, memory::data_type::f32, tag::abc);
+  memory s8(memory::desc({16, 8, 2}, memory::data_type::s8, tag::abc), engine);
+  memory blocked(memory::desc({16, 8, 2}, memory::data_type::f32, tag::aBc8b), engine);
+  memory plain(f32_md, engine),
+      other(memory::desc({8, 16, 2}, memory::data_type::f32, tag::abc), engine);
+  EXPECT_FALSE(delegate::copy_to_blocked(s8, plain));
+  EXPECT_FALSE(delegate::copy_to_blocked(plain, s8));
+  EXPECT_FALSE(delegate::copy_to_blocked(blocked, plain));
+  EXPECT_FALSE(delegate::copy_to_blocked(plain, other));
 }
 
 // A view of a delegate argument (a KV cache read as heads: [1, 16, 32] as [1, 16, 4, 8]) is a
