@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -140,6 +141,13 @@ TEST(CpuQuantGathered, GatherAgainstIndexing) {
     if (s.pad_h > 0) {
       EXPECT_GT(padded, 0) << "no tap fell in the padding: the case tests less";
     }
+    // A block from a row inside an image (and across images, with a batch) gathers the same
+    // rows.
+    const int64_t from = m / 3 + 1;
+    std::vector<uint8_t> part(static_cast<size_t>((m - from) * conv.k()));
+    conv.gather(u, from, m, part.data());
+    EXPECT_TRUE(std::equal(part.begin(), part.end(), rows.begin() + from * conv.k()))
+        << "rows " << from << " on";
   }
 }
 
