@@ -79,6 +79,14 @@ template <BroadcastOp Op>
 EMBER_INLINE float broadcast_one(float x, float z) {
   if constexpr (Op == BroadcastOp::Prelu) {
     return x > 0.f ? x : z * x;
+  } else if constexpr (Op == BroadcastOp::Add) {
+    return x + z;
+  } else if constexpr (Op == BroadcastOp::Sub) {
+    return x - z;
+  } else if constexpr (Op == BroadcastOp::Mul) {
+    return x * z;
+  } else if constexpr (Op == BroadcastOp::Div) {
+    return x / z;
   } else {
     float r = Op == BroadcastOp::Maximum ? (x < z ? z : x) : (z < x ? z : x);
     r = z != z ? z : r;
@@ -117,6 +125,14 @@ EMBER_BROADCAST_ROW(Maximum, false)
 EMBER_BROADCAST_ROW(Maximum, true)
 EMBER_BROADCAST_ROW(Prelu, false)
 EMBER_BROADCAST_ROW(Prelu, true)
+EMBER_BROADCAST_ROW(Add, false)
+EMBER_BROADCAST_ROW(Add, true)
+EMBER_BROADCAST_ROW(Sub, false)
+EMBER_BROADCAST_ROW(Sub, true)
+EMBER_BROADCAST_ROW(Mul, false)
+EMBER_BROADCAST_ROW(Mul, true)
+EMBER_BROADCAST_ROW(Div, false)
+EMBER_BROADCAST_ROW(Div, true)
 #undef EMBER_BROADCAST_ROW
 
 template <BroadcastOp Op>
@@ -200,6 +216,14 @@ void broadcast_binary(BroadcastOp op, const float* a, const float* b, float* y,
       return broadcast_on<BroadcastOp::Maximum>(a, b, y, shape, threads);
     case BroadcastOp::Prelu:
       return broadcast_on<BroadcastOp::Prelu>(a, b, y, shape, threads);
+    case BroadcastOp::Add:
+      return broadcast_on<BroadcastOp::Add>(a, b, y, shape, threads);
+    case BroadcastOp::Sub:
+      return broadcast_on<BroadcastOp::Sub>(a, b, y, shape, threads);
+    case BroadcastOp::Mul:
+      return broadcast_on<BroadcastOp::Mul>(a, b, y, shape, threads);
+    case BroadcastOp::Div:
+      return broadcast_on<BroadcastOp::Div>(a, b, y, shape, threads);
   }
 }
 

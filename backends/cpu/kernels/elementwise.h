@@ -36,8 +36,9 @@ bool unary_keeps_zero(UnaryOp op);
 // y = op(a, b) over `rank` dims (at most 6): a and y dense at `dims`, b read at its strides (0
 // along a dim it broadcasts). Minimum and Maximum as ATen's: a NaN in either operand gives NaN
 // (a's where both are); of two equal values, a's (the portable kernels' nan_min / nan_max).
-// Prelu: a > 0 ? a : b * a (ATen's prelu, b the slope; NaN kept).
-enum class BroadcastOp : uint8_t { Minimum, Maximum, Prelu };
+// Prelu: a > 0 ? a : b * a (ATen's prelu, b the slope; NaN kept). Add, Sub, Mul, Div: IEEE's
+// a + b, a - b, a * b, a / b, as ATen's (no contraction).
+enum class BroadcastOp : uint8_t { Minimum, Maximum, Prelu, Add, Sub, Mul, Div };
 struct BroadcastShape {
   int64_t rank = 0;
   int64_t dims[6] = {};

@@ -558,10 +558,16 @@ TEST(OwnKernels, BroadcastBinaryMatchesAten) {
       shape.b[d] = bd[static_cast<size_t>(d)] == 1 ? 0 : stride;
       stride *= bd[static_cast<size_t>(d)];
     }
-    for (BroadcastOp op : {BroadcastOp::Minimum, BroadcastOp::Maximum, BroadcastOp::Prelu}) {
+    for (BroadcastOp op :
+         {BroadcastOp::Minimum, BroadcastOp::Maximum, BroadcastOp::Prelu, BroadcastOp::Add,
+          BroadcastOp::Sub, BroadcastOp::Mul, BroadcastOp::Div}) {
       const at::Tensor want = op == BroadcastOp::Minimum   ? at::minimum(a, b)
                               : op == BroadcastOp::Maximum ? at::maximum(a, b)
-                                                           : at::where(a > 0, a, b * a);
+                              : op == BroadcastOp::Prelu   ? at::where(a > 0, a, b * a)
+                              : op == BroadcastOp::Add     ? a + b
+                              : op == BroadcastOp::Sub     ? a - b
+                              : op == BroadcastOp::Mul     ? a * b
+                                                           : a / b;
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::to_string(static_cast<int>(op)) + " by " + ints(bd) + ", threads " +
                      std::to_string(threads));
