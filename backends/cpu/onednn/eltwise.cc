@@ -39,7 +39,9 @@ namespace {
 
 // dst = minimum, maximum or prelu of a (the result's dims) and b broadcast to it, by Ember's kernel
 // (oneDNN's binary_min and binary_max return the other operand where one is NaN; ATen's NaN; oneDNN
-// 2.6 has no prelu). Its element-wise post-ops follow as steps; a sum post-op is refused.
+// 2.6 has no prelu); or add, sub, mul, div of a plain a and a broadcast b (build_binary: faster
+// than oneDNN's generic broadcast). Its element-wise post-ops follow as steps; a sum post-op is
+// refused.
 Error add_broadcast_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
                          const memory::dims& bd) try {
   for (const PostOp& p : op.post_ops) {
