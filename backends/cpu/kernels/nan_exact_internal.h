@@ -10,6 +10,8 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/policy.h"
+
 // Each kernel is one body, inlined into three copies compiled for AVX-512, AVX2 and the
 // baseline (the compiler vectorizes the loops over channels and elements); cpu_isa() picks one.
 // The comparisons are written so that NaN wins: `v < lo ? lo : v` keeps a NaN v (every
@@ -23,9 +25,8 @@ namespace ember::cpu::nan_exact_internal {
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Below this many floats of work a step runs on the calling thread (a parallel region costs a
-// few microseconds).
-inline constexpr int64_t kMinParallelWork = int64_t{1} << 15;
+// Below this many floats of work a step runs on the calling thread (policy.h).
+inline constexpr int64_t kMinParallelWork = kMinParallelElements;
 
 // fn(begin, end) over [0, count), split evenly over the threads.
 template <typename Fn>

@@ -21,6 +21,10 @@ namespace ember::cpu {
 inline constexpr int64_t kGroup = PackedMatrix::kGroup;
 inline int64_t round_up_group(int64_t n) { return (n + kGroup - 1) / kGroup * kGroup; }
 
+// Below this many elements an element-wise pass runs on the calling thread: a parallel region
+// costs a microsecond or two, more than a pass over a few thousand values.
+inline constexpr int64_t kMinParallelElements = int64_t{1} << 15;
+
 // Whether Ember's own kernels may run: cpu_isa() (runtime/platform/cpu_isa.h) is AVX2 or
 // AVX-512 (each has its variant), so the CPU has it and EMBER_CPU_ISA does not cap it off.
 bool own_kernels_supported();

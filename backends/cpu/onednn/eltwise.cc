@@ -59,37 +59,21 @@ Error add_broadcast_step(Build& b, const OpDesc& op, const memory::dims& b_dims,
     shape.b[i] = bd[i] == 1 ? 0 : strides[i];
   }
   EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, plain_md(ad, dt::f32)));
-  const BinaryAlg alg = op.binary().alg;
-  BroadcastOp kernel = BroadcastOp::Prelu;
-  const char* what = "binary,ember:prelu,forward_inference,,";
-  switch (alg) {
-    case BinaryAlg::Minimum:
-      kernel = BroadcastOp::Minimum;
-      what = "binary,ember:min,forward_inference,,";
-      break;
-    case BinaryAlg::Maximum:
-      kernel = BroadcastOp::Maximum;
-      what = "binary,ember:max,forward_inference,,";
-      break;
-    case BinaryAlg::Prelu:
-      break;
-    case BinaryAlg::Add:
-      kernel = BroadcastOp::Add;
-      what = "binary,ember:add,forward_inference,,";
-      break;
-    case BinaryAlg::Sub:
-      kernel = BroadcastOp::Sub;
-      what = "binary,ember:sub,forward_inference,,";
-      break;
-    case BinaryAlg::Mul:
-      kernel = BroadcastOp::Mul;
-      what = "binary,ember:mul,forward_inference,,";
-      break;
-    case BinaryAlg::Div:
-      kernel = BroadcastOp::Div;
-      what = "binary,ember:div,forward_inference,,";
-      break;
-  }
+  // Ember's kernel and the profiler's name, by BinaryAlg (graph_format.h's order).
+  struct Kernel {
+    BroadcastOp op;
+    const char* what;
+  };
+  static constexpr Kernel kKernels[kNumBinaryAlgs] = {
+      {BroadcastOp::Add, "binary,ember:add,forward_inference,,"},
+      {BroadcastOp::Mul, "binary,ember:mul,forward_inference,,"},
+      {BroadcastOp::Sub, "binary,ember:sub,forward_inference,,"},
+      {BroadcastOp::Div, "binary,ember:div,forward_inference,,"},
+      {BroadcastOp::Minimum, "binary,ember:min,forward_inference,,"},
+      {BroadcastOp::Maximum, "binary,ember:max,forward_inference,,"},
+      {BroadcastOp::Prelu, "binary,ember:prelu,forward_inference,,"},
+  };
+  const auto [kernel, what] = kKernels[static_cast<size_t>(op.binary().alg)];
   OwnStep s{OwnKind::Exact, what, dims_text(ad) + ":" + dims_text(bd), {}};
   s.run = [a, other, dst, shape, kernel, threads = b.threads()](void*) {
     broadcast_binary(kernel, data_as<const float>(a), data_as<const float>(other),

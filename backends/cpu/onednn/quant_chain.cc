@@ -237,12 +237,18 @@ Result<size_t> try_u8_lookup(Build& b, size_t i) try {
   const float inv = q.eltwise().alpha, zp = q.eltwise().beta;
   const float scale = d.eltwise().alpha;
   EMBER_ASSIGN_OR_RETURN(const bool u8_out, readers_take_u8(b, d.output, scale, zp));
-  auto table = std::make_shared<std::array<uint8_t, 256>>();
-  auto floats = std::make_shared<std::array<float, 256>>();
+  // Each byte's result: requantized, and dequantized as PyTorch does for float readers.
+  std::shared_ptr<std::array<uint8_t, 256>> table;
+  std::shared_ptr<std::array<float, 256>> floats;
+  if (u8_out) {
+    table = std::make_shared<std::array<uint8_t, 256>>();
+  } else {
+    floats = std::make_shared<std::array<float, 256>>();
+  }
   for (size_t j = 0; j < 256; ++j) {
     const float qv = quantize_int8(y[j], inv, zp);
-    (*table)[j] = static_cast<uint8_t>(static_cast<int32_t>(qv) + 128);
-    (*floats)[j] = (qv - zp) * scale;  // PyTorch's dequantize
+    if (table) (*table)[j] = static_cast<uint8_t>(static_cast<int32_t>(qv) + 128);
+    if (floats) (*floats)[j] = (qv - zp) * scale;
   }
   const std::vector<int64_t>& dims = b.tensor(d.output).dims;
   const memory::dims md_dims = to_dims(dims);

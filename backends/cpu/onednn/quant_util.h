@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backends/cpu/graph/graph_format.h"
+#include "backends/cpu/kernels/policy.h"
 
 namespace ember::cpu::delegate {
 
@@ -42,12 +43,8 @@ inline bool seven_bits(const int8_t* q, int64_t n) {
 template <typename F>
 void split(int64_t n, int threads, F f);
 
-// Below this many elements an element-wise pass runs on the calling thread: a parallel region
-// costs a microsecond or two, more than a pass over a few thousand values (an int8 autoencoder's
-// 128-value requantizes took 0.9 us each on two threads). The NaN-exact kernels' threshold.
-inline constexpr int64_t kMinParallelElements = int64_t{1} << 15;
-
-// split() of n elements of an element-wise pass.
+// split() of n elements of an element-wise pass: one thread below kMinParallelElements
+// (kernels/policy.h; an int8 autoencoder's 128-value requantizes took 0.9 us each on two threads).
 template <typename F>
 void split_elements(int64_t n, int threads, F f) {
   split(n, n < kMinParallelElements ? 1 : threads, f);
