@@ -165,8 +165,14 @@ int run_command(const RunOptions& o) {
   for (size_t i = 0; i < outputs.size(); ++i) {
     const EValue& v = outputs[i];
     std::printf("output %zu: ", i);
-    if (!v.is_tensor()) {
-      std::printf("%s\n", to_string(v.tag()));
+    if (!v.is_tensor()) {  // a constant method's value, or a scalar output
+      std::printf("%s", to_string(v.tag()));
+      if (v.is_int()) std::printf(" %lld", static_cast<long long>(v.to_int()));
+      if (v.is_double()) std::printf(" %.17g", v.to_double());
+      if (v.is_bool()) std::printf(" %s", v.to_bool() ? "true" : "false");
+      if (v.is_string())
+        std::printf(" \"%.*s\"", static_cast<int>(v.to_string().size()), v.to_string().data());
+      std::printf("\n");
       continue;
     }
     const Tensor& t = v.to_tensor();

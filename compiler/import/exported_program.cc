@@ -73,6 +73,7 @@ std::unique_ptr<Program> Importer::run() {
   program_ = std::make_unique<Program>();
   read_operators(doc);
   read_symbols(doc);
+  read_constant_methods(doc);
   read_tensors(doc);
   read_program_graph(doc);
   check_weights();
@@ -125,6 +126,42 @@ void Importer::read_symbols(const json& doc) {
     if (s.min < 0 || s.max < s.min) fail(where, "bounds need 0 <= min <= max");
     if (program_->find_symbol(s.name)) fail(where, "symbol '" + s.name + "' appears twice");
     program_->symbols.push_back(s);
+  }
+}
+
+void Importer::read_constant_methods(const json& doc) {
+  const json* methods = optional_field(doc, "constant_methods");
+  if (methods == nullptr) return;
+  const json& list = as_array(*methods, "constant_methods");
+  std::set<std::string> names = {"forward"};
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string where = at("constant_methods", i);
+    if (!list[i].is_object()) fail(where, "expected an object");
+    ir::ConstantMethod m;
+    m.name = as_string(field(list[i], "name", where), where + ".name");
+    if (m.name.empty() || !std::all_of(m.name.begin(), m.name.end(), is_ident_char) ||
+        std::isdigit(static_cast<unsigned char>(m.name[0]))) {
+      fail(where, "method name '" + m.name + "' is not an identifier");
+    }
+    if (!names.insert(m.name).second) fail(where, "method '" + m.name + "' appears twice");
+    const json& value = field(list[i], "value", where);
+    m.is_list = value.is_array();
+    const json single = json::array({value});
+    for (const json& v : m.is_list ? value : single) {
+      std::string item = where + ".value";
+      if (v.is_boolean()) {
+        m.values.emplace_back(v.get<bool>());
+      } else if (v.is_number_integer()) {
+        m.values.emplace_back(as_int(v, item));
+      } else if (v.is_number_float()) {
+        m.values.emplace_back(v.get<double>());
+      } else if (v.is_string()) {
+        m.values.emplace_back(v.get<std::string>());
+      } else {
+        fail(item, "expected an integer, a float, a bool, a string or a list of them");
+      }
+    }
+    program_->constant_methods.push_back(std::move(m));
   }
 }
 

@@ -45,6 +45,7 @@ class Importer {
   void check_range(const std::string& what, uint64_t offset, uint64_t size, uint64_t minimum);
   void read_operators(const json& doc);
   void read_symbols(const json& doc);
+  void read_constant_methods(const json& doc);
   void read_tensors(const json& doc);
   void read_program_graph(const json& doc);
   void check_weights();

@@ -117,6 +117,34 @@ TEST(Import, SmallHandBuiltFile) {
   EXPECT_EQ(w[1], 2.0f);
 }
 
+TEST(Import, ConstantMethods) {
+  json doc = small_doc();
+  doc["constant_methods"] = {{{"name", "get_max_seq_len"}, {"value", 128}},
+                             {{"name", "get_eos_ids"}, {"value", {2, 7}}},
+                             {{"name", "use_kv_cache"}, {"value", true}},
+                             {{"name", "scale"}, {"value", 0.5}},
+                             {{"name", "label"}, {"value", "tiny"}},
+                             {{"name", "none_yet"}, {"value", json::array()}}};
+  auto p = import_bytes(make_file(doc, small_data()));
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  const std::vector<ir::ConstantMethod>& m = (*p)->constant_methods;
+  ASSERT_EQ(m.size(), 6u);
+  EXPECT_EQ(m[0].name, "get_max_seq_len");
+  EXPECT_FALSE(m[0].is_list);
+  EXPECT_EQ(m[0].values, (std::vector<ir::ConstantMethod::Scalar>{int64_t{128}}));
+  EXPECT_TRUE(m[1].is_list);
+  EXPECT_EQ(m[1].values, (std::vector<ir::ConstantMethod::Scalar>{int64_t{2}, int64_t{7}}));
+  EXPECT_EQ(m[2].values, (std::vector<ir::ConstantMethod::Scalar>{true}));
+  EXPECT_EQ(m[3].values, (std::vector<ir::ConstantMethod::Scalar>{0.5}));
+  EXPECT_EQ(m[4].values, (std::vector<ir::ConstantMethod::Scalar>{std::string("tiny")}));
+  EXPECT_TRUE(m[5].is_list);
+  EXPECT_TRUE(m[5].values.empty());
+  // A file without the field has none.
+  auto plain = import_bytes(make_file(small_doc(), small_data()));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE((*plain)->constant_methods.empty());
+}
+
 struct Broken {
   const char* name;
   std::function<void(json&, std::vector<uint8_t>&)> edit;
@@ -186,6 +214,32 @@ INSTANTIATE_TEST_SUITE_P(
         Broken{"BadOperatorSchema",
                [](json& d, auto&) { d["operators"]["my::op.default"] = "my::op(Tensor"; },
                "operators.my::op.default"},
+        Broken{"ConstantMethodNamedForward",
+               [](json& d, auto&) {
+                 d["constant_methods"] = {{{"name", "forward"}, {"value", 1}}};
+               },
+               "constant_methods[0]: method 'forward' appears twice"},
+        Broken{"ConstantMethodTwice",
+               [](json& d, auto&) {
+                 d["constant_methods"] = {{{"name", "n"}, {"value", 1}},
+                                          {{"name", "n"}, {"value", 2}}};
+               },
+               "constant_methods[1]: method 'n' appears twice"},
+        Broken{"ConstantMethodBadName",
+               [](json& d, auto&) {
+                 d["constant_methods"] = {{{"name", "2x"}, {"value", 1}}};
+               },
+               "method name '2x' is not an identifier"},
+        Broken{"ConstantMethodNestedList",
+               [](json& d, auto&) {
+                 d["constant_methods"] = {{{"name", "m"}, {"value", {1, {2}}}}};
+               },
+               "constant_methods[0].value: expected an integer, a float, a bool, a string"},
+        Broken{"ConstantMethodNoValue",
+               [](json& d, auto&) {
+                 d["constant_methods"] = {{{"name", "m"}}};
+               },
+               "constant_methods[0]"},
         Broken{"SubgraphIndexOutOfRange",
                [](json& d, auto&) {
                  d["graph"]["nodes"][0]["args"][2]["value"] = {{"graph", 0}};

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <unordered_set>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "compiler/ir/op_schema.h"
@@ -318,6 +319,16 @@ struct Symbol {
   bool operator==(const Symbol& other) const = default;
 };
 
+// A method that only returns constants: ExecuTorch's "constant methods", which carry what a runner
+// needs to know of a program (an LLM's get_max_seq_len, get_eos_ids, ...). A list is flattened
+// into one output per item, as ExecuTorch's emitter writes it; `is_list` keeps the container.
+struct ConstantMethod {
+  using Scalar = std::variant<int64_t, double, bool, std::string>;
+  std::string name;
+  std::vector<Scalar> values;
+  bool is_list = false;
+};
+
 // Stored tensor data of a parameter, buffer or constant, by fully qualified name. The bytes are
 // dense in the order of `type.shape` (row-major) and shared: several weights may view one storage.
 struct Weight {
@@ -369,6 +380,8 @@ class Program {
 
   std::vector<Weight> weights;
   const Weight* find_weight(std::string_view name) const;
+  // Methods besides the graph's ("forward"), in the order the file lists them.
+  std::vector<ConstantMethod> constant_methods;
 
  private:
   std::unique_ptr<OpRegistry> ops_;

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <variant>
 
 #include "compiler/import/exported_program.h"
 #include "compiler/import/pt2.h"
@@ -59,6 +61,29 @@ ir::Status run_passes(ir::Program& program, passes::PassContext* context,
   return {};
 }
 
+namespace {
+
+// A constant method as ExecuTorch's emitter writes one: its values, each an output, no instructions
+// and no arena; the outputs' pytree spec in torch's JSON form (a leaf, or a list of leaves).
+emit::MethodSpec constant_method_spec(const ir::ConstantMethod& c) {
+  emit::MethodSpec m;
+  m.name = c.name;
+  for (const ir::ConstantMethod::Scalar& v : c.values) {
+    m.outputs.push_back(m.add(std::visit([](const auto& x) { return emit::ValueSpec(x); }, v)));
+  }
+  const std::string leaf = R"({"type": null, "context": null, "children_spec": []})";
+  std::string tree = leaf;
+  if (c.is_list) {
+    tree = R"({"type": "builtins.list", "context": "null", "children_spec": [)";
+    for (size_t i = 0; i < c.values.size(); ++i) tree += (i ? ", " : "") + leaf;
+    tree += "]}";
+  }
+  m.output_spec = "[1, " + tree + "]";
+  return m;
+}
+
+}  // namespace
+
 ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CompileResult result;
@@ -98,6 +123,9 @@ ir::StatusOr<CompileResult> compile_program(ir::Program& program, const CompileO
   result.stats = m->stats;
   emit::ProgramSpec spec;
   spec.methods.push_back(std::move(m->method));
+  for (const ir::ConstantMethod& c : program.constant_methods) {
+    spec.methods.push_back(constant_method_spec(c));
+  }
   // Backends' named data: once per key (C19), beside the program's own weights.
   for (partition::NamedBlob& blob : delegation.named_data) {
     emit::NamedDataSpec nd;

@@ -32,19 +32,53 @@ def _torch_version():
     return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
 
 
-def export(module, example_inputs, path, dynamic_shapes=None, strict=False):
+def export(module, example_inputs, path, dynamic_shapes=None, strict=False, constant_methods=None):
     """Captures `module(*example_inputs)` and writes one exported-program file at `path`.
 
     dynamic_shapes: None, or one entry per input: None (all dims static) or {dim: Dim | (min, max)}.
     strict: passed to torch.export.export. False (the default, as in torch) traces the module as
     Python runs it; True traces it with TorchDynamo, which refuses more programs. Both give the
     same ops (contract C11); placeholders and metadata may take different forms.
+    constant_methods: None, or {name: value}: methods of the program besides forward that return
+    the value (an int, float, bool or str, or a list of them), as ExecuTorch's constant methods
+    carry what a runner must know of a program (an LLM's get_max_seq_len, get_eos_ids, ...).
     Returns the JSON document that was written (useful for inspection and tests).
     Raises ExportError with a message naming the problem for anything it cannot export.
     """
     document, blobs = capture(module, example_inputs, dynamic_shapes, strict=strict)
+    methods = _check_constant_methods(constant_methods)
+    if methods:
+        document["constant_methods"] = methods
     write_file(path, document, blobs)
     return document
+
+
+def _check_constant_methods(methods):
+    """[{"name", "value"}] for the document; ExportError naming a bad name or value."""
+    if methods is None:
+        return []
+    if not isinstance(methods, dict):
+        raise ExportError(f"constant_methods must be a dict of name -> value, got "
+                          f"{type(methods).__name__}")
+
+    def scalar(v):
+        return isinstance(v, (bool, int, float, str))
+
+    out = []
+    for name, value in methods.items():
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ExportError(f"constant method name {name!r} is not an identifier")
+        if name == "forward":
+            raise ExportError("constant method 'forward' would replace the program's method")
+        if isinstance(value, (list, tuple)) and all(scalar(v) for v in value):
+            value = list(value)
+        elif not scalar(value):
+            raise ExportError(f"constant method {name!r}: {value!r} is not an int, float, bool or "
+                              "str, or a list of them")
+        if isinstance(value, int) and not isinstance(value, bool) and not -2**63 <= value < 2**63:
+            raise ExportError(f"constant method {name!r}: {value} does not fit in int64")
+        out.append({"name": name, "value": value})
+    return out
 
 
 def capture(module, example_inputs, dynamic_shapes=None, strict=False):

@@ -267,11 +267,19 @@ Why check_ordered_binary(const Node& n) {
   return std::nullopt;
 }
 
-// The same node inside a dynamically quantized activation (check_activation_quantize), or else
+// A node of torchao's dynamically quantized activation (check_activation_quantize), with static
+// sizes but a batch as every node the backend claims (all_static): an 8da activation of a
+// dynamic sequence length stays portable.
+Why check_static_activation_quantize(const Node& n) {
+  if (auto w = all_static(n)) return w;
+  return check_activation_quantize(n);
+}
+
+// The same node inside a dynamically quantized activation (static sizes but a batch), or else
 // `check` (the op on its own).
 std::function<Why(const Node&)> in_activation_quant_or(Why (*check)(const Node&)) {
   return [check](const Node& n) -> Why {
-    if (!check_activation_quantize(n)) return std::nullopt;
+    if (!check_activation_quantize(n)) return all_static(n);
     return check(n);
   };
 }
@@ -344,7 +352,7 @@ std::function<Why(const Node&)> int8_only_in_activation_quant(Why (*check)(const
     for (size_t i = 0; i < n.num_outputs(); ++i) {
       int8 = int8 || (n.output(i)->is_tensor() && n.output(i)->tensor_type().dtype == DType::Int8);
     }
-    if (int8) return check_activation_quantize(n);
+    if (int8) return check_static_activation_quantize(n);
     return check(n);
   };
 }
@@ -529,11 +537,11 @@ const OpSupportTable& support_table() {
     for (const char* op :
          {"aten::amin", "aten::amax", "aten::full_like", "aten::minimum", "aten::maximum",
           "aten::div", "aten::clamp", "aten::round", "aten::reciprocal"}) {
-      t->add({.op = op, .extra = check_activation_quantize});
+      t->add({.op = op, .extra = check_static_activation_quantize});
     }
     t->add({.op = "aten::_to_copy",
             .dtypes = {DType::Float32, DType::Int8},
-            .extra = check_activation_quantize});
+            .extra = check_static_activation_quantize});
     // PT2E's dynamically quantized activation (is_dynamic=True): its parameters, quantize and
     // dequantize, only as the input of linears by int8 weights (GroupQuantMatMul, per tensor),
     // which compute them (compile/quant_ops.cc, dynamic_chain).

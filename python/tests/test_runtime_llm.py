@@ -1,0 +1,235 @@
+"""Tests of ember.llm: Hugging Face causal LMs (random weights, saved with save_pretrained) exported
+with ember.llm.export, run by Ember's runtime, greedy tokens against transformers' eager
+`generate` (and torchao's quantized eager model for 8da4w); constant methods against
+ExecuTorch's runtime reading the same file; and the exporter's refusals."""
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+import torch
+
+import ember
+import ember.llm
+from ember import ExportError
+from ember.runtime import Program
+
+EMBER_BIN = os.environ.get("EMBER_BIN", "")
+NEW_TOKENS = 64
+
+
+def tiny_config(kind, **extra):
+    import transformers
+
+    common = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=256, bos_token_id=1,
+                  eos_token_id=2)
+    common.update(extra)
+    if kind == "llama":
+        common.setdefault("num_key_value_heads", 2)
+        return transformers.LlamaConfig(**common)
+    common.setdefault("num_key_value_heads", 1)
+    return transformers.Qwen2Config(**common)
+
+
+def save_model(directory, config, seed=0):
+    """A random-weight model with a clear top-1 margin (an output head of std 1: ties between
+    logits do not decide the greedy tokens), saved as save_pretrained writes it."""
+    import transformers
+
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    with torch.no_grad():
+        model.get_output_embeddings().weight.normal_(0, 1.0)
+    model.eval().save_pretrained(directory)
+    return model
+
+
+def greedy(step, prompt, n):
+    """Tokens from step(tokens [1, S] int64, input_pos) -> logits [1, V], ExecuTorch's convention."""
+    logits, pos, out = step(prompt, np.array([0], np.int64)), prompt.shape[1], []
+    for _ in range(n):
+        token = int(np.argmax(logits[0]))
+        out.append(token)
+        logits = step(np.array([[token]], np.int64), np.array([pos], np.int64))
+        pos += 1
+    return out
+
+
+def first_divergence(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"first divergence at token {i}: {x} vs {y}"
+    return "equal" if len(a) == len(b) else f"lengths {len(a)} and {len(b)}"
+
+
+@unittest.skipUnless(EMBER_BIN, "EMBER_BIN (the ember command) is not set")
+class ExportLlm(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.tmp.name, name)
+
+    def check_generation(self, kind, config, backend, precision="fp32"):
+        directory = self.path(f"{kind}_{backend}_{precision}")
+        hf = save_model(directory, config)
+        pte = directory + ".pte"
+        ember.llm.export(directory, pte, max_context=96, backend=backend, precision=precision,
+                         ember_bin=EMBER_BIN)
+        program = Program.load(pte)
+        forward = program.method("forward")
+        prompt = torch.randint(0, config.vocab_size, (1, 11), generator=torch.Generator().manual_seed(3))
+        if precision == "fp32":
+            with torch.no_grad():
+                expected = hf.generate(prompt, max_new_tokens=NEW_TOKENS, do_sample=False,
+                                       eos_token_id=None, pad_token_id=0)[0, 11:].tolist()
+        else:  # torchao's quantized eager model: Ember's decoder with the same quantization
+            model, _ = ember.llm.load_decoder(directory, 96)
+            model = ember.llm._quantize(model, ember.llm.PRECISIONS[precision][0], 32)
+            with torch.no_grad():
+                expected = greedy(lambda t, p: model(torch.from_numpy(t), torch.from_numpy(p))
+                                  .numpy(), prompt.numpy(), NEW_TOKENS)
+        got = greedy(lambda t, p: forward(t, p)[0], prompt.numpy(), NEW_TOKENS)
+        self.assertEqual(got, expected, first_divergence(got, expected))
+        # a test of generation needs tokens that vary
+        self.assertGreaterEqual(len(set(expected)), 8, expected)
+        return program
+
+    def test_qwen2_portable_and_cpu_equal_transformers(self):
+        # q/k/v bias, GQA 4:1
+        for backend in ("portable", "cpu"):
+            with self.subTest(backend=backend):
+                self.check_generation("qwen2", tiny_config("qwen2"), backend)
+
+    def test_llama3_rope_gqa_tied_embeddings_equal_transformers(self):
+        rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 32}
+        config = tiny_config("llama", rope_parameters=rope, tie_word_embeddings=True,
+                             initializer_range=0.2)
+        self.check_generation("llama", config, "cpu")
+
+    def test_8da4w_equals_torchao_eager(self):
+        self.check_generation("qwen2", tiny_config("qwen2", initializer_range=0.1), "cpu",
+                              precision="8da4w")
+
+    def test_constant_methods_are_executorchs(self):
+        directory = self.path("meta")
+        save_model(directory, tiny_config("qwen2", eos_token_id=[2, 7]))
+        pte = directory + ".pte"
+        ember.llm.export(directory, pte, max_context=64, backend="portable", ember_bin=EMBER_BIN)
+        program = Program.load(pte)
+        expected = {"get_max_seq_len": [64], "get_max_context_len": [64],
+                    "get_vocab_size": [512], "get_n_layers": [2], "get_bos_id": [1],
+                    "get_eos_ids": [2, 7], "use_kv_cache": [True],
+                    "use_sdpa_with_kv_cache": [False], "enable_dynamic_shape": [True]}
+        for name, value in expected.items():
+            self.assertEqual(program.method(name)(), value, name)
+        from executorch.runtime import Runtime  # the file format's reference
+
+        et = Runtime.get().load_program(pte)
+        for name, value in expected.items():
+            self.assertEqual(list(et.load_method(name).execute([])), value, name)
+
+    def test_dynamic_prompt_lengths(self):
+        # one program serves any prompt length up to the context, and a cache state carried over
+        directory = self.path("lengths")
+        hf = save_model(directory, tiny_config("qwen2"))
+        pte = directory + ".pte"
+        ember.llm.export(directory, pte, max_context=64, backend="cpu", ember_bin=EMBER_BIN)
+        forward = Program.load(pte).method("forward")
+        tokens = torch.randint(0, 512, (1, 64), generator=torch.Generator().manual_seed(5))
+        with torch.no_grad():
+            full = hf(tokens).logits[0]
+        for start, length in ((0, 1), (1, 17), (18, 46)):
+            logits = forward(tokens[:, start:start + length].numpy(),
+                             np.array([start], np.int64))[0]
+            ref = full[start + length - 1].numpy()
+            np.testing.assert_allclose(logits[0], ref, atol=1e-4 * np.abs(ref).max(),
+                                       err_msg=f"tokens [{start}, {start + length})")
+
+    def test_refusals(self):
+        directory = self.path("refused")
+        save_model(directory, tiny_config("qwen2"))
+        cases = [
+            (dict(max_context=100000), "max_position_embeddings"),
+            (dict(precision="int3"), "precision 'int3'"),
+            (dict(backend="gpu"), "backend 'gpu'"),
+        ]
+        for kwargs, message in cases:
+            with self.subTest(kwargs=kwargs):
+                with self.assertRaisesRegex(ExportError, message):
+                    ember.llm.export(directory, self.path("x.pte"), ember_bin=EMBER_BIN, **kwargs)
+        with self.assertRaisesRegex(ExportError, "no config.json"):
+            ember.llm.export(self.tmp.name, self.path("x.pte"), ember_bin=EMBER_BIN)
+        # a RoPE whose tables depend on the sequence length
+        with open(os.path.join(directory, "config.json")) as f:
+            cfg = json.load(f)
+        cfg["rope_parameters"] = {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}
+        cfg.pop("rope_scaling", None)
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        with self.assertRaisesRegex(ExportError, "rope_type 'dynamic' is not supported"):
+            ember.llm.export(directory, self.path("x.pte"), ember_bin=EMBER_BIN)
+        cfg["model_type"] = "gpt2"
+        with open(os.path.join(directory, "config.json"), "w") as f:
+            json.dump(cfg, f)
+        with self.assertRaisesRegex(ExportError, "model_type 'gpt2' is not supported"):
+            ember.llm.export(directory, self.path("x.pte"), ember_bin=EMBER_BIN)
+
+
+@unittest.skipUnless(EMBER_BIN, "EMBER_BIN (the ember command) is not set")
+class ConstantMethods(unittest.TestCase):
+    def test_written_and_read_by_both_runtimes(self):
+        class AddOne(torch.nn.Module):
+            def forward(self, x):
+                return x + 1
+
+        methods = {"get_max_seq_len": 128, "get_eos_ids": [2, 7], "use_kv_cache": True,
+                   "scale": 0.5, "none_yet": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            ep, pte = os.path.join(tmp, "m.ep"), os.path.join(tmp, "m.pte")
+            ember.export(AddOne(), (torch.ones(2),), ep, constant_methods=methods)
+            subprocess.run([EMBER_BIN, "compile", ep, "-o", pte], check=True,
+                           capture_output=True)
+            program = Program.load(pte)
+            self.assertEqual(program.method_names, ["forward"] + list(methods))
+            from executorch.runtime import Runtime
+
+            et = Runtime.get().load_program(pte)
+            for name, value in methods.items():
+                want = value if isinstance(value, list) else [value]
+                self.assertEqual(program.method(name)(), want, name)
+                self.assertEqual(list(et.load_method(name).execute([])), want, name)
+            run = subprocess.run([EMBER_BIN, "run", pte, "--method", "get_eos_ids"],
+                                 capture_output=True, text=True, check=True)
+            self.assertIn("output 0: Int 2\noutput 1: Int 7", run.stdout)
+
+    def test_refused_at_export(self):
+        class AddOne(torch.nn.Module):
+            def forward(self, x):
+                return x + 1
+
+        cases = [({"forward": 1}, "would replace"), ({"9lives": 1}, "not an identifier"),
+                 ({"m": {"a": 1}}, "is not an int, float, bool or str"),
+                 ({"m": [[1]]}, "is not an int"), ({"m": 2**63}, "does not fit in int64"),
+                 ([("m", 1)], "must be a dict")]
+        with tempfile.TemporaryDirectory() as tmp:
+            for methods, message in cases:
+                with self.subTest(methods=methods):
+                    with self.assertRaisesRegex(ExportError, message):
+                        ember.export(AddOne(), (torch.ones(2),), os.path.join(tmp, "m.ep"),
+                                     constant_methods=methods)
+
+
+if __name__ == "__main__":
+    unittest.main()
