@@ -117,6 +117,21 @@ def _export(args):
     print(f"wrote {args.output}")
 
 
+def _export_llm(args):
+    _check_output(args.output)
+    if args.ptd:
+        _check_output(args.ptd)
+    from . import llm
+
+    report = llm.export(args.model_dir, args.output, ptd=args.ptd, max_context=args.max_context,
+                        precision=args.precision, backend=args.backend,
+                        group_size=args.group_size, ember_bin=args.ember_bin,
+                        verbose=args.verbose)
+    if args.verbose:
+        print(report, end="")
+    print(f"wrote {args.output}" + (f" and {args.ptd}" if args.ptd else ""))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="ember", description="Ember's exporter")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -133,11 +148,33 @@ def main(argv=None):
                    help="capture with torch.export's strict mode (TorchDynamo), which refuses "
                         "more programs; the default is non-strict, as in torch.export")
     p.add_argument("-o", "--output", required=True, help="the exported-program file to write")
+    q = commands.add_parser(
+        "export-llm", help="export a Hugging Face causal LM (Llama, Qwen2, Mistral) to a .pte "
+                           "that `ember generate` runs")
+    q.add_argument("model_dir", help="what transformers' save_pretrained wrote (config.json, "
+                                     "*.safetensors, tokenizer files)")
+    q.add_argument("-o", "--output", required=True, help="the .pte program to write")
+    q.add_argument("--ptd", help="write the weights to this .ptd instead of the .pte")
+    q.add_argument("--max-context", type=int,
+                   help="tokens the KV cache holds (default: max_position_embeddings, at most "
+                        "2048)")
+    from .llm import PRECISIONS
+
+    q.add_argument("--precision", default="fp32", choices=list(PRECISIONS),
+                   help="fp32; bf16 (the cpu backend's matmuls in bfloat16); 8da4w / 8da8w "
+                        "(torchao: int8 dynamic activations, int4 weights in groups / int8 "
+                        "weights per channel); int8-weight (int8 weights, float activations)")
+    q.add_argument("--group-size", type=int, default=32, help="8da4w's weight group size")
+    q.add_argument("--backend", default="cpu", choices=["cpu", "portable"],
+                   help="delegate what the cpu engine runs (default), or portable kernels only")
+    q.add_argument("--ember-bin", help="the `ember` compiler (default: EMBER_BIN, PATH, or this "
+                                       "checkout's build/release/tools/ember)")
+    q.add_argument("--verbose", action="store_true", help="print the compiler's report")
     args = parser.parse_args(argv)
     try:
-        _export(args)
+        _export_llm(args) if args.command == "export-llm" else _export(args)
     except ExportError as e:
-        print(f"ember export: error: {e}", file=sys.stderr)
+        print(f"ember {args.command}: error: {e}", file=sys.stderr)
         return 2
     return 0
 

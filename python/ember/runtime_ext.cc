@@ -465,6 +465,7 @@ class PyProgram {
     if (v.is_double()) return py::float_(v.to_double());
     if (v.is_bool()) return py::bool_(v.to_bool());
     if (v.is_none()) return py::none();
+    if (v.is_string()) return py::str(v.to_string().data(), v.to_string().size());
     if (!v.is_tensor()) throw RuntimeFailure("NotSupported: an output that is a list");
     const Tensor& t = v.to_tensor();
     // The tensor's own strides (a dense permutation: its dim order), so the bytes copy as stored.

@@ -136,8 +136,35 @@ def _ember_binary(explicit):
                       "it on PATH, or set EMBER_BIN")
 
 
-def constant_methods(cfg, max_context):
-    """ExecuTorch's LLM metadata for this model (export_llama's names)."""
+_SENTINEL = "\x00ember-user-message\x00"
+
+
+def chat_template(model_dir):
+    """(prefix, suffix) around one user message in the tokenizer's chat template, with the
+    generation prompt (the assistant's turn) after it; None when the directory has no template."""
+    config = os.path.join(model_dir, "tokenizer_config.json")
+    has = os.path.exists(config) and _read_json(config).get("chat_template")
+    has = has or os.path.exists(os.path.join(model_dir, "chat_template.jinja"))
+    if not has:
+        return None
+    from transformers import AutoTokenizer
+
+    try:
+        tok = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
+        text = tok.apply_chat_template([{"role": "user", "content": _SENTINEL}], tokenize=False,
+                                       add_generation_prompt=True)
+    except Exception as e:
+        raise ExportError(f"{model_dir}: rendering the chat template failed: {e}") from None
+    if text.count(_SENTINEL) != 1:
+        raise ExportError(f"{model_dir}: the chat template does not write the user message "
+                          "exactly once")
+    prefix, suffix = text.split(_SENTINEL)
+    return prefix, suffix
+
+
+def constant_methods(cfg, max_context, chat=None):
+    """ExecuTorch's LLM metadata for this model (export_llama's names), and Ember's chat template
+    (get_chat_prefix, get_chat_suffix: the text around a user message, rendered at export)."""
     methods = {
         "get_max_seq_len": max_context,
         "get_max_context_len": max_context,
@@ -151,6 +178,8 @@ def constant_methods(cfg, max_context):
         methods["get_bos_id"] = cfg.bos_token_id
     if cfg.eos_token_ids:
         methods["get_eos_ids"] = list(cfg.eos_token_ids)
+    if chat is not None:
+        methods["get_chat_prefix"], methods["get_chat_suffix"] = chat
     return methods
 
 
@@ -178,7 +207,7 @@ def export(model_dir, path, ptd=None, max_context=None, precision="fp32", backen
         ep = os.path.join(tmp, "model.ep")
         with torch.no_grad():
             export_program(model, example, ep, dynamic_shapes=dynamic,
-                           constant_methods=constant_methods(cfg, ctx))
+                           constant_methods=constant_methods(cfg, ctx, chat_template(model_dir)))
         cmd = [binary, "compile", ep, "-o", path]
         if ptd:
             cmd += ["--ptd", ptd]
