@@ -7,12 +7,50 @@
 
 namespace ember::llm {
 
+namespace {
+
+// Oniguruma (Hugging Face's engine) reads \p{Han} as the Script property; PCRE2 (10.40 on) as
+// Script_Extensions, which also takes shared characters such as U+3002 "。". Naming the script as
+// \p{sc:Han} gives Oniguruma's meaning. General categories (\p{L}, \p{Nd}, \p{L&}) and PCRE2's
+// own names (\p{Any}, \p{Xan}, ...) are left as they are.
+std::string script_properties_as_scripts(std::string_view pattern) {
+  std::string out;
+  out.reserve(pattern.size() + 16);
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    out += pattern[i];
+    if (pattern[i] != '\\' || i + 1 >= pattern.size()) continue;
+    const char kind = pattern[i + 1];
+    out += kind;
+    ++i;  // the escaped character is consumed with its backslash
+    if ((kind != 'p' && kind != 'P') || i + 1 >= pattern.size() || pattern[i + 1] != '{') continue;
+    const size_t close = pattern.find('}', i + 2);
+    if (close == std::string_view::npos) continue;
+    std::string_view name = pattern.substr(i + 2, close - i - 2);
+    const bool negated = !name.empty() && name[0] == '^';
+    if (negated) name.remove_prefix(1);
+    const bool keep = name.size() < 3 || name.find(':') != std::string_view::npos ||
+                      name == "Any" || name == "Xan" || name == "Xps" || name == "Xsp" ||
+                      name == "Xwd" || name == "Xuc";
+    if (keep) continue;
+    out += "{";
+    if (negated) out += "^";
+    out += "sc:";
+    out += name;
+    out += "}";
+    i = close;
+  }
+  return out;
+}
+
+}  // namespace
+
 struct Regex::Code {
   pcre2_code* code = nullptr;
   ~Code() { pcre2_code_free(code); }
 };
 
-std::optional<Regex> Regex::compile(std::string_view pattern, std::string* error) {
+std::optional<Regex> Regex::compile(std::string_view original, std::string* error) {
+  const std::string pattern = script_properties_as_scripts(original);
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),

@@ -171,6 +171,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Reference{"qwen2", "qwen2.json", true}, Reference{"gpt2", "gpt2.json", true},
                       Reference{"llama2", "llama2.json", true},
                       Reference{"metaspace_unk", "metaspace_unk.json", true},
+                      Reference{"components", "components.json", true},
                       Reference{"sentencepiece", "sentencepiece.model", false}),
     [](const ::testing::TestParamInfo<Reference>& param) { return param.param.name; });
 

@@ -2,6 +2,8 @@
 (Hugging Face `tokenizers`, `sentencepiece`) produce for them: the expected ids and texts.
 
     .venv/bin/python runtime/llm/testdata/make_tokenizers.py [OUT_DIR]   (default: this folder)
+    .venv/bin/python runtime/llm/testdata/make_tokenizers.py --check     (CTest: the committed files
+                                                                          are what this writes)
 
 Nothing is downloaded: the tokenizers are trained on the corpus below, configured like the families
 Ember's LLM runner serves (Llama 3, Qwen2, GPT-2/SmolLM, Llama 2 as tokenizer.json and as a
@@ -24,7 +26,9 @@ import sentencepiece as spm
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers, processors, trainers
 
-OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent)
+HERE = pathlib.Path(__file__).parent
+CHECK = sys.argv[1:] == ["--check"]
+OUT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 and not CHECK else HERE)
 
 LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
                   r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
@@ -177,6 +181,30 @@ def llama2_bpe(legacy):
     return tok
 
 
+def components():
+    """The components no family above uses: NFKC, Strip and a regex Replace; Split's other behaviors
+    and invert; ByteLevel with add_prefix_space; RobertaProcessing; single_word and rstrip."""
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.Sequence([
+        normalizers.NFKC(), normalizers.Strip(left=True, right=True),
+        normalizers.Replace(Regex(r"[ \t]{2,}"), " ")])
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(r"\d"), behavior="merged_with_previous"),
+        pre_tokenizers.Split(Regex(r"[,;]"), behavior="removed"),
+        pre_tokenizers.Split(Regex(r"[!?.]"), behavior="contiguous"),
+        pre_tokenizers.Split(Regex(r"[A-Z]"), behavior="merged_with_next"),
+        pre_tokenizers.Split(Regex(r"\p{Han}+"), behavior="isolated", invert=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=["<s>", "</s>"],
+                                  show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer)
+    tok.post_processor = processors.RobertaProcessing(("</s>", 1), ("<s>", 0))
+    tok.add_special_tokens([AddedToken("<mask>", single_word=True, rstrip=True, special=True)])
+    return tok
+
+
 def decode_stream(tok, ids, skip):
     from tokenizers.decoders import DecodeStream
     # The text each step returns ("" for None); the step that raises (HF's "invalid prefix": a
@@ -273,7 +301,22 @@ def expected_sp(blob):
 
 
 def main():
-    OUT.mkdir(parents=True, exist_ok=True)
+    if CHECK:
+        import filecmp
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            write_all(pathlib.Path(tmp))
+            names = sorted(p.name for p in pathlib.Path(tmp).iterdir())
+            stale = [n for n in names if not filecmp.cmp(HERE / n, pathlib.Path(tmp) / n, False)]
+        if stale:
+            sys.exit(f"stale test data (rerun {pathlib.Path(__file__).name}): {', '.join(stale)}")
+        print(f"{len(names)} files up to date")
+        return
+    write_all(OUT)
+
+
+def write_all(out):
+    out.mkdir(parents=True, exist_ok=True)
     toks = {
         "llama3": byte_level_bpe(
             "llama3", LLAMA3_PATTERN, ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
@@ -287,15 +330,16 @@ def main():
         "gpt2": byte_level_bpe("gpt2", None, ["<|endoftext|>"], string_merges=True),
         "llama2": llama2_bpe(legacy=True),
         "metaspace_unk": llama2_bpe(legacy=False),
+        "components": components(),
     }
     toks["gpt2"].add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=False, special=True)])
     for name, tok in toks.items():
-        (OUT / f"{name}.json").write_text(tok.to_str(pretty=False) + "\n")
-        (OUT / f"{name}.expected.json").write_text(
+        (out / f"{name}.json").write_text(tok.to_str(pretty=False) + "\n")
+        (out / f"{name}.expected.json").write_text(
             json.dumps(expected_hf(tok, name), ensure_ascii=False) + "\n")
     blob = sentencepiece_model()
-    (OUT / "sentencepiece.model").write_bytes(blob)
-    (OUT / "sentencepiece.expected.json").write_text(
+    (out / "sentencepiece.model").write_bytes(blob)
+    (out / "sentencepiece.expected.json").write_text(
         json.dumps(expected_sp(blob), ensure_ascii=False) + "\n")
 
 
