@@ -9,6 +9,7 @@
 #include "runtime/executor/module.h"
 #include "runtime/platform/loaders.h"
 #include "tools/compile.h"
+#include "tools/generate.h"
 #include "tools/inspect.h"
 #include "tools/inspect_memory.h"
 #include "tools/run.h"
@@ -28,6 +29,9 @@ constexpr const char* kUsage =
     "  ember run MODEL.pte [--method NAME] [--ptd FILE] [--input FILE.npy]... [--output-dir DIR]\n"
     "            [--repeat N] [--threads N] [--seed N] [--load-mode file|mmap|mlock|mlock-ignore]\n"
     "            [--profile] [--trace FILE.json]\n"
+    "  ember generate MODEL.pte --tokenizer FILE|DIR --prompt TEXT [--ptd FILE]\n"
+    "                 [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed N]\n"
+    "                 [--threads N] [--chat] [--quiet]\n"
     "  ember --version\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export, or the .pt2 archive\n"
@@ -60,7 +64,14 @@ constexpr const char* kUsage =
     "         the N-th call) and prints the first call's latency and the median of the others;\n"
     "         --profile prints time per op kind, per delegate step and per instruction, and\n"
     "         --trace writes Chrome trace events (Perfetto, chrome://tracing), both over the\n"
-    "         calls the median covers\n";
+    "         calls the median covers\n"
+    "generate runs an LLM program (python -m ember export-llm, or ExecuTorch's export_llama)\n"
+    "         on a prompt: the new text only on stdout, streamed (UTF-8 whole), and on stderr\n"
+    "         prefill and decode tokens/s, time to first token and peak memory (--quiet: none);\n"
+    "         --tokenizer is a Hugging Face tokenizer.json or a SentencePiece .model (or a\n"
+    "         directory with one); temperature 0 (the default) is greedy; stops at an EOS id,\n"
+    "         --max-new-tokens (default 128) or the end of the program's context; --chat\n"
+    "         puts the prompt in the model's chat template (rendered by export-llm)\n";
 
 // A usage error: the problem and where the usage is, in two lines (exit 2).
 int usage_error(const char* message) {
@@ -340,6 +351,63 @@ int compile_main(int argc, char** argv) {
 
 }  // namespace
 
+#if EMBER_HAVE_LLM
+int generate_main(int argc, char** argv) {
+  ember::tools::GenerateOptions o;
+  bool have_prompt = false;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (is_help(argv[i])) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (arg == "--quiet" || arg == "-q" || arg == "--chat") {
+      (arg == "--chat" ? o.chat : o.quiet) = true;
+      continue;
+    }
+    const bool takes_value = arg == "--ptd" || arg == "--tokenizer" || arg == "--prompt" ||
+                             arg == "--max-new-tokens" || arg == "--temperature" ||
+                             arg == "--top-k" || arg == "--top-p" || arg == "--seed" ||
+                             arg == "--threads";
+    if (!takes_value) {
+      if (arg[0] == '-') return usage_error(("unknown option " + arg).c_str());
+      if (!o.model.empty()) return usage_error("generate takes one program");
+      o.model = arg;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error((arg + " needs a value").c_str());
+    const char* v = argv[++i];
+    int n = 0;
+    if (arg == "--ptd") o.ptd = v;
+    if (arg == "--tokenizer") o.tokenizer = v;
+    if (arg == "--prompt") {
+      o.prompt = v;
+      have_prompt = true;
+    }
+    if (arg == "--max-new-tokens" || arg == "--top-k" || arg == "--seed" || arg == "--threads") {
+      if (!parse_int(v, &n)) return usage_error((arg + " needs a non-negative integer").c_str());
+      if (arg == "--threads" && n > kMaxThreads) {
+        return usage_error(("--threads takes at most " + std::to_string(kMaxThreads)).c_str());
+      }
+      if (arg == "--max-new-tokens") o.max_new_tokens = n;
+      if (arg == "--top-k") o.top_k = n;
+      if (arg == "--threads") o.threads = n;
+      if (arg == "--seed") o.seed = static_cast<uint64_t>(n);
+    }
+    if (arg == "--temperature" || arg == "--top-p") {
+      char* end = nullptr;
+      const float f = std::strtof(v, &end);
+      if (end == v || *end != '\0') return usage_error((arg + " needs a number").c_str());
+      (arg == "--temperature" ? o.temperature : o.top_p) = f;
+    }
+  }
+  if (o.model.empty()) return usage_error("generate needs MODEL.pte");
+  if (o.tokenizer.empty()) return usage_error("generate needs --tokenizer FILE|DIR");
+  if (!have_prompt) return usage_error("generate needs --prompt TEXT");
+  return ember::tools::generate_command(o);
+}
+#endif
+
 int main(int argc, char** argv) {
   if (argc < 2) return usage_error("no command given");
   const std::string command = argv[1];
@@ -350,6 +418,15 @@ int main(int argc, char** argv) {
   if (command == "compile") return compile_main(argc - 2, argv + 2);
   if (command == "inspect") return inspect_main(argc - 2, argv + 2);
   if (command == "run") return run_main(argc - 2, argv + 2);
+#if EMBER_HAVE_LLM
+  if (command == "generate") return generate_main(argc - 2, argv + 2);
+#else
+  if (command == "generate") {
+    return usage_error(
+        "this ember was built without the LLM runner (runtime/llm needs Debian's "
+        "libpcre2-dev, libutf8proc-dev and libsentencepiece-dev)");
+  }
+#endif
   if (command == "--help" || command == "-h" || command == "help") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -102,14 +102,15 @@ Result<std::vector<OwnedTensor>> method_inputs(const MethodMeta& meta,
   return owned;
 }
 
-int run_command(const RunOptions& o) {
+Error register_runtime() {
   // The backends this runtime carries, registered before any method loads.
-  if (backends::register_builtin_runtime_backends() != Error::Ok) {
-    std::fprintf(stderr, "error: %s\n", last_error_message());
-    return 1;
-  }
+  if (Error e = backends::register_builtin_runtime_backends(); e != Error::Ok) return e;
   // The cortex_m:: kernels that ExecuTorch's Cortex-M flow writes (Module registers portable).
-  if (register_cortex_m_kernels() != Error::Ok) {
+  return register_cortex_m_kernels();
+}
+
+int run_command(const RunOptions& o) {
+  if (register_runtime() != Error::Ok) {
     std::fprintf(stderr, "error: %s\n", last_error_message());
     return 1;
   }

@@ -28,6 +28,10 @@ struct RunOptions {
 // Returns the process exit status; prints one line "error: ..." on failure.
 int run_command(const RunOptions& options);
 
+// Registers what the `ember` command's runtime carries beyond the portable kernels (which Module
+// registers): the built-in backends and the kernel libraries ExecuTorch's flows write.
+Error register_runtime();
+
 // A method's inputs: from .npy files (C order, laid out as the method declares), or, with none,
 // random values of the declared shapes from `seed` (floats in [-1, 1), integers in [0, 10)).
 // Tensor inputs only: another kind is NotSupported, with the reason set.

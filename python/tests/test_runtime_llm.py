@@ -187,6 +187,144 @@ class ExportLlm(unittest.TestCase):
             ember.llm.export(directory, self.path("x.pte"), ember_bin=EMBER_BIN)
 
 
+CORPUS = ["The quick brown fox jumps over the lazy dog.", "Ember runs PyTorch programs in C++.",
+          "Once upon a time there was a small model that wrote stories.",
+          "数字 12345 and emoji 🙂 mixed with   spaces\tand\nnewlines."] * 20
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+                 "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def save_tokenizer(directory):
+    """A byte-level BPE tokenizer (Qwen2's kind) trained on CORPUS, with special tokens and a chat
+    template, saved as transformers saves one; returns the transformers tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
+                                   pad_token="<|endoftext|>")
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(directory)
+    return fast
+
+
+@unittest.skipUnless(EMBER_BIN, "EMBER_BIN (the ember command) is not set")
+class Generate(unittest.TestCase):
+    """`ember generate` against transformers: the tokenizer's ids, greedy generation and the
+    decoded text, for a plain prompt and a chat prompt."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = os.path.join(cls.tmp.name, "model")
+        cls.tok = save_tokenizer(cls.dir)
+        eos = cls.tok.convert_tokens_to_ids("<|im_end|>")
+        config = tiny_config("qwen2", vocab_size=len(cls.tok), eos_token_id=eos,
+                             bos_token_id=None)
+        cls.hf = save_model(cls.dir, config)
+        cls.pte = os.path.join(cls.tmp.name, "model.pte")
+        ember.llm.export(cls.dir, cls.pte, max_context=128, ember_bin=EMBER_BIN)
+        cls.eos = eos
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def generate(self, *args):
+        return subprocess.run([EMBER_BIN, "generate", self.pte, "--tokenizer",
+                               os.path.join(self.dir, "tokenizer.json"), *args],
+                              capture_output=True, text=True)
+
+    def expected(self, ids, n):
+        with torch.no_grad():
+            out = self.hf.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False,
+                                   eos_token_id=self.eos, pad_token_id=0)[0, len(ids):]
+        return self.tok.decode(out.tolist(), skip_special_tokens=True), out.tolist()
+
+    def test_greedy_text_equals_transformers(self):
+        for prompt in ("Once upon a time", "数字 12345 🙂", "The quick"):
+            with self.subTest(prompt=prompt):
+                r = self.generate("--prompt", prompt, "--max-new-tokens", "40")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                text, ids = self.expected(self.tok(prompt)["input_ids"], 40)
+                self.assertGreaterEqual(len(set(ids)), 5, ids)
+                self.assertEqual(r.stdout, text + "\n")
+                self.assertRegex(r.stderr, r"prefill [0-9.]+ tokens/s")
+                self.assertRegex(r.stderr, r"decode [0-9.]+ tokens/s")
+                self.assertRegex(r.stderr, r"time to first token: [0-9.]+ ms")
+                self.assertRegex(r.stderr, r"peak memory: [0-9.]+ MiB")
+
+    def test_chat_prompt_uses_the_template(self):
+        r = self.generate("--prompt", "Tell me a story", "--chat", "--max-new-tokens", "30",
+                          "--quiet")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stderr, "")
+        ids = self.tok.apply_chat_template([{"role": "user", "content": "Tell me a story"}],
+                                           add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        text, _ = self.expected(list(ids), 30)
+        self.assertEqual(r.stdout, text + "\n")
+
+    def test_sampling_is_reproducible(self):
+        args = ["--prompt", "Once", "--temperature", "0.9", "--top-k", "50", "--top-p", "0.9",
+                "--max-new-tokens", "20", "--quiet"]
+        a = self.generate(*args, "--seed", "7")
+        b = self.generate(*args, "--seed", "7")
+        self.assertEqual(a.returncode, 0, a.stderr)
+        self.assertEqual(a.stdout, b.stdout)
+
+    def test_stops_at_the_context(self):
+        r = self.generate("--prompt", "Once", "--max-new-tokens", "1000")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stderr, r"stop: (context|eos)")
+
+    def test_errors(self):
+        long_prompt = "fox " * 200
+        r = self.generate("--prompt", long_prompt)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("leaves no room for a new token", r.stderr)
+        # a tokenizer of more tokens than the program's vocabulary
+        other = os.path.join(self.tmp.name, "bigger")
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+        big = Tokenizer(models.BPE())
+        big.pre_tokenizer = pre_tokenizers.ByteLevel()
+        big.train_from_iterator(CORPUS + [str(i) * 3 for i in range(2000)],
+                                trainers.BpeTrainer(vocab_size=900))
+        os.makedirs(other, exist_ok=True)
+        big.save(os.path.join(other, "tokenizer.json"))
+        r = subprocess.run([EMBER_BIN, "generate", self.pte, "--tokenizer",
+                            os.path.join(other, "tokenizer.json"), "--prompt", "x"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("do not belong together", r.stderr)
+        # a program that is no LLM
+        class AddOne(torch.nn.Module):
+            def forward(self, x):
+                return x + 1
+
+        ep, pte = os.path.join(self.tmp.name, "add.ep"), os.path.join(self.tmp.name, "add.pte")
+        ember.export(AddOne(), (torch.ones(2),), ep)
+        subprocess.run([EMBER_BIN, "compile", ep, "-o", pte], check=True, capture_output=True)
+        r = subprocess.run([EMBER_BIN, "generate", pte, "--tokenizer",
+                            os.path.join(self.dir, "tokenizer.json"), "--prompt", "x"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("not an LLM program", r.stderr)
+        r = self.generate("--prompt", "x", "--top-p", "2")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("top-p must lie in (0, 1]", r.stderr)
+        r = self.generate()
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("generate needs --prompt", r.stderr)
+
+
 @unittest.skipUnless(EMBER_BIN, "EMBER_BIN (the ember command) is not set")
 class ConstantMethods(unittest.TestCase):
     def test_written_and_read_by_both_runtimes(self):
@@ -195,7 +333,7 @@ class ConstantMethods(unittest.TestCase):
                 return x + 1
 
         methods = {"get_max_seq_len": 128, "get_eos_ids": [2, 7], "use_kv_cache": True,
-                   "scale": 0.5, "none_yet": []}
+                   "scale": 0.5, "label": "tiny", "none_yet": []}
         with tempfile.TemporaryDirectory() as tmp:
             ep, pte = os.path.join(tmp, "m.ep"), os.path.join(tmp, "m.pte")
             ember.export(AddOne(), (torch.ones(2),), ep, constant_methods=methods)

@@ -267,10 +267,17 @@ Why check_ordered_binary(const Node& n) {
   return std::nullopt;
 }
 
-// A node of torchao's dynamically quantized activation (check_activation_quantize), with static
-// sizes but a batch as every node the backend claims (all_static): an 8da activation of a
-// dynamic sequence length stays portable.
+// A node of torchao's dynamically quantized activation (check_activation_quantize) of static
+// sizes: the grouped linear's builder computes the chain at fixed rows only, so an 8da
+// activation of a dynamic size (a batch or a sequence length) stays portable, and the
+// dequantized linear after it is a float one.
 Why check_static_activation_quantize(const Node& n) {
+  for (const Value* v : n.operands()) {
+    if (v->is_tensor() && !v->tensor_type().is_static()) {
+      return "a dynamically quantized activation (torchao's 8da) of the dynamic size of %" +
+             v->name() + ": the cpu backend quantizes activations of static sizes only";
+    }
+  }
   if (auto w = all_static(n)) return w;
   return check_activation_quantize(n);
 }
@@ -279,7 +286,7 @@ Why check_static_activation_quantize(const Node& n) {
 // `check` (the op on its own).
 std::function<Why(const Node&)> in_activation_quant_or(Why (*check)(const Node&)) {
   return [check](const Node& n) -> Why {
-    if (!check_activation_quantize(n)) return all_static(n);
+    if (!check_static_activation_quantize(n)) return std::nullopt;
     return check(n);
   };
 }

@@ -143,25 +143,26 @@ class Attention(torch.nn.Module):
         self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
 
     def forward(self, x, cos, sin, pos, mask):
-        s = x.shape[1]
-        q = self.q_proj(x).view(1, s, self.heads, self.head_dim)
-        k = self.k_proj(x).view(1, s, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).view(1, s, self.kv_heads, self.head_dim)
+        # x: [S, hidden]; the sequence is dim 0 wherever it can be (see Decoder.forward)
+        s = x.shape[0]
+        q = self.q_proj(x).view(s, self.heads, self.head_dim)
+        k = self.k_proj(x).view(s, self.kv_heads, self.head_dim)
+        v = self.v_proj(x).view(s, self.kv_heads, self.head_dim)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        self.k_cache[:, pos] = k
-        self.v_cache[:, pos] = v
+        self.k_cache[0, pos] = k
+        self.v_cache[0, pos] = v
         group = self.heads // self.kv_heads
-        # [1, kv_heads, group * s, head_dim]: the query heads that share a key head, side by side
-        qh = q.view(1, s, self.kv_heads, group, self.head_dim).permute(0, 2, 3, 1, 4)
-        qh = qh.reshape(1, self.kv_heads, group * s, self.head_dim)
-        kh = self.k_cache.transpose(1, 2)
-        vh = self.v_cache.transpose(1, 2)
-        scores = (qh @ kh.transpose(2, 3)) * (1.0 / math.sqrt(self.head_dim))
+        # [kv_heads, group * s, head_dim]: the query heads that share a key head, side by side
+        qh = q.view(s, self.kv_heads, group, self.head_dim).permute(1, 2, 0, 3)
+        qh = qh.reshape(self.kv_heads, group * s, self.head_dim)
+        kh = self.k_cache[0].transpose(0, 1)  # [kv_heads, max_context, head_dim]
+        vh = self.v_cache[0].transpose(0, 1)
+        scores = (qh @ kh.transpose(1, 2)) * (1.0 / math.sqrt(self.head_dim))
         scores = scores.masked_fill(mask, float("-inf"))
-        att = torch.softmax(scores, dim=-1) @ vh  # [1, kv_heads, group * s, head_dim]
-        att = att.view(1, self.kv_heads, group, s, self.head_dim).permute(0, 3, 1, 2, 4)
-        return self.o_proj(att.reshape(1, s, self.heads * self.head_dim))
+        att = torch.softmax(scores, dim=-1) @ vh  # [kv_heads, group * s, head_dim]
+        att = att.view(self.kv_heads, group, s, self.head_dim).permute(2, 0, 1, 3)
+        return self.o_proj(att.reshape(s, self.heads * self.head_dim))
 
 
 class MLP(torch.nn.Module):
@@ -210,20 +211,22 @@ class Decoder(torch.nn.Module):
         self.register_buffer("rope_sin", emb.sin() * cfg.attention_scaling, persistent=False)
 
     def forward(self, tokens, input_pos):
+        # Activations are [S, hidden]: the sequence length, the program's dynamic size, is dim 0
+        # of every linear, norm and element-wise op, where backends take a dynamic size (the cpu
+        # engine's dynamic batch); attention, over the whole cache, is indexed by heads.
         s = tokens.shape[1]
         pos = input_pos + torch.arange(s, dtype=torch.int64)  # [S]
-        cos = self.rope_cos[pos][None, :, None, :]  # [1, S, 1, head_dim]
-        sin = self.rope_sin[pos][None, :, None, :]
-        # True where a query (row) must not see a cache position (column): [S, max_context],
-        # repeated for the query heads of a group (rows group-major, as Attention lays them out)
+        cos = self.rope_cos[pos][:, None, :]  # [S, 1, head_dim]
+        sin = self.rope_sin[pos][:, None, :]
+        # True where a query (column block) must not see a cache position: [group * S, max_context]
+        # for the query heads of a group (rows group-major, as Attention lays them out)
         group = self.cfg.num_heads // self.cfg.num_kv_heads
         cols = torch.arange(self.max_context, dtype=torch.int64)
         mask = (cols[None, :] > pos[:, None]).repeat(group, 1)
-        x = self.embed_tokens(tokens)
+        x = self.embed_tokens(tokens[0])
         for layer in self.layers:
             x = layer(x, cos, sin, pos, mask)
-        x = self.norm(x[:, -1, :])
-        return self.lm_head(x)
+        return self.lm_head(self.norm(x[-1:]))
 
     def load_hf_state_dict(self, state):
         """Loads transformers' parameter names (model.layers.N..., lm_head.weight); ExportError
