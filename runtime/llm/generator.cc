@@ -249,6 +249,12 @@ Result<GenerationStats> TextGenerator::generate(
     tokens_.push_back(*next);
     ++stats.generated_tokens;
     Result<std::string> text = stream.step(*next);
+    if (!text.ok() && text.error() == Error::InvalidState) {
+      // A character cut by byte fallback and then another token: its bytes were already given
+      // as U+FFFD (tokenizers' DecodeStream fails the same way); go on from this token.
+      stream.reset();
+      text = stream.step(*next);
+    }
     if (!text.ok()) return text.error();
     if (!text->empty()) on_text(*text);
     if (n + 1 == options.max_new_tokens) break;
