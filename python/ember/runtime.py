@@ -36,8 +36,8 @@ except ImportError as e:  # pragma: no cover - depends on the build
 
 EmberRuntimeError = _native.EmberRuntimeError
 
-__all__ = ["EmberRuntimeError", "Method", "MethodMeta", "Profile", "Program", "TensorMeta",
-           "call_kernel"]
+__all__ = ["EmberRuntimeError", "Generation", "Method", "MethodMeta", "Profile", "Program",
+           "TensorMeta", "TextGenerator", "call_kernel"]
 
 
 @dataclass(frozen=True)
@@ -229,6 +229,74 @@ class Program:
 
     def __repr__(self) -> str:
         return f"<ember.runtime.Program methods={self.method_names}>"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What TextGenerator.generate returns: the new text and tokens, and the statistics."""
+
+    text: str
+    tokens: List[int]             # the new tokens (an EOS that stopped generation not included)
+    prompt_tokens: int
+    stop_reason: str              # "eos", "max_new_tokens" or "context"
+    prefill_ms: float
+    first_token_ms: float         # from the call to the first new token, tokenizing included
+    decode_ms: float
+    prefill_tokens_per_s: float
+    decode_tokens_per_s: float
+
+
+class TextGenerator:
+    """Generates text with an LLM program (docs/llm.md): the loop of `ember generate`.
+
+        g = TextGenerator.load("qwen.pte", tokenizer="tokenizer.json", data="qwen.ptd")
+        out = g.generate("Once upon a time", max_new_tokens=64)   # greedy
+        print(out.text, out.decode_tokens_per_s)
+
+    The program follows ExecuTorch's LLM convention (Ember's export-llm and ExecuTorch's
+    export_llama write it); the tokenizer is a Hugging Face tokenizer.json or a SentencePiece
+    .model (or a directory with one). Not thread-safe.
+    """
+
+    def __init__(self, native):
+        self._native = native
+
+    @classmethod
+    def load(cls, path: str, tokenizer: str, data: Optional[str] = None, *,
+             num_threads: int = 0) -> "TextGenerator":
+        if not hasattr(_native, "TextGenerator"):
+            raise EmberRuntimeError("this build has no LLM runner (runtime/llm needs Debian's "
+                                    "libpcre2-dev, libutf8proc-dev and libsentencepiece-dev)")
+        return cls(_native.TextGenerator(str(path), str(tokenizer),
+                                         "" if data is None else str(data), int(num_threads)))
+
+    @property
+    def metadata(self) -> Dict[str, Any]:
+        """What the program says of itself: max_seq_len, max_context_len, vocab_size, bos_id,
+        eos_ids, enable_dynamic_shape, has_chat_template."""
+        return dict(self._native.metadata())
+
+    def generate(self, prompt: str, max_new_tokens: int = 128, *, temperature: float = 0.0,
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, chat: bool = False,
+                 on_text=None) -> Generation:
+        """Generates from the start of the context; `on_text(piece)` gets the text as it
+        completes. Temperature 0 is greedy; chat=True puts the prompt in the program's chat
+        template."""
+        d = self._native.generate(prompt, int(max_new_tokens), float(temperature), int(top_k),
+                                  float(top_p), int(seed), bool(chat), on_text)
+        return Generation(text=d["text"], tokens=list(d["tokens"]),
+                          prompt_tokens=d["prompt_tokens"], stop_reason=d["stop_reason"],
+                          prefill_ms=d["prefill_ms"], first_token_ms=d["first_token_ms"],
+                          decode_ms=d["decode_ms"],
+                          prefill_tokens_per_s=d["prefill_tokens_per_s"],
+                          decode_tokens_per_s=d["decode_tokens_per_s"])
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
+        """The tokenizer's ids for `text` (Ember's C++ tokenizer)."""
+        return list(self._native.encode(text, bool(add_special_tokens)))
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return self._native.decode([int(i) for i in ids], bool(skip_special_tokens))
 
 
 def call_kernel(name: str, *args) -> None:

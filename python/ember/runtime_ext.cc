@@ -32,6 +32,10 @@
 #include "runtime/kernels/cortex_m/cortex_m.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/kernels/portable/util/copy.h"
+#if EMBER_HAVE_LLM
+#include "runtime/llm/generator.h"
+#include "runtime/llm/tokenizer.h"
+#endif
 #include "runtime/platform/thread_pool.h"
 #include "tools/profile.h"
 
@@ -310,6 +314,13 @@ void call_kernel(const std::string& name, const py::list& args) {
   KernelCallArgs(args).call(name);
 }
 
+// The backends, and the cortex_m:: kernels of ExecuTorch's Cortex-M programs (Module registers
+// the portable ones).
+Error register_backends() {
+  EMBER_TRY(register_cortex_m_kernels());
+  return backends::register_builtin_runtime_backends();
+}
+
 class PyProgram {
  public:
   PyProgram(const std::string& path, const std::string& data_path, const std::string& load_mode,
@@ -453,13 +464,6 @@ class PyProgram {
   }
 
  private:
-  // The backends, and the cortex_m:: kernels of ExecuTorch's Cortex-M programs (Module registers
-  // the portable ones).
-  static Error register_backends() {
-    EMBER_TRY(register_cortex_m_kernels());
-    return backends::register_builtin_runtime_backends();
-  }
-
   static py::object to_python(const EValue& v) {
     if (v.is_int()) return py::int_(v.to_int());
     if (v.is_double()) return py::float_(v.to_double());
@@ -481,6 +485,83 @@ class PyProgram {
   std::map<std::string, std::unique_ptr<tools::Profile>> profiles_;
   std::unique_ptr<Module> module_;
 };
+
+#if EMBER_HAVE_LLM
+// The generation loop (runtime/llm/generator.h) on its own Module, and its tokenizer.
+class PyTextGenerator {
+ public:
+  PyTextGenerator(const std::string& path, const std::string& tokenizer,
+                  const std::string& data_path, int num_threads) {
+    if (register_backends() != Error::Ok) raise(Error::Internal, "registering the backends");
+    tokenizer_ = value_or_raise(llm::Tokenizer::load(tokenizer), "loading " + tokenizer);
+    ModuleOptions options;
+    options.data_path = data_path;
+    options.num_threads = num_threads;
+    module_ = std::make_unique<Module>(path, options);
+    if (const Error e = module_->load(); e != Error::Ok) raise(e, "loading " + path);
+    generator_ = value_or_raise(llm::TextGenerator::load(*module_, *tokenizer_), path);
+  }
+
+  // {"text", "tokens" (the new ones), and the statistics}; on_text(str) gets each piece as it
+  // completes when given.
+  py::dict generate(const std::string& prompt, int max_new_tokens, float temperature, int top_k,
+                    float top_p, uint64_t seed, bool chat, const py::object& on_text) {
+    llm::GenerationOptions o;
+    o.max_new_tokens = max_new_tokens;
+    o.sampling = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed};
+    o.chat = chat;
+    std::string text;
+    const llm::GenerationStats stats =
+        value_or_raise(generator_->generate(prompt, o,
+                                            [&](std::string_view piece) {
+                                              text.append(piece);
+                                              if (!on_text.is_none())
+                                                on_text(py::str(piece.data(), piece.size()));
+                                            }),
+                       "generating");
+    const std::vector<int32_t>& all = generator_->tokens();
+    py::dict d;
+    d["text"] = py::str(text);
+    d["tokens"] = std::vector<int32_t>(all.begin() + stats.prompt_tokens, all.end());
+    d["prompt_tokens"] = stats.prompt_tokens;
+    d["generated_tokens"] = stats.generated_tokens;
+    d["prefill_ms"] = stats.prefill_ms;
+    d["first_token_ms"] = stats.first_token_ms;
+    d["decode_ms"] = stats.decode_ms;
+    d["prefill_tokens_per_s"] = stats.prefill_tokens_per_s();
+    d["decode_tokens_per_s"] = stats.decode_tokens_per_s();
+    d["stop_reason"] = stats.stop_reason;
+    return d;
+  }
+
+  py::dict metadata() const {
+    const llm::LlmMetadata& m = generator_->metadata();
+    py::dict d;
+    d["max_seq_len"] = m.max_seq_len;
+    d["max_context_len"] = m.max_context_len;
+    d["vocab_size"] = m.vocab_size;
+    d["bos_id"] = m.bos_id ? py::object(py::int_(*m.bos_id)) : py::object(py::none());
+    d["eos_ids"] = m.eos_ids;
+    d["enable_dynamic_shape"] = m.enable_dynamic_shape;
+    d["has_chat_template"] = m.chat.has_value();
+    return d;
+  }
+
+  std::vector<int32_t> encode(const std::string& text, bool add_special_tokens) const {
+    return value_or_raise(tokenizer_->encode(text, add_special_tokens), "encoding");
+  }
+
+  py::str decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
+    const std::string s = value_or_raise(tokenizer_->decode(ids, skip_special_tokens), "decoding");
+    return py::str(s.data(), s.size());
+  }
+
+ private:
+  std::unique_ptr<llm::Tokenizer> tokenizer_;
+  std::unique_ptr<Module> module_;
+  std::unique_ptr<llm::TextGenerator> generator_;  // reads module_ and tokenizer_
+};
+#endif
 
 }  // namespace
 }  // namespace ember::python
@@ -512,4 +593,16 @@ PYBIND11_MODULE(_ember_runtime, m) {
       .def("profile_calls", &PyProgram::profile_calls)
       .def("clear_profile", &PyProgram::clear_profile)
       .def("write_chrome_trace", &PyProgram::write_chrome_trace);
+#if EMBER_HAVE_LLM
+  using ember::python::PyTextGenerator;
+  py::class_<PyTextGenerator>(m, "TextGenerator")
+      .def(py::init<const std::string&, const std::string&, const std::string&, int>(),
+           py::arg("path"), py::arg("tokenizer"), py::arg("data") = "", py::arg("num_threads") = 0)
+      .def("generate", &PyTextGenerator::generate, py::arg("prompt"), py::arg("max_new_tokens"),
+           py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("seed"),
+           py::arg("chat"), py::arg("on_text"))
+      .def("metadata", &PyTextGenerator::metadata)
+      .def("encode", &PyTextGenerator::encode)
+      .def("decode", &PyTextGenerator::decode);
+#endif
 }

@@ -260,6 +260,28 @@ class Generate(unittest.TestCase):
                 self.assertRegex(r.stderr, r"time to first token: [0-9.]+ ms")
                 self.assertRegex(r.stderr, r"peak memory: [0-9.]+ MiB")
 
+    def test_python_generator_equals_the_command(self):
+        from ember.runtime import TextGenerator
+
+        g = TextGenerator.load(self.pte, tokenizer=os.path.join(self.dir, "tokenizer.json"))
+        meta = g.metadata
+        self.assertEqual(meta["max_context_len"], 128)
+        self.assertEqual(meta["eos_ids"], [self.eos])
+        self.assertTrue(meta["has_chat_template"])
+        self.assertEqual(g.encode("Once upon a time 🙂"),
+                         self.tok("Once upon a time 🙂")["input_ids"])
+        pieces = []
+        out = g.generate("Once upon a time", 40, on_text=pieces.append)
+        text, ids = self.expected(self.tok("Once upon a time")["input_ids"], 40)
+        self.assertEqual(out.text, text)
+        self.assertEqual("".join(pieces), text)
+        self.assertEqual(out.tokens, [i for i in ids if i != self.eos])
+        self.assertEqual(g.decode(out.tokens), text)
+        self.assertIn(out.stop_reason, ("eos", "max_new_tokens"))
+        self.assertGreater(out.decode_tokens_per_s, 0)
+        # the same generator again: a new generation starts over
+        self.assertEqual(g.generate("Once upon a time", 40).text, text)
+
     def test_chat_prompt_uses_the_template(self):
         r = self.generate("--prompt", "Tell me a story", "--chat", "--max-new-tokens", "30",
                           "--quiet")
