@@ -45,6 +45,7 @@ int generate_command(const GenerateOptions& o) {
   llm::GenerationOptions g;
   g.max_new_tokens = o.max_new_tokens;
   g.chat = o.chat;
+  g.ignore_eos = o.ignore_eos;
   g.sampling = {.temperature = o.temperature, .top_k = o.top_k, .top_p = o.top_p, .seed = o.seed};
   Result<llm::GenerationStats> stats =
       (*generator)->generate(o.prompt, g, [](std::string_view text) {

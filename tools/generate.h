@@ -21,7 +21,8 @@ struct GenerateOptions {
   float top_p = 1.0f;
   uint64_t seed = 0;
   int threads = 0;
-  bool chat = false;   // the prompt as a user message in the program's chat template
+  bool chat = false;  // the prompt as a user message in the program's chat template
+  bool ignore_eos = false;
   bool quiet = false;  // no statistics on stderr
 };
 

@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "            [--profile] [--trace FILE.json]\n"
     "  ember generate MODEL.pte --tokenizer FILE|DIR --prompt TEXT [--ptd FILE]\n"
     "                 [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed N]\n"
-    "                 [--threads N] [--chat] [--quiet]\n"
+    "                 [--threads N] [--chat] [--ignore-eos] [--quiet]\n"
     "  ember --version\n"
     "\n"
     "compile  compiles an exported program (python -m ember / ember.export, or the .pt2 archive\n"
@@ -71,7 +71,8 @@ constexpr const char* kUsage =
     "         --tokenizer is a Hugging Face tokenizer.json or a SentencePiece .model (or a\n"
     "         directory with one); temperature 0 (the default) is greedy; stops at an EOS id,\n"
     "         --max-new-tokens (default 128) or the end of the program's context; --chat\n"
-    "         puts the prompt in the model's chat template (rendered by export-llm)\n";
+    "         puts the prompt in the model's chat template (rendered by export-llm);\n"
+    "         --ignore-eos generates --max-new-tokens whatever comes (benchmarks)\n";
 
 // A usage error: the problem and where the usage is, in two lines (exit 2).
 int usage_error(const char* message) {
@@ -361,8 +362,8 @@ int generate_main(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     }
-    if (arg == "--quiet" || arg == "-q" || arg == "--chat") {
-      (arg == "--chat" ? o.chat : o.quiet) = true;
+    if (arg == "--quiet" || arg == "-q" || arg == "--chat" || arg == "--ignore-eos") {
+      (arg == "--chat" ? o.chat : arg == "--ignore-eos" ? o.ignore_eos : o.quiet) = true;
       continue;
     }
     const bool takes_value = arg == "--ptd" || arg == "--tokenizer" || arg == "--prompt" ||

@@ -278,12 +278,12 @@ class TextGenerator:
 
     def generate(self, prompt: str, max_new_tokens: int = 128, *, temperature: float = 0.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int = 0, chat: bool = False,
-                 on_text=None) -> Generation:
+                 ignore_eos: bool = False, on_text=None) -> Generation:
         """Generates from the start of the context; `on_text(piece)` gets the text as it
         completes. Temperature 0 is greedy; chat=True puts the prompt in the program's chat
-        template."""
+        template; ignore_eos=True generates max_new_tokens whatever comes (benchmarks)."""
         d = self._native.generate(prompt, int(max_new_tokens), float(temperature), int(top_k),
-                                  float(top_p), int(seed), bool(chat), on_text)
+                                  float(top_p), int(seed), bool(chat), bool(ignore_eos), on_text)
         return Generation(text=d["text"], tokens=list(d["tokens"]),
                           prompt_tokens=d["prompt_tokens"], stop_reason=d["stop_reason"],
                           prefill_ms=d["prefill_ms"], first_token_ms=d["first_token_ms"],

@@ -505,11 +505,13 @@ class PyTextGenerator {
   // {"text", "tokens" (the new ones), and the statistics}; on_text(str) gets each piece as it
   // completes when given.
   py::dict generate(const std::string& prompt, int max_new_tokens, float temperature, int top_k,
-                    float top_p, uint64_t seed, bool chat, const py::object& on_text) {
+                    float top_p, uint64_t seed, bool chat, bool ignore_eos,
+                    const py::object& on_text) {
     llm::GenerationOptions o;
     o.max_new_tokens = max_new_tokens;
     o.sampling = {.temperature = temperature, .top_k = top_k, .top_p = top_p, .seed = seed};
     o.chat = chat;
+    o.ignore_eos = ignore_eos;
     std::string text;
     const llm::GenerationStats stats =
         value_or_raise(generator_->generate(prompt, o,
@@ -600,7 +602,7 @@ PYBIND11_MODULE(_ember_runtime, m) {
            py::arg("path"), py::arg("tokenizer"), py::arg("data") = "", py::arg("num_threads") = 0)
       .def("generate", &PyTextGenerator::generate, py::arg("prompt"), py::arg("max_new_tokens"),
            py::arg("temperature"), py::arg("top_k"), py::arg("top_p"), py::arg("seed"),
-           py::arg("chat"), py::arg("on_text"))
+           py::arg("chat"), py::arg("ignore_eos"), py::arg("on_text"))
       .def("metadata", &PyTextGenerator::metadata)
       .def("encode", &PyTextGenerator::encode)
       .def("decode", &PyTextGenerator::decode);

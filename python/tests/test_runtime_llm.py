@@ -281,6 +281,11 @@ class Generate(unittest.TestCase):
         self.assertGreater(out.decode_tokens_per_s, 0)
         # the same generator again: a new generation starts over
         self.assertEqual(g.generate("Once upon a time", 40).text, text)
+        # past an EOS when asked: the first tokens are the same
+        longer = g.generate("Once upon a time", 50, ignore_eos=True)
+        self.assertEqual(len(longer.tokens), 50)
+        self.assertEqual(longer.stop_reason, "max_new_tokens")
+        self.assertEqual(longer.tokens[:len(out.tokens)], out.tokens)
 
     def test_chat_prompt_uses_the_template(self):
         r = self.generate("--prompt", "Tell me a story", "--chat", "--max-new-tokens", "30",

@@ -242,7 +242,8 @@ Result<GenerationStats> TextGenerator::generate(
       stats.first_token_ms = ms_since(start);
       decode_start = now_ns();
     }
-    if (std::find(meta_.eos_ids.begin(), meta_.eos_ids.end(), *next) != meta_.eos_ids.end()) {
+    if (!options.ignore_eos &&
+        std::find(meta_.eos_ids.begin(), meta_.eos_ids.end(), *next) != meta_.eos_ids.end()) {
       stats.stop_reason = "eos";
       break;
     }

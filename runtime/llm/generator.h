@@ -53,6 +53,8 @@ struct GenerationOptions {
   // The prompt as a user message in the chat template (metadata().chat), encoded as the template
   // writes it (its special tokens in the text, nothing added). A program without one: refused.
   bool chat = false;
+  // Generate max_new_tokens whatever the tokens (benchmarks: llama.cpp's llama-bench does too).
+  bool ignore_eos = false;
 };
 
 struct GenerationStats {
