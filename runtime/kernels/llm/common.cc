@@ -129,22 +129,23 @@ Error plan_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
 }
 
 void run_attention(KernelContext& ctx, const AttentionJob& job) {
-  const int64_t rows = job.batch * job.q_heads * job.q_len;
-  if (rows == 0 || job.head_dim == 0) return;  // out is empty
+  const int64_t tasks = job.tasks();
+  if (tasks == 0 || job.head_dim == 0) return;  // out is empty
   void (*attend)(const AttentionJob&, int64_t, int64_t) = attend_rows_generic;
 #if defined(EMBER_LLM_X86_VARIANTS)
   if (cpu_isa() >= CpuIsa::Avx2) attend = attend_rows_avx2;
 #endif
-  // About 32k multiply-adds a task at the least: a decode step over a short cache stays on one
-  // thread, where waking the pool would cost more than the work.
+  // About 32k multiply-adds a thread's range at the least: a decode step over a short cache stays
+  // on one thread, where waking the pool would cost more than the work.
   const int64_t keys = job.mask != nullptr ? job.kv_len : job.start_pos + job.q_len;
-  const int64_t per_row = std::max<int64_t>(1, 2 * keys * job.head_dim);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / per_row);
-  if (ctx.threads == nullptr || rows <= grain) {
-    attend(job, 0, rows);
+  const int64_t heads = std::min(kHeadChunk, job.q_heads / job.kv_heads);
+  const int64_t per_task = std::max<int64_t>(1, 2 * keys * job.head_dim * heads);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / per_task);
+  if (ctx.threads == nullptr || tasks <= grain) {
+    attend(job, 0, tasks);
     return;
   }
-  ctx.threads->parallel_for(rows, grain,
+  ctx.threads->parallel_for(tasks, grain,
                             [&](int64_t begin, int64_t end) { attend(job, begin, end); });
 }
 

@@ -20,6 +20,8 @@ namespace ember::llm {
 inline constexpr int64_t kMaxHeadDim = 1024;
 // Keys scored at a time: the online softmax rescales its accumulator once a block.
 inline constexpr int64_t kKeyBlock = 64;
+// Query heads of one key/value head computed together (their scratch is on the stack).
+inline constexpr int64_t kHeadChunk = 8;
 
 // Writes value [B, S, H, D] into cache [B, MaxS, H, D] at rows [start_pos, start_pos + S), in
 // place. Any dtype (the two must match). InvalidArgument when the shapes disagree, start_pos is
@@ -41,6 +43,14 @@ struct AttentionJob {
   bool causal = false;
   float scale = 1.0f;
 
+  // Chunks of kHeadChunk query heads per key/value head.
+  int64_t head_chunks() const {
+    const int64_t group = q_heads / kv_heads;
+    return (group + kHeadChunk - 1) / kHeadChunk;
+  }
+  // Tasks of run_attention: (batch, key/value head, query row, head chunk).
+  int64_t tasks() const { return batch * kv_heads * q_len * head_chunks(); }
+
   // Keys query row `s` attends to: [0, num_keys(s)).
   int64_t num_keys(int64_t s) const {
     if (mask != nullptr) return kv_len;
@@ -55,11 +65,12 @@ Error plan_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
                      int64_t start_pos, const EValue& mask, bool causal, const EValue& scale,
                      Tensor& out, AttentionJob* job);
 
-// Computes the planned attention, over (batch, head, query row) on the context's threads.
+// Computes the planned attention, over (batch, key/value head, query row) on the context's
+// threads.
 void run_attention(KernelContext& ctx, const AttentionJob& job);
 
-// The row kernels, one per instruction-set variant (attention_rows.inc): rows [begin, end) of
-// the flattened (batch, query head, query position) space.
+// The row kernels, one per instruction-set variant (attention_rows.inc): tasks [begin, end) of
+// AttentionJob::tasks().
 void attend_rows_generic(const AttentionJob& job, int64_t begin, int64_t end);
 void attend_rows_avx2(const AttentionJob& job, int64_t begin, int64_t end);
 
