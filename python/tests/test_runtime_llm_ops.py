@@ -3,7 +3,7 @@ against ExecuTorch's own kernels, loaded as its users load them
 (`from executorch.extension.llm.custom_ops import custom_ops`, which registers
 libcustom_ops_aot_lib.so with torch as torch.ops.llama.*). Layouts are ExecuTorch's:
 [batch, seq, heads, head_dim]. Cases: decode (S=1) and prefill (S>1), start_pos 0, mid-cache and
-at the end of the cache, GQA ratios 1/2/4, head dims 64/128 and odd ones, default and explicit
+at the end of the cache, GQA ratios 1/2/4/12/16, head dims 64/128 and odd ones, default and explicit
 scale, is_causal both ways, an additive attn_mask, batch 2, float16 and bfloat16; then the errors
 Ember raises where ExecuTorch's kernel asserts or aborts (a position past the cache, heads that do
 not group, a mask with is_causal, an unsupported dtype).
@@ -50,6 +50,8 @@ class CustomSdpaTest(unittest.TestCase):
             (1, 1, 2, 1, 64, 32, 0), (1, 1, 2, 2, 64, 300, 250), (1, 1, 1, 4, 128, 130, 129),
             (1, 7, 2, 2, 64, 40, 0), (1, 5, 2, 4, 128, 80, 33), (2, 3, 3, 2, 37, 20, 17),
             (1, 4, 4, 1, 20, 12, 8), (2, 1, 2, 4, 5, 9, 3), (1, 70, 1, 2, 16, 140, 64),
+            # Groups past the kernel's 8 heads a task (multi-query attention): 16 and 12.
+            (1, 1, 1, 16, 64, 50, 20), (2, 3, 2, 12, 8, 20, 5),
         ]
         for (b, s, hkv, group, d, m, sp), causal, scale in itertools.product(
                 shapes, (False, True), (None, 0.3)):
@@ -117,7 +119,8 @@ class UpdateCacheTest(unittest.TestCase):
     def test_against_executorch(self):
         torch.manual_seed(1)
         for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int8, torch.int64):
-            for b, s, h, d, m, sp in [(1, 1, 2, 8, 16, 0), (1, 1, 2, 8, 16, 15), (2, 5, 3, 7, 20, 9),
+            for b, s, h, d, m, sp in [(1, 1, 2, 8, 16, 0), (1, 1, 2, 8, 16, 15),
+                                      (2, 5, 3, 7, 20, 9),
                                       (1, 16, 4, 64, 16, 0)]:
                 value = (torch.randn(b, s, h, d) * 10).to(dtype)
                 base = (torch.randn(b, m, h, d) * 10).to(dtype)

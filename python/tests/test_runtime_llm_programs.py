@@ -1,13 +1,13 @@
 """ExecuTorch's own LLM programs on Ember: a tiny random-weight Llama (2 layers, dim 64, 4 query
 heads over 2 key/value heads, vocab 512, 64 positions) exported by ExecuTorch's exporter as its
 users run it (`python -m executorch.examples.models.llama.export_llama -c checkpoint.pth -p
-params.json -kv --use_sdpa_with_kv_cache ...`, here through export_llama_lib's own parser and export_llama), then
-one prompt and 16 greedy decode steps run on ExecuTorch's runtime (executorch.runtime) and on
-Ember's (ember.runtime.Program), fed as ExecuTorch's LLM runner feeds them: tokens [1, n] and
-input_pos [1] (with --disable_dynamic_shape the prompt goes one token a call). The greedy tokens
-must be equal and every step's logits close. The programs call llama::update_cache.out and
-llama::custom_sdpa.out (runtime/kernels/llm); the -X ones delegate their linears to XNNPACK
-(Ember's XnnpackBackend).
+params.json -kv --use_sdpa_with_kv_cache ...`, here through export_llama_lib's own parser and
+export_llama), then one prompt and 16 greedy decode steps run on ExecuTorch's runtime
+(executorch.runtime) and on Ember's (ember.runtime.Program), fed as ExecuTorch's LLM runner feeds
+them: tokens [1, n] and input_pos [1] (with --disable_dynamic_shape the prompt goes one token a
+call). The greedy tokens must be equal and every step's logits close. The programs call
+llama::update_cache.out, llama::custom_sdpa.out (runtime/kernels/llm) and aten::linear.out; the
+-X ones delegate their linears to XNNPACK (Ember's XnnpackBackend).
 
 The constant methods ExecuTorch's runner reads (get_max_seq_len, get_vocab_size, use_kv_cache,
 enable_dynamic_shape, ...) must give ExecuTorch's values through Program.method(name)() and
@@ -15,7 +15,7 @@ enable_dynamic_shape, ...) must give ExecuTorch's values through Program.method(
 
 Exports are cached under $EMBER_LLM_PROGRAMS_WORK (default: the temp dir's ember_llm_programs),
 keyed by this file's export code and the torch, torchao and executorch versions: the first run
-exports (about 15 s a flow on two cores, in one subprocess), later runs reuse the programs.
+exports (about 15 s a flow on two cores), later runs reuse the programs.
 Skipped, with the reason, where executorch is not importable (CI always has it)."""
 
 import hashlib
@@ -70,16 +70,14 @@ DECODE_STEPS = 16
 
 
 def _export(work, flows):
-    """Runs in a subprocess: exports `flows` with ExecuTorch's exporter into `work`."""
+    """Exports `flows` with ExecuTorch's exporter into `work`."""
     import logging
     import warnings
-    warnings.filterwarnings("ignore")
-    logging.disable(logging.WARNING)
-    import torch
     from executorch.examples.models.llama.export_llama_lib import build_args_parser, export_llama
     from executorch.examples.models.llama.llama_transformer import construct_transformer
     from executorch.examples.models.llama.model_args import ModelArgs
-    sys.setrecursionlimit(4096)  # as export_llama.py's main
+    recursion_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(recursion_limit, 4096))  # as export_llama.py's main
     params = os.path.join(work, "params.json")
     # Random weights as a checkpoint, as users pass theirs (-c): without one the exporter leaves
     # the model's buffers and norm weights uninitialized (to_empty), and the logits are NaN. The
@@ -92,18 +90,23 @@ def _export(work, flows):
             value.copy_(1 + 0.2 * torch.randn_like(value))
     checkpoint = os.path.join(work, "checkpoint.pth")
     torch.save(state, checkpoint)
+    logging.disable(logging.WARNING)  # the exporter logs every pass at INFO
     for flow in flows:
         torch.manual_seed(42)
         # -n is a path (relative to the working directory, not to -o).
         argv = ["-p", params, "-c", checkpoint, "-o", work, "-n", os.path.join(work, flow + ".pte")]
         argv += COMMON + FLOWS[flow][0]
         try:
-            export_llama(build_args_parser().parse_args(argv))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                export_llama(build_args_parser().parse_args(argv))
             status = "ok"
         except Exception as e:  # the exporter's refusal is reported by the test
             status = f"exporter failed: {type(e).__name__}: {str(e).splitlines()[0][:300]}"
         with open(os.path.join(work, flow + ".json"), "w") as f:
             json.dump({"status": status, "flags": FLOWS[flow][0]}, f)
+    logging.disable(logging.NOTSET)
+    sys.setrecursionlimit(recursion_limit)
 
 
 def export_key():
@@ -130,13 +133,7 @@ def programs(flows):
             if json.load(meta).get("flags") != FLOWS[f][0]:
                 missing.append(f)
     if missing:
-        code = ("from tests.test_runtime_llm_programs import _export; "
-                f"_export({work!r}, {missing!r})")
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        r = subprocess.run([sys.executable, "-c", code], cwd=here, capture_output=True,
-                           text=True, timeout=900)
-        if r.returncode != 0:
-            raise AssertionError(f"the export subprocess failed:\n{r.stderr[-3000:]}")
+        _export(work, missing)  # in this process: a second import of torch would cost seconds
     result = {}
     for flow in flows:
         with open(os.path.join(work, flow + ".json")) as f:
@@ -225,7 +222,8 @@ class LlmProgramsTest(unittest.TestCase):
         tokens, pos = torch.tensor([PROMPT]), torch.tensor([0])
         self.assertTrue(np.isfinite(et_program.load_method("forward").execute([tokens, pos])[0]
                                     .numpy()).all())
-        with self.assertRaisesRegex(EmberRuntimeError, "XNNPACK delegate: argument 0 .*other sizes"):
+        refusal = "XNNPACK delegate: argument 0 .*other sizes"
+        with self.assertRaisesRegex(EmberRuntimeError, refusal):
             ember_program.forward(tokens, pos)
 
     def test_constant_methods(self):

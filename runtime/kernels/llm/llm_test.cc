@@ -134,9 +134,11 @@ struct Case {
 };
 
 TEST(LlmKernels, CustomSdpaMatchesTwoPassSoftmax) {
-  // Head dims off the 16-lane stride, several key blocks, GQA 1, 2 and 4, prefill and decode.
+  // Head dims off the 16-lane stride, several key blocks, GQA 1, 2, 4 and 12 (two chunks of
+  // query heads), prefill and decode.
   for (const Case& t : {Case{1, 1, 4, 2, 20, 300, 250, false}, Case{2, 5, 4, 1, 37, 70, 3, true},
-                        Case{1, 4, 2, 2, 64, 9, 0, true}, Case{1, 3, 8, 2, 128, 140, 137, false}}) {
+                        Case{1, 4, 2, 2, 64, 9, 0, true}, Case{1, 3, 8, 2, 128, 140, 137, false},
+                        Case{2, 2, 12, 1, 24, 80, 70, true}}) {
     Call c;
     std::vector<float> q = random(size_t(t.b) * t.s * t.hq * t.d, 2);
     std::vector<float> k = random(size_t(t.b) * t.m * t.hkv * t.d, 3);
