@@ -145,7 +145,8 @@ def generate():
     # wrapper, custom_ops.py, imports exir, which would also give executorch_prim::* schemas).
     import glob
     import importlib.util
-    llm_ops = os.path.dirname(importlib.util.find_spec("executorch.extension.llm.custom_ops").origin)
+    llm_spec = importlib.util.find_spec("executorch.extension.llm.custom_ops")
+    llm_ops = os.path.dirname(llm_spec.origin)
     torch.ops.load_library(glob.glob(os.path.join(llm_ops, "*custom_ops_aot_lib.*"))[0])
 
     schemas = Schemas()
