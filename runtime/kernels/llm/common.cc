@@ -138,8 +138,8 @@ void run_attention(KernelContext& ctx, const AttentionJob& job) {
   // About 32k multiply-adds a thread's range at the least: a decode step over a short cache stays
   // on one thread, where waking the pool would cost more than the work.
   const int64_t keys = job.mask != nullptr ? job.kv_len : job.start_pos + job.q_len;
-  const int64_t heads = std::min(kHeadChunk, job.q_heads / job.kv_heads);
-  const int64_t per_task = std::max<int64_t>(1, 2 * keys * job.head_dim * heads);
+  const int64_t rows = job.tile_heads() * job.tile_positions();
+  const int64_t per_task = std::max<int64_t>(1, 2 * keys * job.head_dim * rows);
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / per_task);
   if (ctx.threads == nullptr || tasks <= grain) {
     attend(job, 0, tasks);

@@ -9,6 +9,7 @@
 // Layouts are ExecuTorch's: q, k, v, caches and out are [batch, seq, heads, head_dim], contiguous.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/core/evalue.h"
@@ -20,8 +21,9 @@ namespace ember::llm {
 inline constexpr int64_t kMaxHeadDim = 1024;
 // Keys scored at a time: the online softmax rescales its accumulator once a block.
 inline constexpr int64_t kKeyBlock = 64;
-// Query heads of one key/value head computed together (their scratch is on the stack).
-inline constexpr int64_t kHeadChunk = 8;
+// Query rows computed together, each cache row loaded once for them (their scratch is on the
+// stack).
+inline constexpr int64_t kTileRows = 8;
 
 // Writes value [B, S, H, D] into cache [B, MaxS, H, D] at rows [start_pos, start_pos + S), in
 // place. Any dtype (the two must match). InvalidArgument when the shapes disagree, start_pos is
@@ -43,13 +45,17 @@ struct AttentionJob {
   bool causal = false;
   float scale = 1.0f;
 
-  // Chunks of kHeadChunk query heads per key/value head.
-  int64_t head_chunks() const {
-    const int64_t group = q_heads / kv_heads;
-    return (group + kHeadChunk - 1) / kHeadChunk;
+  // A task is a tile of query rows that read the same key/value head: up to kTileRows rows, as
+  // heads of one group (grouped-query attention) times query positions (prefill), so that each
+  // cache row is loaded once for the tile.
+  int64_t tile_heads() const { return std::min(kTileRows, q_heads / kv_heads); }
+  int64_t tile_positions() const {
+    return std::max<int64_t>(1, std::min(q_len, kTileRows / tile_heads()));
   }
-  // Tasks of run_attention: (batch, key/value head, query row, head chunk).
-  int64_t tasks() const { return batch * kv_heads * q_len * head_chunks(); }
+  int64_t head_tiles() const { return (q_heads / kv_heads + tile_heads() - 1) / tile_heads(); }
+  int64_t position_tiles() const { return (q_len + tile_positions() - 1) / tile_positions(); }
+  // Tasks of run_attention: (batch, key/value head, position tile, head tile).
+  int64_t tasks() const { return batch * kv_heads * position_tiles() * head_tiles(); }
 
   // Keys query row `s` attends to: [0, num_keys(s)).
   int64_t num_keys(int64_t s) const {
