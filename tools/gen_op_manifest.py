@@ -6,7 +6,8 @@ Also writes compiler/ops/op_manifest.inc, the table the compiler reads from it (
 no longer asks the runtime's registry what exists).
 
 Sources: runtime/kernels/portable/ops.inc (portable kernels), runtime/kernels/cortex_m/ops.inc
-(the cortex_m kernels of ExecuTorch's Cortex-M programs), runtime/kernels/prim/prim_ops.cc
+(the cortex_m kernels of ExecuTorch's Cortex-M programs), runtime/kernels/llm/ops.inc (the llama::
+kernels of ExecuTorch's LLM programs), runtime/kernels/prim/prim_ops.cc
 (kPrimKernels), compiler/ops/op_table.cc (kRules), the installed torch (schemas) and
 the pinned pip executorch (scripts/requirements.lock; what its runtime registers).
 
@@ -26,6 +27,7 @@ MANIFEST = os.path.join(ROOT, "ops", "manifest.json")
 TABLE = os.path.join(ROOT, "compiler", "ops", "op_manifest.inc")
 OPS_INC = os.path.join(ROOT, "runtime", "kernels", "portable", "ops.inc")
 CORTEX_M_OPS_INC = os.path.join(ROOT, "runtime", "kernels", "cortex_m", "ops.inc")
+LLM_OPS_INC = os.path.join(ROOT, "runtime", "kernels", "llm", "ops.inc")
 PRIM_CC = os.path.join(ROOT, "runtime", "kernels", "prim", "prim_ops.cc")
 OP_TABLE = os.path.join(ROOT, "compiler", "ops", "op_table.cc")
 
@@ -66,6 +68,10 @@ def portable_kernels():
 
 def cortex_m_kernels():
     return op_list(CORTEX_M_OPS_INC)
+
+
+def llm_kernels():
+    return op_list(LLM_OPS_INC)
 
 
 def prim_kernels():
@@ -135,6 +141,13 @@ def generate():
     # defines the embeddings' functional ops but would also give executorch_prim::* schemas.
     import torch.ao.quantization.fx._decomposed  # noqa: F401
     import executorch.kernels.quantized  # noqa: F401
+    # llama::* schemas: the library of ExecuTorch's LLM custom ops, loaded alone (its Python
+    # wrapper, custom_ops.py, imports exir, which would also give executorch_prim::* schemas).
+    import glob
+    import importlib.util
+    llm_spec = importlib.util.find_spec("executorch.extension.llm.custom_ops")
+    llm_ops = os.path.dirname(llm_spec.origin)
+    torch.ops.load_library(glob.glob(os.path.join(llm_ops, "*custom_ops_aot_lib.*"))[0])
 
     schemas = Schemas()
     et_ops = set(et_runtime._get_operator_names())
@@ -145,6 +158,10 @@ def generate():
         if name in entries:
             raise SystemExit(f"{name} is both a portable and a cortex_m kernel")
         entries[name] = {"kind": "kernel", "signature": signature, "libraries": ["cortex_m"]}
+    for name, signature in llm_kernels():
+        if name in entries:
+            raise SystemExit(f"{name} is both a portable and an llm kernel")
+        entries[name] = {"kind": "kernel", "signature": signature, "libraries": ["llm"]}
     for name, signature in prim_kernels():
         if name in entries:
             raise SystemExit(f"{name} is both a kernel and a prim op")

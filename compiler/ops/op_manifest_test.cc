@@ -10,6 +10,7 @@
 #include "compiler/ops/op_table.h"
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/cortex_m/cortex_m.h"
+#include "runtime/kernels/llm/llm.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/kernels/prim/prim_ops.h"
 
@@ -44,6 +45,9 @@ std::map<std::string, Entry> runtime_tables() {
   for (const Kernel& k : cortex_m_kernels()) {
     ops[k.name] = {k.signature == nullptr ? "" : k.signature, false};
   }
+  for (const Kernel& k : llm_kernels()) {
+    ops[k.name] = {k.signature == nullptr ? "" : k.signature, false};
+  }
   for (const Kernel& k : prim_kernels()) {
     ops[k.name] = {k.signature == nullptr ? "" : k.signature, true};
   }
@@ -72,6 +76,7 @@ TEST(OpManifest, ListsExactlyTheRuntimeKernelsAndPrimOps) {
 TEST(OpManifest, MatchesTheRegistryAfterRegistration) {
   ASSERT_EQ(register_portable_kernels(), Error::Ok);
   ASSERT_EQ(register_cortex_m_kernels(), Error::Ok);
+  ASSERT_EQ(register_llm_kernels(), Error::Ok);
   const std::map<std::string, Entry> listed = manifest();
   size_t registered = 0;
   for (const Kernel* k : registered_kernels()) {

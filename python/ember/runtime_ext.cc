@@ -30,6 +30,7 @@
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/executor/module.h"
 #include "runtime/kernels/cortex_m/cortex_m.h"
+#include "runtime/kernels/llm/llm.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/kernels/portable/util/copy.h"
 #if EMBER_HAVE_LLM
@@ -308,7 +309,8 @@ class KernelCallArgs {
 };
 
 void call_kernel(const std::string& name, const py::list& args) {
-  if (register_portable_kernels() != Error::Ok || register_cortex_m_kernels() != Error::Ok) {
+  if (register_portable_kernels() != Error::Ok || register_cortex_m_kernels() != Error::Ok ||
+      register_llm_kernels() != Error::Ok) {
     raise(Error::Internal, "registering the kernels");
   }
   KernelCallArgs(args).call(name);

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/kernels/llm/llm.h"
 #include "runtime/kernels/portable/portable.h"
 #include "runtime/platform/thread_pool.h"
 
@@ -76,6 +77,7 @@ Module::~Module() {
 Error Module::load() {
   if (program_ != nullptr) return Error::Ok;
   EMBER_TRY(register_portable_kernels());
+  EMBER_TRY(register_llm_kernels());  // the llama:: ops of ExecuTorch's LLM programs
   if (options_.num_threads > 0) ThreadPool::global(options_.num_threads);
   auto open = [&](const std::string& p) -> Result<std::unique_ptr<DataLoader>> {
     if (options_.load_mode == LoadMode::File) {

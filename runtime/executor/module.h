@@ -85,7 +85,8 @@ class Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  // Loads the program (and the .ptd, when given). Idempotent.
+  // Loads the program (and the .ptd, when given), after registering the portable kernels and the
+  // llm ones (llama::*, runtime/kernels/llm/llm.h). Idempotent.
   Error load();
   const Program* program() const { return program_.get(); }
   const NamedDataMap* data_map() const { return data_map_.get(); }

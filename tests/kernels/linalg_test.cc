@@ -130,6 +130,47 @@ TEST(Linalg, BmmAddmmBaddbmm) {
   }
 }
 
+// linear (ExecuTorch's LLM programs call aten::linear.out): inputs of rank 1 to 4, with and without
+// a bias (also a one-element one), a transposed 2-D input and weight (read through strides).
+TEST(Linalg, Linear) {
+  at::manual_seed(4);
+  for (at::ScalarType dtype : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16}) {
+    SCOPED_TRACE(at::toString(dtype));
+    for (const std::vector<int64_t>& in_sizes :
+         std::vector<std::vector<int64_t>>{{7}, {3, 7}, {2, 3, 7}, {2, 1, 3, 7}, {0, 7}}) {
+      const at::Tensor x = random_tensor(dtype, in_sizes), w = random_tensor(dtype, {5, 7});
+      for (const std::optional<at::Tensor>& bias :
+           {std::optional<at::Tensor>(), std::optional<at::Tensor>(random_tensor(dtype, {5})),
+            std::optional<at::Tensor>(random_tensor(dtype, {1}))}) {
+        const auto op = [&](bool abs) {
+          return bias ? at::linear(operand(x, abs), operand(w, abs), operand(*bias, abs))
+                      : at::linear(operand(x, abs), operand(w, abs));
+        };
+        KernelCall call("aten::linear.out");
+        call.tensor(x).tensor(w);
+        if (bias) {
+          call.tensor(*bias);
+        } else {
+          call.none();
+        }
+        call.out_like(op(false).to(dtype)).repeat_out();
+        ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+        check_matmul(call, op, dtype, 7 + 1);
+      }
+    }
+  }
+  const at::Tensor x = at::randn({6, 9}).t(), w = at::randn({6, 4}).t(), b = at::randn({4});
+  KernelCall call("aten::linear.out");
+  call.tensor(x).tensor(w).tensor(b).out_like(at::linear(x, w, b)).repeat_out();
+  ASSERT_EQ(call.run(), Error::Ok) << last_error_message();
+  expect_matches(call.out(), at::linear(x, w, b), matmul_tolerance(at::kFloat));
+  // A weight whose columns are not the input's features is refused.
+  KernelCall bad("aten::linear.out");
+  const at::Tensor wrong = at::randn({4, 5});
+  bad.tensor(at::randn({2, 6})).tensor(wrong).none().out_like(at::zeros({2, 4})).repeat_out();
+  EXPECT_EQ(bad.run(), Error::InvalidArgument);
+}
+
 TEST(Linalg, BetaZeroIgnoresNanInSelfAndManySmallBatches) {
   const at::Tensor self = at::full({3, 4}, NAN), a = at::randn({3, 5}), b = at::randn({5, 4});
   KernelCall call("aten::addmm.out");

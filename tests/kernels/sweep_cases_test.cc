@@ -183,6 +183,15 @@ const bool kLinalgCases = [] {
         },
         why, accumulate_tolerance(dtype), accumulate_tolerance(dtype));
   });
+  add_case("aten::linear.out", [](ScalarType dtype, std::string* why) {
+    const at::Tensor x = unit_input(dtype, {2, 3, 5}), w = unit_input(dtype, {4, 5}),
+                     bias = unit_input(dtype, {4});
+    return sweep_run_as(
+        "aten::linear.out", dtype,
+        [&](ScalarType t) { return Outs{at::linear(x.to(t), w.to(t), bias.to(t))}; },
+        [&](KernelCall& c) { c.tensor(x).tensor(w).tensor(bias); }, why,
+        accumulate_tolerance(dtype), accumulate_tolerance(dtype));
+  });
   add_case("aten::baddbmm.out", [](ScalarType dtype, std::string* why) {
     const at::Tensor self = unit_input(dtype, {1, 3, 4}), a = unit_input(dtype, {2, 3, 5}),
                      b = unit_input(dtype, {2, 5, 4});

@@ -4,6 +4,8 @@
 //   aten::addmm.out(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1,
 //   Tensor(a!) out) aten::baddbmm.out(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1,
 //   Scalar alpha=1, Tensor(a!) out)
+//   aten::linear.out(Tensor input, Tensor weight, Tensor? bias=None, *, Tensor(a!) out)
+//   (ExecuTorch's LLM export writes it): addmm(bias, input as [rows, in], weight transposed)
 #include "runtime/executor/kernel_registry.h"
 #include "runtime/kernels/gemm/gemm.h"
 #include "runtime/kernels/portable/util/copy.h"
@@ -182,6 +184,55 @@ Error addmm_out(KernelContext& ctx, std::span<EValue*> args) {
 Error baddbmm_out(KernelContext& ctx, std::span<EValue*> args) {
   return matmul_out(ctx, {"baddbmm", &args[0]->to_tensor(), args[1]->to_tensor(),
                           args[2]->to_tensor(), args[3], args[4], args[5]->to_tensor(), true});
+}
+
+// input [..., in] (a contiguous input of any rank is the matrix [rows, in]; a 2-D one may have
+// any dim order), weight [out_features, in], bias [out_features], [1] or None; out [..., out].
+Error linear_out(KernelContext& ctx, std::span<EValue*> args) {
+  constexpr const char* op = "linear";
+  const Tensor& input = args[0]->to_tensor();
+  const Tensor& weight = args[1]->to_tensor();
+  Tensor& out = args[3]->to_tensor();
+  EMBER_CHECK(input.dim() >= 1 && weight.dim() == 2, Error::InvalidArgument,
+              "%s: expected an input of rank 1 or more and a 2-D weight, got ranks %d and %d", op,
+              input.dim(), weight.dim());
+  const int rank = input.dim();
+  const int32_t in_features = input.size(rank - 1), out_features = weight.size(0);
+  EMBER_CHECK(weight.size(1) == in_features, Error::InvalidArgument,
+              "%s: input's last dimension %d is not the weight's %d", op, in_features,
+              weight.size(1));
+  EMBER_CHECK(rank <= 2 || input.is_contiguous(), Error::NotSupported,
+              "%s: a rank-%d input must be contiguous", op, rank);
+  EMBER_CHECK(out.dim() == rank && (rank <= 2 || out.is_contiguous()), Error::InvalidArgument,
+              "%s: out must be a contiguous rank-%d tensor", op, rank);
+  int32_t out_sizes[kMaxRank];
+  for (int d = 0; d + 1 < rank; ++d) out_sizes[d] = input.size(d);
+  out_sizes[rank - 1] = out_features;
+  EMBER_TRY(out.resize({out_sizes, static_cast<size_t>(rank)}));
+  int64_t rows = 1;
+  for (int d = 0; d + 1 < rank; ++d) rows *= input.size(d);
+  EMBER_CHECK(rows <= INT32_MAX, Error::InvalidArgument, "%s: %lld rows", op,
+              static_cast<long long>(rows));
+  // Matrix views: the input [rows, in] (itself when 2-D, keeping its dim order), the weight
+  // transposed [in, out] (its dim order swapped), out [rows, out].
+  const int32_t a_sizes[2] = {static_cast<int32_t>(rows), in_features};
+  const int32_t b_sizes[2] = {in_features, out_features};
+  const uint8_t rows_first[2] = {0, 1}, cols_first[2] = {1, 0};
+  const bool weight_rows_first = weight.dim_order()[0] == 0;
+  Tensor a, b, c;
+  EMBER_TRY(Tensor::make_at(&a, input.dtype(), a_sizes,
+                            rank == 2 ? input.dim_order() : std::span<const uint8_t>(rows_first),
+                            input.mutable_data()));
+  EMBER_TRY(Tensor::make_at(&b, weight.dtype(), b_sizes,
+                            weight_rows_first ? cols_first : rows_first, weight.mutable_data()));
+  const int32_t c_sizes[2] = {static_cast<int32_t>(rows), out_features};
+  EMBER_TRY(Tensor::make_at(&c, out.dtype(), c_sizes,
+                            rank == 2 ? out.dim_order() : std::span<const uint8_t>(rows_first),
+                            out.mutable_data()));
+  const Tensor* bias = args[2]->is_tensor() ? &args[2]->to_tensor() : nullptr;
+  EMBER_CHECK(bias == nullptr || bias->dim() <= 1, Error::InvalidArgument,
+              "%s: bias must be 1-D, got rank %d", op, bias == nullptr ? 0 : bias->dim());
+  return matmul_out(ctx, {op, bias, a, b, nullptr, nullptr, c, false});
 }
 
 }  // namespace ember
