@@ -226,6 +226,40 @@ class LlmProgramsTest(unittest.TestCase):
         with self.assertRaisesRegex(EmberRuntimeError, refusal):
             ember_program.forward(tokens, pos)
 
+    def test_ember_generate_on_executorchs_programs(self):
+        # The generation loop of `ember generate` (ember.runtime.TextGenerator) on ExecuTorch's
+        # programs, with a tokenizer of fewer tokens than the model's 512 (the sampler keeps to
+        # the tokenizer's ids): the tokens ExecuTorch's runtime gives greedily over those ids.
+        from ember.runtime import TextGenerator
+        from tests.test_runtime_llm import save_tokenizer
+
+        with tempfile.TemporaryDirectory() as tmp:
+            tok = save_tokenizer(tmp)
+            n_vocab = len(tok)
+            for name in ("portable", "xnnpack_8da4w_static"):
+                with self.subTest(flow=name):
+                    path, et_program, _ = self.flow(name)
+                    g = TextGenerator.load(path, tokenizer=os.path.join(tmp, "tokenizer.json"))
+                    prompt = "Once upon a time there was"
+                    ids = g.encode(prompt)
+                    self.assertEqual(ids, tok(prompt)["input_ids"])
+                    et = et_program.load_method("forward")
+                    dynamic = g.metadata["enable_dynamic_shape"]
+                    if dynamic:
+                        logits = et.execute([torch.tensor([ids]), torch.tensor([0])])[0]
+                    else:
+                        for pos, t in enumerate(ids):
+                            logits = et.execute([torch.tensor([[t]]), torch.tensor([pos])])[0]
+                    want = []
+                    for step in range(DECODE_STEPS):
+                        want.append(int(np.argmax(logits.numpy()[0, :n_vocab])))
+                        logits = et.execute([torch.tensor([[want[-1]]]),
+                                             torch.tensor([len(ids) + step])])[0]
+                    out = g.generate(prompt, DECODE_STEPS, ignore_eos=True)
+                    self.assertEqual(out.tokens, want, name)
+                    self.assertEqual(out.text, tok.decode(want, skip_special_tokens=True))
+                    self.assertEqual(out.prompt_tokens, len(ids))
+
     def test_constant_methods(self):
         path, et_program, ember_program = self.flow("portable")
         names = sorted(et_program.method_names - {"forward"})
