@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -148,21 +150,28 @@ TEST_P(ReferenceTest, DecodeIds) {
 
 // token_bytes of the ids of a text, concatenated, is the text (byte-level), or the text with the
 // leading space that decode drops (SentencePiece style).
+// A text whose ids hold <unk> (which stands for no bytes, and decodes as its text) is left out.
 TEST_P(ReferenceTest, TokenBytes) {
-  if (GetParam().name == "metaspace_unk") GTEST_SKIP() << "<unk> stands for no bytes";
+  const std::optional<int32_t> unk = tok_->token_id("<unk>");
+  int checked = 0;
   for (const json& c : expected_["cases"]) {
     SCOPED_TRACE("text " + show(c["text"]));
+    const std::vector<int32_t> ids = ids_of(c["ids"]);
+    if (unk && std::find(ids.begin(), ids.end(), *unk) != ids.end()) continue;
+    ++checked;
     std::string bytes;
-    for (int32_t id : ids_of(c["ids"])) {
+    for (int32_t id : ids) {
       Result<std::string> b = tok_->token_bytes(id);
       ASSERT_TRUE(b.ok()) << last_error_message();
       bytes += *b;
     }
     std::string expected = c["decode_skip"];
-    const bool byte_level = GetParam().name != "llama2" && GetParam().name != "sentencepiece";
+    const bool byte_level = GetParam().name != "llama2" && GetParam().name != "sentencepiece" &&
+                            GetParam().name != "metaspace_unk";
     if (!byte_level && !bytes.empty() && bytes[0] == ' ') bytes.erase(0, 1);
     EXPECT_EQ(show(bytes), show(expected));
   }
+  EXPECT_GT(checked, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
