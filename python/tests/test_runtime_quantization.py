@@ -545,6 +545,57 @@ class QuantizationTest(unittest.TestCase):
                 (y,) = self.run_in_ember(model, (x,), f"c33_{name}_portable")
                 torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
 
+    def test_c33_8da_linears_of_a_dynamic_batch_run_whole(self):
+        # An LLM's linears take the sequence length as their dynamic batch (dim 0 of [S, hidden]).
+        # torch.export writes the 8da activation's views with the batch's symbolic size
+        # (view(q, [sym_size(x, 0), k])); the int8 ones stayed portable and split the chain
+        # between two partitions, whose builder then refused an int8 input. Now the chain and
+        # its linear are one step, built for each batch a call brings: the call equals the static
+        # program of its size bit for bit, and torchao's eager model within float32 rounding.
+        from torchao.quantization import Int8DynamicActivationIntxWeightConfig, quantize_
+        from torchao.quantization.granularity import PerGroup
+
+        class Norm(torch.nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.rand(d) + 0.5)
+
+            def forward(self, x):
+                return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+        torch.manual_seed(8)
+        model = torch.nn.Sequential(Norm(64), torch.nn.Linear(64, 64, bias=False),
+                                    torch.nn.SiLU(), torch.nn.Linear(64, 32)).eval()
+        quantize_(model, Int8DynamicActivationIntxWeightConfig(
+            weight_dtype=torch.int4, weight_granularity=PerGroup(32)))
+        x = torch.randn(5, 64)
+        ep = os.path.join(self.dir, "c33_dynamic_8da4w.ep")
+        pte = os.path.join(self.dir, "c33_dynamic_8da4w.pte")
+        ember.export(model, (x,), ep, dynamic_shapes=[{0: ember.Dim("b", 1, 64)}])
+        r = subprocess.run([EMBER_BIN, "compile", ep, "-o", pte, "--backend", "cpu"],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Only the symbolic size stays portable; one partition holds both chains and linears.
+        portable = [l for l in r.stdout.splitlines() if l.strip().startswith("portable:")]
+        self.assertEqual(len(portable), 1, r.stdout)
+        self.assertIn("aten::sym_size.int", portable[0])
+        self.assertIn("backend cpu: 1 partition", r.stdout)
+        program = Program.load(pte)
+        for batch in (7, 1, 64, 3):
+            with self.subTest(batch=batch):
+                xi = torch.randn(batch, 64)
+                xi[0, 1] *= 20  # one row of a wider range than the others
+                (y,) = program.forward(xi)
+                torch.testing.assert_close(y, model(xi), rtol=1e-5, atol=1e-5)
+                static_ep = os.path.join(self.dir, f"c33_static_8da4w_{batch}.ep")
+                static_pte = os.path.join(self.dir, f"c33_static_8da4w_{batch}.pte")
+                ember.export(model, (xi,), static_ep)
+                r = subprocess.run([EMBER_BIN, "compile", static_ep, "-o", static_pte,
+                                    "--backend", "cpu"], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                (want,) = Program.load(static_pte).forward(xi)
+                self.assertTrue(torch.equal(y, want), (y - want).abs().max())
+
     def test_c33_broken_up_pattern_is_never_an_integer_weight_read_as_float(self):
         # The pattern broken up before partitioning: torchao's dequantize decomposed into plain
         # ATen arithmetic (cast, subtract the zero point, multiply by the scale) instead of the

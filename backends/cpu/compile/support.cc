@@ -267,18 +267,14 @@ Why check_ordered_binary(const Node& n) {
   return std::nullopt;
 }
 
-// A node of torchao's dynamically quantized activation (check_activation_quantize) of static
-// sizes: the grouped linear's builder computes the chain at fixed rows only, so an 8da
-// activation of a dynamic size (a batch or a sequence length) stays portable, and the
-// dequantized linear after it is a float one.
+// A node of torchao's dynamically quantized activation (check_activation_quantize), with static
+// sizes but a batch as every node the backend claims (all_static). Its reshapes of a dynamic
+// batch read the batch's symbolic size (torch.export writes view(q, [sym_size(x, 0), k])), as
+// any view of a batch may: without that, the int8 views stayed portable and split the chain
+// between two partitions (an int8 partition input the builder refused). Each build of a dynamic
+// batch quantizes the rows of its size, one by one, as the reference does.
 Why check_static_activation_quantize(const Node& n) {
-  for (const Value* v : n.operands()) {
-    if (v->is_tensor() && !v->tensor_type().is_static()) {
-      return "a dynamically quantized activation (torchao's 8da) of the dynamic size of %" +
-             v->name() + ": the cpu backend quantizes activations of static sizes only";
-    }
-  }
-  if (auto w = all_static(n)) return w;
+  if (auto w = all_static(n, /*reshape=*/is_reshape(n))) return w;
   return check_activation_quantize(n);
 }
 
@@ -286,7 +282,7 @@ Why check_static_activation_quantize(const Node& n) {
 // `check` (the op on its own).
 std::function<Why(const Node&)> in_activation_quant_or(Why (*check)(const Node&)) {
   return [check](const Node& n) -> Why {
-    if (!check_static_activation_quantize(n)) return std::nullopt;
+    if (!check_activation_quantize(n)) return all_static(n);
     return check(n);
   };
 }

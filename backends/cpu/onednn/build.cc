@@ -38,7 +38,8 @@ Error Build::onednn_error(const dnnl::error& e) const {
   return fail(Error::InvalidProgram, "op %zu: oneDNN refused it: %s", cur_op_, e.what());
 }
 
-Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllocator* allocator)
+Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllocator* allocator,
+             SharedWeights* shared)
     : graph_(std::move(g)),
       threads_(threads),
       options_(options),
@@ -47,6 +48,7 @@ Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllo
       own_kernels_(options.own_kernels && graph_.precision == Precision::Fp32 &&
                    own_kernels_supported()),
       allocator_(allocator),
+      shared_(shared),
       mem_(graph_.tensors.size()),
       md_(graph_.tensors.size()) {}
 
@@ -86,6 +88,7 @@ Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && tr
   }
   for (memory& m : viewed_) d.storage.push_back(std::move(m));
   d.mapped = std::move(mapped_kept_);
+  d.shared = std::move(shared_held_);
   for (auto& [t, data] : mapped_) {
     if (step_reads(data.bytes(), data.size())) d.mapped.push_back(std::move(data));
   }
@@ -252,6 +255,43 @@ Result<memory> Build::reorder_weight(const memory& view_of_w, int32_t id,
     EMBER_TRY(add_reorder(view_of_w, out));
   }
   return out;
+}
+
+Result<memory> Build::shared_weight_reorder(int32_t id, const memory::desc& want,
+                                            std::string_view what,
+                                            const std::function<Result<memory>()>& view_of_w) {
+  if (shared_ != nullptr) {
+    if (std::shared_ptr<void> v = shared_->find(cur_op_, type_tag<memory>(), what, want)) {
+      shared_held_.push_back(v);
+      return *static_cast<const memory*>(v.get());
+    }
+  }
+  EMBER_ASSIGN_OR_RETURN(const memory w, view_of_w());
+  EMBER_ASSIGN_OR_RETURN(memory out, reorder_weight(w, id, want));
+  // A buffer of its own: the method allocator's (alive as long as the method) or the heap's
+  // (the memory owns it). The weight itself, read in place, is this build's to hold.
+  if (shared_ != nullptr && out.get() != w.get()) {
+    auto v = std::make_shared<memory>(out);
+    shared_->add(cur_op_, type_tag<memory>(), std::string(what), want, v);
+    shared_held_.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::shared_ptr<void> SharedWeights::find(size_t op, const void* type, std::string_view what,
+                                          const memory::desc& md) const {
+  for (const Entry& e : entries_) {
+    if (e.op == op && e.type == type && e.what == what && e.md == md) {
+      if (std::shared_ptr<void> v = e.value.lock()) return v;
+    }
+  }
+  return nullptr;
+}
+
+void SharedWeights::add(size_t op, const void* type, std::string what, const memory::desc& md,
+                        const std::shared_ptr<void>& value) {
+  std::erase_if(entries_, [](const Entry& e) { return e.value.expired(); });
+  entries_.push_back({op, type, std::move(what), md, value});
 }
 
 Result<const float*> Build::weight_data(int32_t id, std::vector<memory>* keep) try {

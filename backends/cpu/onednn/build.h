@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -67,13 +68,47 @@ struct QuantChain {
   std::map<std::tuple<int32_t, float, float>, bool> readers_take_u8;
 };
 
+// What the builds of one step graph share whatever their batch sizes (a dynamic batch is built
+// once per size, runtime/cpu_runtime.cc): what a builder makes of an op's constant weights (a
+// weight reordered into a primitive's layout, packed for Ember's kernels) depends on the op and
+// those weights, not on the batch, so the first build that makes it leaves it here and the builds
+// at other sizes take it (Build::shared). An entry is held weakly: it lives while a build that
+// uses it does (the builds hold theirs; the build at the bounds, made at init, is never dropped).
+// One build at a time uses it (a delegate runs one call at a time).
+class SharedWeights {
+ public:
+  // The entry for (op, type, what, md), null when none is alive.
+  std::shared_ptr<void> find(size_t op, const void* type, std::string_view what,
+                             const memory::desc& md) const;
+  void add(size_t op, const void* type, std::string what, const memory::desc& md,
+           const std::shared_ptr<void>& value);
+
+ private:
+  struct Entry {
+    size_t op;
+    const void* type;
+    std::string what;
+    memory::desc md;
+    std::weak_ptr<void> value;
+  };
+  std::vector<Entry> entries_;
+};
+
+// A distinct address per type T: what tells SharedWeights' entries of different types apart.
+template <typename T>
+const void* type_tag() {
+  static const char marker = 0;
+  return &marker;
+}
+
 class Build {
  public:
   // `allocator`: where the buffers the delegate keeps come from (activations, the scratchpad and
   // weights in their final layout), the method allocator at init; null: the heap (a build made
   // during a call, for a new batch size, and tests). Transient buffers always use the heap.
+  // `shared`: the weights the graph's builds at other batch sizes made (null: none shared).
   Build(CpuGraph g, int threads, const DelegateOptions& options,
-        MemoryAllocator* allocator = nullptr);
+        MemoryAllocator* allocator = nullptr, SharedWeights* shared = nullptr);
   Build(const Build&) = delete;
   Build& operator=(const Build&) = delete;
 
@@ -173,6 +208,36 @@ class Build {
   Error storage_error() const { return storage_error_; }
   // InvalidProgram unless tensors a and b have the same dims.
   Error check_same_dims(int32_t a, int32_t b) const;
+  // What the current op makes of its constant weights, `make()` (a Result<std::shared_ptr<T>>),
+  // made once for all the graph's builds at their batch sizes (SharedWeights): taken from a
+  // build at another size where one made it, else made now and shared. `what` (and `md`, a
+  // layout) must name everything the value depends on besides the op and its constant inputs;
+  // a value made here reads only weights and sizes that are not the batch's. The build (and the
+  // delegate it makes) holds what it takes.
+  template <typename T, typename Make>
+  Result<std::shared_ptr<T>> shared(std::string_view what, Make&& make,
+                                    const memory::desc& md = memory::desc()) {
+    if (shared_ != nullptr) {
+      if (std::shared_ptr<void> v = shared_->find(cur_op_, type_tag<T>(), what, md)) {
+        shared_held_.push_back(v);
+        return std::static_pointer_cast<T>(std::move(v));
+      }
+    }
+    Result<std::shared_ptr<T>> made = make();
+    if (!made.ok()) return made.error();
+    std::shared_ptr<T> v = std::move(*made);
+    if (shared_ != nullptr) {
+      shared_->add(cur_op_, type_tag<T>(), std::string(what), md, v);
+      shared_held_.push_back(v);
+    }
+    return v;
+  }
+  // reorder_weight of constant weight `id` into `want` for the current op, shared between the
+  // graph's builds (as shared() is) where the reorder makes a buffer of its own; `view_of_w`
+  // gives the weight as the op reads it (src_memory, or a view of it), called only where no
+  // build at another size made the reorder (so the weight is not even loaded then).
+  Result<memory> shared_weight_reorder(int32_t id, const memory::desc& want, std::string_view what,
+                                       const std::function<Result<memory>()>& view_of_w);
 
   // --- Steps ---------------------------------------------------------------------------------
   // Appends a step (the shared scratchpad grows to what it needs).
@@ -250,6 +315,8 @@ class Build {
   dnnl::engine engine_;
   dnnl::stream stream_;
   MemoryAllocator* allocator_;
+  SharedWeights* shared_;
+  std::vector<std::shared_ptr<void>> shared_held_;  // what shared() gave this build
   const NamedDataMap* named_ = nullptr;
   QuantChain quant_;
   int int8_convolutions_ = 0;

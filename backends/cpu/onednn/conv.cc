@@ -219,8 +219,14 @@ Error build_conv(Build& b, const OpDesc& op, dt wdt) try {
     prim = dnnl::deconvolution_forward(pd);
     scratch = Build::scratch_bytes(pd);
   }
+  // A constant weight is reordered once for every batch size the graph is built for.
+  auto reorder = [&](const memory::desc& md, std::string_view what) -> Result<memory> {
+    if (!b.is_constant(op.inputs[1])) return b.reorder_weight(w_view, op.inputs[1], md);
+    return b.shared_weight_reorder(op.inputs[1], md, what,
+                                   [&]() -> Result<memory> { return w_view; });
+  };
   EMBER_ASSIGN_OR_RETURN(memory src, b.as(op.inputs[0], src_md));
-  EMBER_ASSIGN_OR_RETURN(memory wei, b.reorder_weight(w_view, op.inputs[1], wei_md));
+  EMBER_ASSIGN_OR_RETURN(memory wei, reorder(wei_md, transposed ? "deconvolution" : "convolution"));
   EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, dst_md));
   StepArgs args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
   memory bias;
@@ -236,7 +242,7 @@ Error build_conv(Build& b, const OpDesc& op, dt wdt) try {
   if (alt_pd) {
     StepArgs alt_args = args;
     EMBER_ASSIGN_OR_RETURN(alt_args[1].second,
-                           b.reorder_weight(w_view, op.inputs[1], alt_pd.weights_desc()));
+                           reorder(alt_pd.weights_desc(), "convolution beside winograd"));
     if (!redo_w) redo_w = alt_args[1].second;
     b.add(std::make_unique<GuardedPrimitiveStep>(
         std::move(prim), std::move(args), std::move(alt), std::move(alt_args), scratch, src,

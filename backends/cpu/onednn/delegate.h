@@ -38,7 +38,8 @@ struct BuiltDelegate {
   memory scratchpad;            // oneDNN's scratchpad and the working memory of Ember's kernels
   std::vector<memory> storage;  // every buffer the steps' memories are views of
   std::vector<FreeableBuffer> mapped;  // named data a step reads in place (the program's file)
-  DelegateSummary summary;             // what the build made; the step counts are added here
+  std::vector<std::shared_ptr<void>> shared;  // weights shared with the graph's other builds
+  DelegateSummary summary;                    // what the build made; the step counts are added here
 };
 
 class CpuDelegate {

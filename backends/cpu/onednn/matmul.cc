@@ -35,23 +35,33 @@ Result<bool> try_matvec(Build& b, const OpDesc& op, const memory::dims& ad, cons
   for (size_t i = post; i < op.post_ops.size(); ++i) {
     if (op.post_ops[i].is_sum) return false;  // a sum after an element-wise op: oneDNN's
   }
-  std::vector<float> bias(static_cast<size_t>(cols), 0.f);
   if (op.inputs[2] >= 0) {
     const int64_t count = checked_numel(b.tensor(op.inputs[2]).dims);
     if (count != cols && count != 1) return false;
-    EMBER_ASSIGN_OR_RETURN(const memory bias_m,
-                           b.as(op.inputs[2], plain_md(b.dims_of(op.inputs[2]), dt::f32)));
-    const auto* v = static_cast<const float*>(bias_m.get_data_handle());
-    for (int64_t j = 0; j < cols; ++j) bias[j] = v[count == 1 ? 0 : j];
   }
-  // The weight as [cols][k] (PyTorch's [out][in]), then packed.
-  std::vector<uint8_t> order(n);
-  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint8_t>(i);
-  std::swap(order[n - 2], order[n - 1]);
-  EMBER_ASSIGN_OR_RETURN(const memory w, b.as(op.inputs[1], plain_md(bd, dt::f32, order)));
-  auto packed = std::make_shared<PackedMatrix>(PackedMatrix::pack(
-      static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols, b.weight_storage()));
-  EMBER_TRY(b.storage_error());
+  // The weight and bias packed once for every batch size the graph is built for.
+  EMBER_ASSIGN_OR_RETURN(
+      std::shared_ptr<PackedMatrix> packed,
+      b.shared<PackedMatrix>("matvec", [&]() -> Result<std::shared_ptr<PackedMatrix>> {
+        std::vector<float> bias(static_cast<size_t>(cols), 0.f);
+        if (op.inputs[2] >= 0) {
+          const int64_t count = checked_numel(b.tensor(op.inputs[2]).dims);
+          EMBER_ASSIGN_OR_RETURN(const memory bias_m,
+                                 b.as(op.inputs[2], plain_md(b.dims_of(op.inputs[2]), dt::f32)));
+          const auto* v = static_cast<const float*>(bias_m.get_data_handle());
+          for (int64_t j = 0; j < cols; ++j) bias[j] = v[count == 1 ? 0 : j];
+        }
+        // The weight as [cols][k] (PyTorch's [out][in]), then packed.
+        std::vector<uint8_t> order(n);
+        for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint8_t>(i);
+        std::swap(order[n - 2], order[n - 1]);
+        EMBER_ASSIGN_OR_RETURN(const memory w, b.as(op.inputs[1], plain_md(bd, dt::f32, order)));
+        auto p = std::make_shared<PackedMatrix>(
+            PackedMatrix::pack(static_cast<const float*>(w.get_data_handle()), bias.data(), k, cols,
+                               b.weight_storage()));
+        EMBER_TRY(b.storage_error());
+        return p;
+      }));
   const memory::desc a_md = plain_md(ad, dt::f32);
   EMBER_ASSIGN_OR_RETURN(memory a, b.as(op.inputs[0], a_md));
   // With a leading sum, the output already holds the summand (make_output puts it there).
@@ -223,8 +233,12 @@ Error build_float_matmul(Build& b, const OpDesc& op, dt wdt) try {
     EMBER_ASSIGN_OR_RETURN(const bool own_built, try_own_small_matmul(b, op, ad, bd, od));
     if (own_built) return Error::Ok;
   }
-  EMBER_ASSIGN_OR_RETURN(const memory b_src, b.src_memory(op.inputs[1]));
-  if (b_src.get_desc().dims() != bd) return refused("matmul weight view");
+  // A constant weight is loaded only where no build at another batch size reordered it already.
+  memory b_src;
+  if (!const_b) {
+    EMBER_ASSIGN_OR_RETURN(b_src, b.src_memory(op.inputs[1]));
+    if (b_src.get_desc().dims() != bd) return refused("matmul weight view");
+  }
   // An activation operand that is a strided view (a permuted KV cache) is read through its
   // strides, in float32: oneDNN's matmul takes any plain strides.
   auto operand_md = [&](const memory& m, const memory::dims& d) {
@@ -249,7 +263,18 @@ Error build_float_matmul(Build& b, const OpDesc& op, dt wdt) try {
   EMBER_ASSIGN_OR_RETURN(const dnnl::primitive_attr attr, b.attr_for(op));
   dnnl::matmul::primitive_desc pd(d, attr, b.engine());
   EMBER_ASSIGN_OR_RETURN(memory a, b.as(op.inputs[0], pd.src_desc()));
-  EMBER_ASSIGN_OR_RETURN(memory wei, b.reorder_weight(b_src, op.inputs[1], pd.weights_desc()));
+  memory wei;
+  if (const_b) {
+    EMBER_ASSIGN_OR_RETURN(
+        wei,
+        b.shared_weight_reorder(op.inputs[1], pd.weights_desc(), "matmul", [&]() -> Result<memory> {
+          EMBER_ASSIGN_OR_RETURN(const memory w, b.src_memory(op.inputs[1]));
+          if (w.get_desc().dims() != bd) return refused("matmul weight view");
+          return w;
+        }));
+  } else {
+    EMBER_ASSIGN_OR_RETURN(wei, b.reorder_weight(b_src, op.inputs[1], pd.weights_desc()));
+  }
   EMBER_ASSIGN_OR_RETURN(memory dst, b.make_output(op, pd.dst_desc()));
   std::vector<std::pair<int, memory>> args = {
       {DNNL_ARG_SRC, a}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};

@@ -229,12 +229,18 @@ Result<bool> try_pointwise(Build& b, const OpDesc& op) try {
     return false;
   }
   const int64_t k = sd[1], n = wd[0];
-  std::vector<memory> keep;  // until packed
-  EMBER_ASSIGN_OR_RETURN(const float* w, b.weight_data(op.inputs[1], &keep));
-  EMBER_ASSIGN_OR_RETURN(const float* bias, b.weight_data(op.inputs[2], &keep));
-  auto packed =
-      std::make_shared<PackedMatrix>(PackedMatrix::pack(w, bias, k, n, b.weight_storage()));
-  EMBER_TRY(b.storage_error());
+  // Packed once for every batch size the graph is built for.
+  EMBER_ASSIGN_OR_RETURN(
+      std::shared_ptr<PackedMatrix> packed,
+      b.shared<PackedMatrix>("pointwise", [&]() -> Result<std::shared_ptr<PackedMatrix>> {
+        std::vector<memory> keep;  // until packed
+        EMBER_ASSIGN_OR_RETURN(const float* w, b.weight_data(op.inputs[1], &keep));
+        EMBER_ASSIGN_OR_RETURN(const float* bias, b.weight_data(op.inputs[2], &keep));
+        auto p =
+            std::make_shared<PackedMatrix>(PackedMatrix::pack(w, bias, k, n, b.weight_storage()));
+        EMBER_TRY(b.storage_error());
+        return p;
+      }));
   memory res;
   if (sum >= 0) {
     EMBER_ASSIGN_OR_RETURN(res, b.as(sum, nhwc_md(od)));

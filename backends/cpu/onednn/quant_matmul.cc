@@ -5,6 +5,7 @@
 // (kernels/quant_gemm.h). (A MatMul of two quantized activations, attention's, is matmul.cc's.)
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,11 +22,26 @@
 namespace ember::cpu::delegate {
 namespace {
 
+// A grouped linear's weight as its integers (one int8 each), unpacked on the first call.
+using WeightInts = std::function<Result<const int8_t*>()>;
+
+// What try_dynamic_int8_matmul makes of a weight: its integers in oneDNN's layout, the bias,
+// each row's sign.
+struct DynamicInt8Weights {
+  memory wei, bias, signs;
+};
+
+// A grouped weight packed for one of Ember's kernels: the integer one (dot) or the float one.
+struct GroupPacked {
+  std::shared_ptr<DotPackedMatrix> dot;
+  std::shared_ptr<QuantPackedMatrix> packed;
+};
+
 // A GroupQuantMatMul that quantizes its input per tensor (PT2E's dynamic quantization), by a
 // weight of one group a row, zero points 0 (q [n][k], scales [n], bias [n] or null), on
 // oneDNN's u8 x s8 matmul where the CPU has VNNI and int8 is on. False (nothing built)
 // otherwise.
-Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q,
+Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const WeightInts& ints,
                                      const float* scales, const float* bias, int64_t m, int64_t k,
                                      int64_t n);
 // Whether QuantMatMul `op` (in integers; weights [n][k]; its post-ops from `fused` on a
@@ -77,20 +93,27 @@ Error build_group_quant_matmul(Build& b, const OpDesc& op) {
     }
     EMBER_ASSIGN_OR_RETURN(bias, b.weight_data(op.inputs[2], &keep));
   }
-  EMBER_ASSIGN_OR_RETURN(const memory stored_m, b.src_memory(op.inputs[1]));
-  const auto* stored = data_as<uint8_t>(stored_m);
-  std::vector<int8_t> q(static_cast<size_t>(n * k));
-  for (size_t i = 0; i < q.size(); ++i) {
-    if (bits == 8) {
-      q[i] = static_cast<int8_t>(stored[i]);
-    } else {  // two's complement nibbles, the low one first
-      const auto nibble = static_cast<uint8_t>((stored[i / 2] >> (i % 2 ? 4 : 0)) & 0xF);
-      q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+  // The weight's integers, one int8 each, read only where a build at another batch size did
+  // not pack them already.
+  std::vector<int8_t> q;
+  const WeightInts ints = [&]() -> Result<const int8_t*> {
+    if (!q.empty()) return q.data();
+    EMBER_ASSIGN_OR_RETURN(const memory stored_m, b.src_memory(op.inputs[1]));
+    const auto* stored = data_as<uint8_t>(stored_m);
+    q.resize(static_cast<size_t>(n * k));
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (bits == 8) {
+        q[i] = static_cast<int8_t>(stored[i]);
+      } else {  // two's complement nibbles, the low one first
+        const auto nibble = static_cast<uint8_t>((stored[i / 2] >> (i % 2 ? 4 : 0)) & 0xF);
+        q[i] = static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+      }
     }
-  }
+    return q.data();
+  };
   if (quantize && p.input_quant == InputQuant::PerTensor && zeros == nullptr && group == k) {
     EMBER_ASSIGN_OR_RETURN(const bool built,
-                           try_dynamic_int8_matmul(b, op, q.data(), scales, bias, m, k, n));
+                           try_dynamic_int8_matmul(b, op, ints, scales, bias, m, k, n));
     if (built) return Error::Ok;
   }
   EMBER_ASSIGN_OR_RETURN(const memory a,
@@ -110,30 +133,36 @@ Error build_group_quant_matmul(Build& b, const OpDesc& op) {
   }
   // A quantized input (8da) by a weight of zero points 0 runs in integers from AVX2 up; the rest
   // on the float kernel.
-  std::shared_ptr<DotPackedMatrix> dot;
-  std::shared_ptr<QuantPackedMatrix> packed;
-  if (const int dot_bits = dynamic && own_kernels_supported()
-                               ? DotPackedMatrix::fits(q.data(), zeros, k, n, group)
-                               : 0) {
-    dot = std::make_shared<DotPackedMatrix>(
-        DotPackedMatrix::pack(q.data(), scales, bias, k, n, group, dot_bits, b.weight_storage()));
-  } else {
-    packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
-        q.data(), scales, zeros, bias, k, n, group, bits, b.weight_storage()));
-  }
-  EMBER_TRY(b.storage_error());
+  // Packed once for every batch size the graph is built for.
+  EMBER_ASSIGN_OR_RETURN(
+      const std::shared_ptr<GroupPacked> packed,
+      b.shared<GroupPacked>("group_quant", [&]() -> Result<std::shared_ptr<GroupPacked>> {
+        EMBER_ASSIGN_OR_RETURN(const int8_t* qd, ints());
+        auto g = std::make_shared<GroupPacked>();
+        if (const int dot_bits = dynamic && own_kernels_supported()
+                                     ? DotPackedMatrix::fits(qd, zeros, k, n, group)
+                                     : 0) {
+          g->dot = std::make_shared<DotPackedMatrix>(
+              DotPackedMatrix::pack(qd, scales, bias, k, n, group, dot_bits, b.weight_storage()));
+        } else {
+          g->packed = std::make_shared<QuantPackedMatrix>(QuantPackedMatrix::pack(
+              qd, scales, zeros, bias, k, n, group, bits, b.weight_storage()));
+        }
+        EMBER_TRY(b.storage_error());
+        return g;
+      }));
   std::optional<InputQuantizer> quantizer;
   if (quantize) {
     quantizer = {p.eps, p.input_quant == InputQuant::PerTensor};
   }
-  b.add_own_step(group_quant_matmul_step(std::move(dot), std::move(packed), m, b.threads(),
-                                         quantizer, a, zero_points, input_scales, dst));
+  b.add_own_step(group_quant_matmul_step(packed->dot, packed->packed, m, b.threads(), quantizer, a,
+                                         zero_points, input_scales, dst));
   return Error::Ok;
 }
 
 namespace {
 
-Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q,
+Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const WeightInts& ints,
                                      const float* scales, const float* bias, int64_t m, int64_t k,
                                      int64_t n) try {
   // Without VNNI oneDNN adds pairs of u8 x s8 products in 16 bits, which saturate: Ember's kernel
@@ -160,10 +189,40 @@ Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q
       dnnl::matmul::desc(memory::desc(ad, dt::u8, tag::ab), memory::desc({k, n}, dt::s8, tag::any),
                          memory::desc(), plain_md(od, dt::f32)),
       attr, b.engine());
-  const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), b.engine(),
-                      const_cast<int8_t*>(q));  // the weight [n][k] read as [k][n]
-  EMBER_ASSIGN_OR_RETURN(const memory wei, b.buffer(pd.weights_desc(), Held::Weights));
-  EMBER_TRY(b.reorder_now(w_view, wei));
+  // The weight in the primitive's layout, the bias and each row's sign (below): made once for
+  // every batch size the graph is built for.
+  EMBER_ASSIGN_OR_RETURN(
+      const std::shared_ptr<DynamicInt8Weights> shared,
+      b.shared<DynamicInt8Weights>(
+          "dynamic_int8",
+          [&]() -> Result<std::shared_ptr<DynamicInt8Weights>> {
+            EMBER_ASSIGN_OR_RETURN(const int8_t* q, ints());
+            auto w = std::make_shared<DynamicInt8Weights>();
+            const memory w_view(memory::desc({k, n}, dt::s8, memory::dims{1, k}), b.engine(),
+                                const_cast<int8_t*>(q));  // the weight [n][k] read as [k][n]
+            EMBER_ASSIGN_OR_RETURN(w->wei, b.buffer(pd.weights_desc(), Held::Weights));
+            EMBER_TRY(b.reorder_now(w_view, w->wei));
+            if (bias) {
+              EMBER_ASSIGN_OR_RETURN(w->bias,
+                                     b.buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights));
+              std::copy_n(bias, n, data_as<float>(w->bias));
+            }
+            // Weight row j's sign: 1 where every dequantized weight is positive, -1 where every
+            // one is negative, 0 where one is 0 or the signs differ.
+            EMBER_ASSIGN_OR_RETURN(w->signs,
+                                   b.buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights));
+            for (int64_t j = 0; j < n; ++j) {
+              bool pos = true, neg = true;
+              for (int64_t i = 0; i < k; ++i) {
+                pos = pos && q[j * k + i] > 0;
+                neg = neg && q[j * k + i] < 0;
+              }
+              data_as<int8_t>(w->signs)[j] = static_cast<int8_t>(pos ? 1 : neg ? -1 : 0);
+            }
+            return w;
+          },
+          pd.weights_desc()));
+  const memory wei = shared->wei, bias_m = shared->bias, signs = shared->signs;
   // What the quantize step sets at each call: the uint8 source (q + 128), its zero point + 128,
   // and the scale and zero point for the step after.
   EMBER_ASSIGN_OR_RETURN(const memory a,
@@ -173,23 +232,6 @@ Result<bool> try_dynamic_int8_matmul(Build& b, const OpDesc& op, const int8_t* q
                          b.buffer(memory::desc({1}, dt::s32, tag::x), Held::Activations));
   EMBER_ASSIGN_OR_RETURN(const memory params,
                          b.buffer(memory::desc({2}, dt::f32, tag::x), Held::Activations));
-  memory bias_m;
-  if (bias) {
-    EMBER_ASSIGN_OR_RETURN(bias_m, b.buffer(memory::desc({n}, dt::f32, tag::x), Held::Weights));
-    std::copy_n(bias, n, data_as<float>(bias_m));
-  }
-  // Weight row j's sign: 1 where every dequantized weight is positive, -1 where every one is
-  // negative, 0 where one is 0 or the signs differ.
-  EMBER_ASSIGN_OR_RETURN(const memory signs,
-                         b.buffer(memory::desc({n}, dt::s8, tag::x), Held::Weights));
-  for (int64_t j = 0; j < n; ++j) {
-    bool pos = true, neg = true;
-    for (int64_t i = 0; i < k; ++i) {
-      pos = pos && q[j * k + i] > 0;
-      neg = neg && q[j * k + i] < 0;
-    }
-    data_as<int8_t>(signs)[j] = static_cast<int8_t>(pos ? 1 : neg ? -1 : 0);
-  }
   const int64_t count = m * k;
   const float eps = op.group_quant_matmul().eps;
   OwnStep quantize{OwnKind::Int8Elementwise,

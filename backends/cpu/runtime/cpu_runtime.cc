@@ -22,6 +22,7 @@ namespace {
 using delegate::Build;
 using delegate::CpuDelegate;
 using delegate::DelegateOptions;
+using delegate::SharedWeights;
 
 int threads_from(std::span<const CompileSpec> specs) {
   for (const CompileSpec& s : specs) {
@@ -94,14 +95,15 @@ void disable_unrequested_jit_profiling() {
 Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
                                                    const DelegateOptions& options,
                                                    const NamedDataMap* named,
-                                                   MemoryAllocator* allocator) {
+                                                   MemoryAllocator* allocator,
+                                                   SharedWeights* shared) {
   disable_unrequested_jit_profiling();
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);
   Result<std::unique_ptr<CpuDelegate>> d = Error::Internal;
   try {
-    d = Build(std::move(g), threads, options, allocator).run(named);
+    d = Build(std::move(g), threads, options, allocator, shared).run(named);
   } catch (const std::bad_alloc&) {
     d = fail(Error::MemoryAllocationFailed, "out of memory");
   }
@@ -116,6 +118,9 @@ Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
 // shape-specific) and kept, the kMaxBuilds most recently used at most besides the first.
 // The first build's buffers come from the method allocator; those made during a call come from
 // the heap (a call may not grow the caller's memory, which a fixed pool could not give back).
+// The builds share what they make of the weights (SharedWeights): a build for a new size reorders
+// or packs no weight the first build did, so it costs what depends on the size alone (oneDNN's
+// primitives, Ember's kernels' plans, the activations).
 class CpuHandle {
  public:
   static constexpr size_t kMaxBuilds = 4;
@@ -129,8 +134,8 @@ class CpuHandle {
         named_(named) {}
 
   Error init(MemoryAllocator* allocator) {
-    Result<std::unique_ptr<CpuDelegate>> d =
-        make_delegate(graph_, threads_, options_, named_, allocator);
+    Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
+        graph_, threads_, options_, named_, allocator, graph_.num_symbols > 0 ? &shared_ : nullptr);
     if (!d.ok()) return d.error();
     first_ = std::move(*d);
     return Error::Ok;
@@ -160,8 +165,8 @@ class CpuHandle {
     auto it = std::find_if(builds_.begin(), builds_.end(),
                            [&](const auto& b) { return b.first == sizes; });
     if (it == builds_.end()) {
-      Result<std::unique_ptr<CpuDelegate>> d =
-          make_delegate(with_batch_sizes(graph_, sizes), threads_, options_, named_, nullptr);
+      Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
+          with_batch_sizes(graph_, sizes), threads_, options_, named_, nullptr, &shared_);
       if (!d.ok()) return d.error();
       if (builds_.size() == kMaxBuilds) builds_.pop_back();
       builds_.insert(builds_.begin(), {sizes, std::move(*d)});
@@ -241,6 +246,7 @@ class CpuHandle {
   int threads_;
   DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
+  SharedWeights shared_;       // the weights as the builds' steps read them (a static graph: none)
   std::unique_ptr<CpuDelegate> first_;  // at the upper bounds, built at init
   // Builds for other batch sizes, most recently used first.
   std::vector<std::pair<std::vector<int64_t>, std::unique_ptr<CpuDelegate>>> builds_;
