@@ -94,7 +94,7 @@ class ExportLlm(unittest.TestCase):
                                        eos_token_id=None, pad_token_id=0)[0, 11:].tolist()
         else:  # torchao's quantized eager model: Ember's decoder with the same quantization
             model, _ = ember.llm.load_decoder(directory, 96)
-            model = ember.llm._quantize(model, ember.llm.PRECISIONS[precision][0], 32)
+            model = ember.llm.quantize(model, precision, group_size=32)
             with torch.no_grad():
                 expected = greedy(lambda t, p: model(torch.from_numpy(t), torch.from_numpy(p))
                                   .numpy(), prompt.numpy(), NEW_TOKENS)

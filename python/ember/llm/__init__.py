@@ -23,7 +23,8 @@ import tempfile
 
 from .._errors import ExportError
 
-__all__ = ["PRECISIONS", "export", "load_decoder"]
+__all__ = ["PRECISIONS", "chat_template", "constant_methods", "export", "load_decoder",
+           "quantize"]
 
 # --precision -> (torchao config name or None, ember compile --precision)
 PRECISIONS = {
@@ -100,6 +101,15 @@ def load_decoder(model_dir, max_context=None):
     model = Decoder(cfg, max_context).eval()
     model.load_hf_state_dict(_state_dict(model_dir))
     return model, cfg
+
+
+def quantize(model, precision, group_size=32):
+    """The decoder quantized in place as --precision says (torchao's quantize_; fp32 and bf16 leave
+    it as it is), which is also the eager reference of the exported program."""
+    config_name = PRECISIONS[precision][0]
+    if config_name is None:
+        return model
+    return _quantize(model, config_name, group_size)
 
 
 def _quantize(model, config_name, group):
@@ -197,9 +207,8 @@ def export(model_dir, path, ptd=None, max_context=None, precision="fp32", backen
         raise ExportError(f"backend {backend!r}: expected cpu or portable")
     binary = _ember_binary(ember_bin)
     model, cfg = load_decoder(model_dir, max_context)
-    torchao_config, compile_precision = PRECISIONS[precision]
-    if torchao_config:
-        model = _quantize(model, torchao_config, group_size)
+    compile_precision = PRECISIONS[precision][1]
+    model = quantize(model, precision, group_size)
     ctx = model.max_context
     example = (torch.zeros(1, min(4, ctx), dtype=torch.int64), torch.tensor([0]))
     dynamic = [{1: Dim("seq", 1, ctx)}, None]
