@@ -5,58 +5,21 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <deque>
 #include <limits>
 #include <random>
 #include <vector>
 
-#include "runtime/platform/thread_pool.h"
+#include "tests/support/kernel_call.h"
 
 namespace ember {
 namespace {
 
-class Call {
+class Call : public testing::KernelCall {
  public:
   Call() { EXPECT_EQ(register_llm_kernels(), Error::Ok); }
-
-  EValue* tensor(ScalarType type, std::vector<int32_t> sizes, void* data) {
-    Result<Tensor> t = Tensor::make(type, sizes, {}, data);
-    EXPECT_TRUE(t.ok()) << last_error_message();
-    tensors_.push_back(*t);
-    return push(EValue::from_tensor(&tensors_.back()));
-  }
   EValue* f(std::vector<int32_t> sizes, std::vector<float>& data) {
-    return tensor(ScalarType::Float, std::move(sizes), data.data());
+    return tensor(ScalarType::Float, std::move(sizes), data);
   }
-  EValue* i(int64_t v) { return push(EValue::from_int(v)); }
-  EValue* d(double v) { return push(EValue::from_double(v)); }
-  EValue* b(bool v) { return push(EValue::from_bool(v)); }
-  EValue* none() { return push(EValue()); }
-
-  // Runs kernel `name` on `args` then `out` twice, checking the signature as method load does.
-  Error run(const char* name, std::vector<EValue*> args, EValue* out) {
-    args.push_back(out);
-    args.push_back(out);
-    const Kernel* k = find_kernel(name);
-    EXPECT_NE(k, nullptr) << name;
-    if (k == nullptr) return Error::OperatorMissing;
-    EXPECT_EQ(std::strlen(k->signature), args.size()) << name;
-    for (size_t a = 0; a < args.size(); ++a) {
-      EXPECT_TRUE(signature_admits(k->signature[a], *args[a])) << name << " argument " << a;
-    }
-    KernelContext ctx;
-    ctx.threads = &ThreadPool::global();
-    return k->fn(ctx, args);
-  }
-
- private:
-  EValue* push(EValue v) {
-    values_.push_back(v);
-    return &values_.back();
-  }
-  std::deque<Tensor> tensors_;
-  std::deque<EValue> values_;
 };
 
 std::vector<float> random(size_t n, uint32_t seed) {
