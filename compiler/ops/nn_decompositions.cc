@@ -1,5 +1,8 @@
 // The decompositions of layers torch.export's default (training) IR keeps whole: linear, celu,
-// batch norm and max_pool2d, each to the kernel (or two) that computes it.
+// batch norm and max_pool2d, each to the kernel (or two) that computes it; and the embedding of a
+// weight quantized by groups, to the quantized gather.
+#include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,173 @@ ir::Status lower_linear(ir::Program&, ir::Node* node) {
   }
   ir::Node* k =
       add_kernel_node(g, kernel, std::move(args), output_types(*node), node->name(), node);
+  return replace_node(node, {k->output()});
+}
+
+namespace {
+
+// The weight `v` is: a parameter or constant input with stored bytes (never a buffer, which a
+// program may write); null otherwise.
+const ir::Weight* stored_weight(const ir::Program& program, const ir::Value* v) {
+  const ir::Graph& g = program.graph();
+  for (size_t i = 0; i < g.inputs().size(); ++i) {
+    if (g.inputs()[i] != v) continue;
+    const ir::InputSpec& spec = program.input_spec(i);
+    if (spec.kind != ir::InputKind::Parameter && spec.kind != ir::InputKind::Constant) {
+      return nullptr;
+    }
+    const ir::Weight* w = program.find_weight(spec.target);
+    return w != nullptr && w->has_data() && v->tensor_type().is_static() ? w : nullptr;
+  }
+  return nullptr;
+}
+
+int64_t int_arg(const ir::Node& node, const char* name, int64_t otherwise) {
+  const ir::Arg* a = node.arg(name);
+  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : otherwise;
+}
+
+ir::Value* add_weight(ir::Program& program, const std::string& base, ir::TensorType type,
+                      std::vector<uint8_t> bytes) {
+  auto storage = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  const std::string fqn = program.graph().unique_name(base);
+  ir::Weight w;
+  w.name = fqn;
+  w.type = type;
+  w.nbytes = storage->size();
+  w.storage = std::move(storage);
+  program.weights.push_back(w);
+  return program.add_input(fqn, ir::ValueType::of_tensor(type),
+                           ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
+}
+
+// embedding(dequantize_per_channel_group(q, scales, zero_points, lo, hi, int8, group), indices)
+// of a stored weight: the quantized gather (quantized_decomposed::embedding_4bit or
+// embedding_byte, the kernels of ExecuTorch's quantized embeddings), which dequantizes only the
+// rows it gathers; without it the whole table is dequantized each call, or stored in float32
+// once the dequantize is folded. The same arithmetic: float(q) - float(zero point) is exact, as
+// the dequantize's integer difference is, times the same float32 scale. A 4-bit range (-8..7) is
+// packed two values a byte (the first in the high nibble, offset by 8), as those kernels read it.
+// Null when the embedding is not of that form.
+ir::Node* quantized_embedding(ir::Program& program, ir::Node* node) {
+  ir::Value* weight = input_value(*node, "weight");
+  ir::Value* indices = input_value(*node, "indices");
+  ir::Node* dq = weight != nullptr ? weight->producer() : nullptr;
+  if (dq == nullptr || indices == nullptr ||
+      (dq->qualified_op() != "quantized_decomposed::dequantize_per_channel_group.default" &&
+       dq->qualified_op() != "quantized_decomposed::dequantize_per_channel_group.out")) {
+    return nullptr;
+  }
+  ir::Value* q = input_value(*dq, "input");
+  ir::Value* scales = input_value(*dq, "scales");
+  ir::Value* zero_points = input_value(*dq, "zero_points");
+  // Pointers into program.weights, which the weights added below may move: read before adding.
+  const ir::Weight* qw = q != nullptr ? stored_weight(program, q) : nullptr;
+  const ir::Weight* sw = scales != nullptr ? stored_weight(program, scales) : nullptr;
+  const ir::Weight* zw = zero_points != nullptr ? stored_weight(program, zero_points) : nullptr;
+  const int64_t lo = int_arg(*dq, "quant_min", 0), hi = int_arg(*dq, "quant_max", 0);
+  const int64_t group = int_arg(*dq, "group_size", 0);
+  std::vector<int64_t> qs, ss;
+  if (qw == nullptr || sw == nullptr || (zero_points != nullptr && zw == nullptr) ||
+      !ir::static_sizes(q->tensor_type(), &qs) || qs.size() != 2 ||
+      q->tensor_type().dtype != ir::DType::Int8 ||
+      scales->tensor_type().dtype != ir::DType::Float32 ||
+      weight->tensor_type().dtype != ir::DType::Float32 || group <= 0 || qs[1] % group != 0 ||
+      !ir::static_sizes(scales->tensor_type(), &ss) || lo < -128 || hi > 127 || lo > hi) {
+    return nullptr;
+  }
+  const int64_t rows = qs[0], dim = qs[1], groups = dim / group;
+  int64_t scale_count = 1;
+  for (int64_t s : ss) scale_count *= s;
+  if (scale_count != rows * groups) return nullptr;
+  const bool four_bit = lo == -8 && hi == 7 && dim % 2 == 0;
+  // Zero points in the scales' dtype (the kernels' convention); none when all are 0.
+  std::vector<uint8_t> zp_float;  // empty: none
+  if (zero_points != nullptr) {
+    const ir::DType zt = zero_points->tensor_type().dtype;
+    const size_t width = ir::dtype_size(zt);
+    std::span<const uint8_t> zb = zw->bytes();
+    if ((zt != ir::DType::Int8 && zt != ir::DType::Int32 && zt != ir::DType::Int64) ||
+        zb.size() != static_cast<size_t>(scale_count) * width) {
+      return nullptr;
+    }
+    std::vector<uint8_t> as_float(static_cast<size_t>(scale_count) * 4);
+    bool any = false;
+    for (int64_t i = 0; i < scale_count; ++i) {
+      int64_t z = 0;
+      if (zt == ir::DType::Int8) {
+        z = static_cast<int8_t>(zb[static_cast<size_t>(i)]);
+      } else if (zt == ir::DType::Int32) {
+        int32_t v;
+        std::memcpy(&v, zb.data() + i * 4, 4);
+        z = v;
+      } else {
+        std::memcpy(&z, zb.data() + i * 8, 8);
+      }
+      any = any || z != 0;
+      const float f = static_cast<float>(z);
+      std::memcpy(as_float.data() + i * 4, &f, 4);
+    }
+    if (any) zp_float = std::move(as_float);
+  }
+  const std::string q_name = qw->name, z_name = zw != nullptr ? zw->name : "";
+  ir::Weight scale_view = *sw;
+  std::span<const uint8_t> values = qw->bytes();  // of the shared storage, which stays
+  ir::Graph& g = *node->owner();
+  ir::Value* packed = q;
+  if (four_bit) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(rows * dim / 2));
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const int first = static_cast<int8_t>(values[2 * i]) + 8;
+      const int second = static_cast<int8_t>(values[2 * i + 1]) + 8;
+      bytes[i] = static_cast<uint8_t>(first * 16 + second);
+    }
+    packed = add_weight(program, q_name + "@packed4",
+                        with_shape(ir::DType::UInt8, {rows, dim / 2}).tensor, std::move(bytes));
+  }
+  // The scales as [rows, groups] (the kernels' layout), sharing the stored bytes.
+  ir::Value* scale_rows = scales;
+  if (ss.size() != 2 || ss[0] != rows) {
+    scale_view.name = g.unique_name(scale_view.name + "@rows");
+    scale_view.alias_of.clear();
+    scale_view.type = with_shape(ir::DType::Float32, {rows, groups}).tensor;
+    program.weights.push_back(scale_view);
+    scale_rows =
+        program.add_input(scale_view.name, ir::ValueType::of_tensor(scale_view.type),
+                          ir::InputSpec{ir::InputKind::Constant, scale_view.name, {}, true});
+  }
+  ir::Value* zp_rows =
+      zp_float.empty()
+          ? nullptr
+          : add_weight(program, z_name + "@float",
+                       with_shape(ir::DType::Float32, {rows, groups}).tensor, std::move(zp_float));
+  std::vector<ir::NamedArg> args;
+  args.push_back({"weight", ir::Arg::value(packed)});
+  args.push_back({"weight_scales", ir::Arg::value(scale_rows)});
+  args.push_back({"weight_zero_points", zp_rows ? ir::Arg::value(zp_rows) : ir::Arg::none()});
+  args.push_back({"weight_quant_min", ir::Arg::integer(lo)});
+  args.push_back({"weight_quant_max", ir::Arg::integer(hi)});
+  args.push_back({"indices", ir::Arg::value(indices)});
+  args.push_back({"dtype", ir::Arg::dtype(ir::DType::Float32)});
+  return add_kernel_node(g,
+                         four_bit ? "quantized_decomposed::embedding_4bit.dtype_out"
+                                  : "quantized_decomposed::embedding_byte.dtype_out",
+                         std::move(args), output_types(*node), node->name(), node);
+}
+
+}  // namespace
+
+ir::Status lower_embedding(ir::Program& program, ir::Node* node) {
+  ir::Value* weight = input_value(*node, "weight");
+  if (ir::Node* gather = quantized_embedding(program, node)) {
+    ir::Node* dq = weight->producer();
+    EMBER_IR_RETURN_IF_ERROR(replace_node(node, {gather->output()}));
+    // The dequantized table, read by nothing else now, is never computed (nor folded).
+    if (!dq->output()->has_uses()) return dq->owner()->erase_node(dq);
+    return {};
+  }
+  ir::Node* k = add_kernel_node(*node->owner(), "aten::embedding.out", select_args(*node, nullptr),
+                                output_types(*node), node->name(), node);
   return replace_node(node, {k->output()});
 }
 

@@ -35,6 +35,9 @@ ir::Status lower_vector_norm(ir::Program& program, ir::Node* node);
 //
 // linear(input[n, k], weight[m, k], bias) = addmm(bias, input, weight^T), or mm without a bias.
 ir::Status lower_linear(ir::Program& program, ir::Node* node);
+// embedding(weight, indices): aten::embedding.out; of a weight dequantized by groups from stored
+// 8-bit values (4-bit: -8..7), the quantized gather embedding_byte / embedding_4bit instead.
+ir::Status lower_embedding(ir::Program& program, ir::Node* node);
 // celu(x, alpha) = elu(x, alpha, scale=1, input_scale=1/alpha), as ATen computes it.
 ir::Status lower_celu(ir::Program& program, ir::Node* node);
 // native_batch_norm and batch_norm in inference: _native_batch_norm_legit_no_training; in

@@ -57,6 +57,7 @@ constexpr LoweringRule kRules[] = {
     {"aten::copy.default", nullptr, nullptr, lower_copy, nullptr},
     // empty's contents are unspecified; zeros are one valid choice.
     {"aten::div.Tensor_mode", "aten::div.out_mode", nullptr, nullptr, nullptr},
+    {"aten::embedding.default", nullptr, nullptr, lower_embedding, nullptr},
     {"aten::empty.memory_format", "aten::full.out", "size,fill_value=0", nullptr, nullptr},
     {"aten::expand.default", "aten::expand_copy.out", "self,size,implicit", nullptr, nullptr},
     {"aten::eye.default", nullptr, nullptr, lower_eye, nullptr},

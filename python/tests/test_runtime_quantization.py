@@ -11,6 +11,7 @@ with its own kernels: its results may round to the neighbouring integer, so they
 within one quantization step of the output.
 """
 
+import json
 import os
 import re
 import shutil
@@ -355,7 +356,6 @@ class QuantizationTest(unittest.TestCase):
         # `ember inspect` lists every quantize/dequantize call: what it converts, its scale and
         # zero point (numbers; a constant tensor's count; or the value computed at run time in
         # the dynamic flow), axis and range.
-        import json
         torch.manual_seed(7)
         x = torch.randn(1, 3, 16, 16)
         converted = quantize(ResidualNet(), (x,), EmberQuantizer().set_global(int8_config()))
@@ -544,6 +544,50 @@ class QuantizationTest(unittest.TestCase):
                     torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
                 (y,) = self.run_in_ember(model, (x,), f"c33_{name}_portable")
                 torch.testing.assert_close(y, expected, rtol=1e-5, atol=1e-5)
+
+    def test_quantized_embeddings_gather_quantized_rows(self):
+        # torchao's weight-only embedding (4-bit by groups, 8-bit per row or by groups, symmetric
+        # or with zero points) exports as embedding(dequantize_per_channel_group(...)); the
+        # compiler gathers the rows from the integer table (embedding_4bit / embedding_byte, 4-bit
+        # packed two a byte) instead of storing or computing the float32 table. The rows equal
+        # eager's exactly: the same (q - zero point) * scale of each gathered value.
+        from torchao.quantization import IntxWeightOnlyConfig, MappingType, quantize_
+        from torchao.quantization.granularity import PerAxis, PerGroup
+
+        cases = {
+            "int4_group32": (torch.int4, PerGroup(32), MappingType.SYMMETRIC, "embedding_4bit"),
+            "int4_group16_asym": (torch.int4, PerGroup(16), MappingType.ASYMMETRIC,
+                                  "embedding_4bit"),
+            "int8_row": (torch.int8, PerAxis(0), MappingType.SYMMETRIC, "embedding_byte"),
+            "int8_group32_asym": (torch.int8, PerGroup(32), MappingType.ASYMMETRIC,
+                                  "embedding_byte"),
+        }
+        tokens = torch.tensor([[3, 0, 99, 41, 3, 7]])
+        for name, (dtype, granularity, mapping, kernel) in cases.items():
+            torch.manual_seed(5)
+            model = torch.nn.Sequential(torch.nn.Embedding(100, 64)).eval()
+            quantize_(model, IntxWeightOnlyConfig(weight_dtype=dtype, granularity=granularity,
+                                                  mapping_type=mapping),
+                      filter_fn=lambda m, _: isinstance(m, torch.nn.Embedding))
+            expected = model(tokens)
+            for backend in (None, "cpu"):
+                with self.subTest(case=name, backend=backend):
+                    label = f"embedding_{name}_{backend}"
+                    (y,) = self.run_in_ember(model, (tokens,), label, backend)
+                    self.assertTrue(torch.equal(y, expected), (y - expected).abs().max())
+                    pte = os.path.join(self.dir, label + ".pte")
+                    r = subprocess.run([EMBER_BIN, "inspect", pte, "--json"],
+                                       capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    method = json.loads(r.stdout)["methods"][0]
+                    ops = [o["name"] for o in method["operators"]]
+                    self.assertIn(f"quantized_decomposed::{kernel}.dtype_out", ops)
+                    self.assertNotIn("aten::embedding.out", ops)
+                    # the table is stored in its integers (a byte or half a byte a value) and a
+                    # float32 scale (and zero point) a group, not in float32 (25600 bytes)
+                    group = 64 if isinstance(granularity, PerAxis) else granularity.group_size
+                    bound = 100 * 64 * (8 if dtype == torch.int8 else 4) // 8 + 100 * 64 // group * 8
+                    self.assertLessEqual(method["constants"]["bytes"], bound, method["constants"])
 
     def test_c33_8da_linears_of_a_dynamic_batch_run_whole(self):
         # An LLM's linears take the sequence length as their dynamic batch (dim 0 of [S, hidden]).
