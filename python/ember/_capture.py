@@ -287,6 +287,42 @@ def _group_dequantized_weights(ep):
     ep.graph_module.recompile()
 
 
+_SCALAR_ASSERTIONS = ("_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size")
+
+
+def _drop_scalar_assertions(gm):
+    """Removes torch.export's runtime checks on symbolic scalars (aten::_assert_scalar of
+    `u0 >= 0`, `u0 + s0 <= 16`... for a value read with .item() and bounded by torch._check) and
+    the symbolic arithmetic that only they read. Ember drops assertions at compile time (contract
+    C12); these go here already because their arguments are symbolic booleans, which the document
+    has no value for. A kernel that takes such a value checks its range itself
+    (llama::custom_sdpa's start_pos, say)."""
+    import math
+    import operator
+
+    graph = gm.graph
+    assertions = {getattr(torch.ops.aten, n).default for n in _SCALAR_ASSERTIONS
+                  if hasattr(torch.ops.aten, n)}
+    symbolic = {torch.sym_not, torch.sym_max, torch.sym_min, torch.sym_float, torch.sym_int,
+                math.ceil, math.floor}
+
+    def removable(node):
+        if node.op != "call_function" or node.users:
+            return False
+        t = node.target
+        return t in assertions or t in symbolic or getattr(t, "__module__", None) in (
+            "_operator", operator.__name__)
+
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(list(graph.nodes)):
+            if removable(node):
+                graph.erase_node(node)
+                changed = True
+    gm.recompile()
+
+
 def _capture_torch_export(module, inputs, dims, state, strict):
     from torch.export import Dim as TorchDim
     from torch.export import export as torch_export
@@ -316,6 +352,7 @@ def _capture_torch_export(module, inputs, dims, state, strict):
             _make_copies_explicit(ep.graph_module)
             _group_dequantized_weights(ep)
             ep = ep.run_decompositions(_decompositions())
+            _drop_scalar_assertions(ep.graph_module)
     except Exception as e:
         raise _torch_export_error(e) from e
     gm = ep.graph_module

@@ -138,14 +138,93 @@ class ExportLlm(unittest.TestCase):
         expected = {"get_max_seq_len": [64], "get_max_context_len": [64],
                     "get_vocab_size": [512], "get_n_layers": [2], "get_bos_id": [1],
                     "get_eos_ids": [2, 7], "use_kv_cache": [True],
-                    "use_sdpa_with_kv_cache": [False], "enable_dynamic_shape": [True]}
+                    "use_sdpa_with_kv_cache": [True], "enable_dynamic_shape": [True]}
         for name, value in expected.items():
             self.assertEqual(program.method(name)(), value, name)
+        import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401 (its llama:: kernels)
         from executorch.runtime import Runtime  # the file format's reference
 
         et = Runtime.get().load_program(pte)
         for name, value in expected.items():
             self.assertEqual(list(et.load_method(name).execute([])), value, name)
+        # ExecuTorch's runtime runs the forward too (its llama::custom_sdpa): the same logits for
+        # a prompt and the decode steps after it, the cache carried over in each runtime
+        et_forward, forward = et.load_method("forward"), program.method("forward")
+        tokens = torch.randint(0, 512, (1, 12), generator=torch.Generator().manual_seed(9))
+        for start, length in ((0, 9), (9, 1), (10, 2)):
+            args = (tokens[:, start:start + length], torch.tensor([start]))
+            want = et_forward.execute(list(args))[0].numpy()
+            got = forward(*(a.numpy() for a in args))[0]
+            np.testing.assert_allclose(got, want, atol=1e-4 * np.abs(want).max(),
+                                       err_msg=f"tokens [{start}, {start + length})")
+
+    def test_own_attention_definition_equals_executorchs(self):
+        # Without executorch installed, ember.llm defines llama::custom_sdpa itself (same
+        # schema); its eager definition computes what ExecuTorch's kernel does: grouped key
+        # heads, causal rows from start_pos, only the positions written so far.
+        import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+        from ember.llm._model import _custom_sdpa
+
+        g = torch.Generator().manual_seed(4)
+        for heads, kv, s, start in ((4, 2, 5, 0), (4, 1, 1, 17), (6, 6, 3, 20), (8, 2, 7, 9)):
+            with self.subTest(heads=heads, kv=kv, s=s, start=start):
+                q = torch.randn(1, s, heads, 16, generator=g)
+                k = torch.randn(1, 32, kv, 16, generator=g)
+                v = torch.randn(1, 32, kv, 16, generator=g)
+                want = torch.ops.llama.custom_sdpa(q, k, v, start, None, 0.0, True, None)
+                torch.testing.assert_close(_custom_sdpa(q, k, v, start, None, 0.0, True, None),
+                                           want, rtol=1e-5, atol=1e-5)
+                # the positions past start + s do not matter
+                k2, v2 = k.clone(), v.clone()
+                k2[:, start + s:], v2[:, start + s:] = 1e4, float("nan")
+                torch.testing.assert_close(_custom_sdpa(q, k2, v2, start, None, 0.0, True, None),
+                                           want, rtol=1e-5, atol=1e-5)
+
+    def test_position_read_from_the_input(self):
+        # The attention op takes the position as a number: input_pos[0].item(), bounded by
+        # torch._check. The exporter writes aten::_local_scalar_dense (a prim op of both
+        # runtimes) and drops the checks' assertions; the kernels check the range at run time.
+        from ember.llm._model import llama_ops
+
+        ops = llama_ops()
+
+        class Step(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("k", torch.zeros(1, 16, 2, 8), persistent=False)
+                self.register_buffer("v", torch.zeros(1, 16, 2, 8), persistent=False)
+
+            def forward(self, x, input_pos):
+                n = x.shape[1]
+                start = input_pos[0].item()
+                torch._check(start >= 0)
+                torch._check(start + n <= 16)
+                pos = input_pos + torch.arange(n)
+                batch = torch.zeros_like(pos)
+                self.k[batch, pos] = x[0, :, :16].reshape(n, 2, 8)
+                self.v[batch, pos] = x[0, :, 16:].reshape(n, 2, 8)
+                return ops.custom_sdpa(x.view(1, n, 4, 8), self.k, self.v, start, None, 0.0,
+                                       True, None)
+
+        ep, pte = self.path("step.ep"), self.path("step.pte")
+        example = (torch.randn(1, 3, 32), torch.tensor([2]))
+        ember.export(Step(), example, ep, dynamic_shapes=[{1: ember.Dim("s", 1, 16)}, None])
+        doc, _ = ember.capture(Step(), example, [{1: ember.Dim("s", 1, 16)}, None])
+        names = [n["op"] for n in doc["graph"]["nodes"]]
+        self.assertIn("aten::_local_scalar_dense", names)
+        self.assertIn("llama::custom_sdpa", names)
+        self.assertFalse([n for n in names if "assert" in n or n.startswith("sym::")], names)
+        subprocess.run([EMBER_BIN, "compile", ep, "-o", pte], check=True, capture_output=True)
+        forward = Program.load(pte).method("forward")
+        eager = Step()
+        for start, n in ((0, 3), (3, 1), (4, 5), (9, 7)):
+            x = torch.randn(1, n, 32)
+            want = eager(x, torch.tensor([start]))
+            (got,) = forward(x, torch.tensor([start]))
+            torch.testing.assert_close(torch.as_tensor(got), want, rtol=1e-5, atol=1e-5)
+        # past the cache: a clear error, not a write out of bounds
+        with self.assertRaisesRegex(Exception, "out of bounds|do not fit|pass the caches"):
+            forward(torch.randn(1, 2, 32), torch.tensor([15]))
 
     def test_dynamic_prompt_lengths(self):
         # one program serves any prompt length up to the context, and a cache state carried over

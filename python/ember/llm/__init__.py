@@ -105,7 +105,10 @@ def load_decoder(model_dir, max_context=None):
 
 def quantize(model, precision, group_size=32):
     """The decoder quantized in place as --precision says (torchao's quantize_; fp32 and bf16 leave
-    it as it is), which is also the eager reference of the exported program."""
+    it as it is), which is also the eager reference of the exported program. The linears get the
+    precision's torchao config; the token embedding its weights alone at the same bit width (4-bit
+    in groups of group_size, or 8-bit per row), which the program gathers a row at a time
+    (quantized_decomposed::embedding_4bit / embedding_byte)."""
     config_name = PRECISIONS[precision][0]
     if config_name is None:
         return model
@@ -118,7 +121,7 @@ def _quantize(model, config_name, group):
                                       quantize_)
     from torchao.quantization.granularity import PerAxis, PerGroup
 
-    config = {
+    linears = {
         "8da4w": lambda: Int8DynamicActivationIntxWeightConfig(
             weight_dtype=torch.int4, weight_granularity=PerGroup(group)),
         "8da8w": lambda: Int8DynamicActivationIntxWeightConfig(
@@ -126,9 +129,13 @@ def _quantize(model, config_name, group):
         "int8_weight_only": lambda: IntxWeightOnlyConfig(weight_dtype=torch.int8,
                                                          granularity=PerAxis(0)),
     }[config_name]()
-    if model.cfg.tie_word_embeddings:  # the head gets its own copy: the embedding stays float
+    embedding = (IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(group))
+                 if config_name == "8da4w" else
+                 IntxWeightOnlyConfig(weight_dtype=torch.int8, granularity=PerAxis(0)))
+    if model.cfg.tie_word_embeddings:  # each of the two gets its own quantized copy
         model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
-    quantize_(model, config)
+    quantize_(model, linears)
+    quantize_(model, embedding, filter_fn=lambda m, _: isinstance(m, torch.nn.Embedding))
     return model
 
 
@@ -181,7 +188,7 @@ def constant_methods(cfg, max_context, chat=None):
         "get_vocab_size": cfg.vocab_size,
         "get_n_layers": cfg.num_layers,
         "use_kv_cache": True,
-        "use_sdpa_with_kv_cache": False,
+        "use_sdpa_with_kv_cache": True,
         "enable_dynamic_shape": True,
     }
     if cfg.bos_token_id is not None:

@@ -8,9 +8,10 @@
 The calling convention is ExecuTorch's LLM programs' (so one runner serves both): `forward` takes
 the new tokens and the position of the first of them, writes their keys and values into the KV
 cache (mutable buffers [1, max_context, kv_heads, head_dim], ExecuTorch's layout) and returns the
-logits of the last token. Written with plain ATen ops (embedding, linear, index_put on the cache,
-matmul/softmax attention over the cache behind a causal mask) so that every backend and the
-portable kernels can run it; the arithmetic follows transformers' eager Llama/Qwen2 step by step
+logits of the last token. Written with ATen ops (embedding, linear, index_put on the cache) and
+ExecuTorch's fused attention `llama::custom_sdpa` (which reads only the positions written so far,
+where a matmul/softmax attention would scan the whole cache behind a mask), so that Ember's
+runtime, its backends and ExecuTorch's runtime (which has the op) run it; the arithmetic follows transformers' eager Llama/Qwen2 step by step
 (RMSNorm in fp32, RoPE by rotate_half on cos/sin tables computed as transformers computes them),
 which is what makes greedy generation equal token for token.
 """
@@ -113,6 +114,52 @@ def _rope(config, head_dim):
     return inv.float(), float(scaling)
 
 
+_SDPA_SCHEMA = ("custom_sdpa(Tensor query, Tensor key, Tensor value, SymInt start_pos, "
+                "Tensor? attn_mask=None, float drop_p=0.0, bool is_causal=False, "
+                "float? scale=None) -> Tensor")
+_own_library = None
+
+
+def llama_ops():
+    """torch.ops.llama with custom_sdpa: ExecuTorch's definition (its kernel in eager) where
+    executorch is installed, else Ember's own, with the same schema and semantics (one definition
+    per process: ExecuTorch's library would refuse to load beside another)."""
+    global _own_library
+    if not hasattr(torch.ops.llama, "custom_sdpa"):
+        try:
+            import executorch.extension.llm.custom_ops.custom_ops  # noqa: F401
+        except ImportError:
+            _own_library = torch.library.Library("llama", "FRAGMENT")
+            _own_library.define(_SDPA_SCHEMA)
+            _own_library.impl("custom_sdpa", _custom_sdpa, "CompositeExplicitAutograd")
+            _own_library._register_fake("custom_sdpa", _custom_sdpa_fake)
+    return torch.ops.llama
+
+
+def _custom_sdpa(query, key, value, start_pos, attn_mask=None, drop_p=0.0, is_causal=False,
+                 scale=None):
+    """query [B, S, H, D] over the caches key/value [B, max, KV, D] at positions [0, start_pos +
+    S) (row i: [0, start_pos + i] when is_causal); [B, S, H, D]."""
+    if attn_mask is not None or drop_p != 0.0:
+        raise NotImplementedError("ember.llm's custom_sdpa takes no attn_mask or dropout")
+    s, heads, kv = query.shape[1], query.shape[2], key.shape[2]
+    end = start_pos + s
+    k = key[:, :end].repeat_interleave(heads // kv, dim=2).transpose(1, 2)  # [B, H, end, D]
+    v = value[:, :end].repeat_interleave(heads // kv, dim=2).transpose(1, 2)
+    mask = None
+    if is_causal:
+        rows = torch.arange(s)[:, None] + start_pos
+        mask = torch.arange(end)[None, :] <= rows
+    out = F.scaled_dot_product_attention(query.transpose(1, 2), k, v, attn_mask=mask,
+                                         scale=scale)
+    return out.transpose(1, 2).contiguous()
+
+
+def _custom_sdpa_fake(query, key, value, start_pos, attn_mask=None, drop_p=0.0, is_causal=False,
+                      scale=None):
+    return torch.empty_like(query)
+
+
 class RMSNorm(torch.nn.Module):
     def __init__(self, dim, eps):
         super().__init__()
@@ -142,7 +189,7 @@ class Attention(torch.nn.Module):
         self.register_buffer("k_cache", torch.zeros(shape), persistent=False)
         self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
 
-    def forward(self, x, cos, sin, pos, mask):
+    def forward(self, x, cos, sin, pos, start):
         # x: [S, hidden]; the sequence is dim 0 wherever it can be (see Decoder.forward)
         s = x.shape[0]
         q = self.q_proj(x).view(s, self.heads, self.head_dim)
@@ -150,19 +197,16 @@ class Attention(torch.nn.Module):
         v = self.v_proj(x).view(s, self.kv_heads, self.head_dim)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        self.k_cache[0, pos] = k
-        self.v_cache[0, pos] = v
-        group = self.heads // self.kv_heads
-        # [kv_heads, group * s, head_dim]: the query heads that share a key head, side by side
-        qh = q.view(s, self.kv_heads, group, self.head_dim).permute(1, 2, 0, 3)
-        qh = qh.reshape(self.kv_heads, group * s, self.head_dim)
-        kh = self.k_cache[0].transpose(0, 1)  # [kv_heads, max_context, head_dim]
-        vh = self.v_cache[0].transpose(0, 1)
-        scores = (qh @ kh.transpose(1, 2)) * (1.0 / math.sqrt(self.head_dim))
-        scores = scores.masked_fill(mask, float("-inf"))
-        att = torch.softmax(scores, dim=-1) @ vh  # [kv_heads, group * s, head_dim]
-        att = att.view(self.kv_heads, group, s, self.head_dim).permute(2, 0, 1, 3)
-        return self.o_proj(att.reshape(s, self.heads * self.head_dim))
+        # index_put on the buffer itself (no view of it in between): the compiler writes the
+        # new rows into the cache in place
+        batch = torch.zeros_like(pos)
+        self.k_cache[batch, pos] = k
+        self.v_cache[batch, pos] = v
+        # ExecuTorch's fused attention: query row i sees cache positions [0, start + i], heads
+        # grouped over the key heads, scale 1/sqrt(head_dim); it reads no position past them
+        att = llama_ops().custom_sdpa(q[None], self.k_cache, self.v_cache, start, None, 0.0, True,
+                                      None)  # [1, S, heads, head_dim]
+        return self.o_proj(att.view(s, self.heads * self.head_dim))
 
 
 class MLP(torch.nn.Module):
@@ -185,8 +229,8 @@ class Layer(torch.nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, pos, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, pos, mask)
+    def forward(self, x, cos, sin, pos, start):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, pos, start)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -218,14 +262,14 @@ class Decoder(torch.nn.Module):
         pos = input_pos + torch.arange(s, dtype=torch.int64)  # [S]
         cos = self.rope_cos[pos][:, None, :]  # [S, 1, head_dim]
         sin = self.rope_sin[pos][:, None, :]
-        # True where a query (column block) must not see a cache position: [group * S, max_context]
-        # for the query heads of a group (rows group-major, as Attention lays them out)
-        group = self.cfg.num_heads // self.cfg.num_kv_heads
-        cols = torch.arange(self.max_context, dtype=torch.int64)
-        mask = (cols[None, :] > pos[:, None]).repeat(group, 1)
+        # The position as a number (ExecuTorch's start_pos), which the attention op takes; the
+        # kernels check that the new positions fit the cache.
+        start = input_pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + s <= self.max_context)
         x = self.embed_tokens(tokens[0])
         for layer in self.layers:
-            x = layer(x, cos, sin, pos, mask)
+            x = layer(x, cos, sin, pos, start)
         return self.lm_head(self.norm(x[-1:]))
 
     def load_hf_state_dict(self, state):
