@@ -67,18 +67,24 @@ int64_t int_arg(const ir::Node& node, const char* name, int64_t otherwise) {
   return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : otherwise;
 }
 
-ir::Value* add_weight(ir::Program& program, const std::string& base, ir::TensorType type,
-                      std::vector<uint8_t> bytes) {
-  auto storage = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-  const std::string fqn = program.graph().unique_name(base);
-  ir::Weight w;
-  w.name = fqn;
-  w.type = type;
-  w.nbytes = storage->size();
-  w.storage = std::move(storage);
+// A constant input over `w` (its name made unique), read by `node` as its argument `what`.
+ir::Value* add_constant(ir::Program& program, ir::Weight w, const ir::Node& node,
+                        const char* what) {
+  ir::Graph& g = program.graph();
+  w.name = g.unique_name(w.name);
   program.weights.push_back(w);
-  return program.add_input(fqn, ir::ValueType::of_tensor(type),
-                           ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
+  return program.add_input(g.unique_name("c_" + node.name() + "_" + what),
+                           ir::ValueType::of_tensor(w.type),
+                           ir::InputSpec{ir::InputKind::Constant, w.name, {}, true});
+}
+
+ir::Weight new_weight(std::string name, ir::TensorType type, std::vector<uint8_t> bytes) {
+  ir::Weight w;
+  w.name = std::move(name);
+  w.type = std::move(type);
+  w.nbytes = bytes.size();
+  w.storage = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  return w;
 }
 
 // embedding(dequantize_per_channel_group(q, scales, zero_points, lo, hi, int8, group), indices)
@@ -162,25 +168,28 @@ ir::Node* quantized_embedding(ir::Program& program, ir::Node* node) {
       const int second = static_cast<int8_t>(values[2 * i + 1]) + 8;
       bytes[i] = static_cast<uint8_t>(first * 16 + second);
     }
-    packed = add_weight(program, q_name + "@packed4",
-                        with_shape(ir::DType::UInt8, {rows, dim / 2}).tensor, std::move(bytes));
+    packed = add_constant(
+        program,
+        new_weight(q_name + "@packed4", with_shape(ir::DType::UInt8, {rows, dim / 2}).tensor,
+                   std::move(bytes)),
+        *node, "weight");
   }
   // The scales as [rows, groups] (the kernels' layout), sharing the stored bytes.
   ir::Value* scale_rows = scales;
   if (ss.size() != 2 || ss[0] != rows) {
-    scale_view.name = g.unique_name(scale_view.name + "@rows");
+    scale_view.name += "@rows";
     scale_view.alias_of.clear();
     scale_view.type = with_shape(ir::DType::Float32, {rows, groups}).tensor;
-    program.weights.push_back(scale_view);
-    scale_rows =
-        program.add_input(scale_view.name, ir::ValueType::of_tensor(scale_view.type),
-                          ir::InputSpec{ir::InputKind::Constant, scale_view.name, {}, true});
+    scale_rows = add_constant(program, scale_view, *node, "scales");
   }
   ir::Value* zp_rows =
       zp_float.empty()
           ? nullptr
-          : add_weight(program, z_name + "@float",
-                       with_shape(ir::DType::Float32, {rows, groups}).tensor, std::move(zp_float));
+          : add_constant(
+                program,
+                new_weight(z_name + "@float", with_shape(ir::DType::Float32, {rows, groups}).tensor,
+                           std::move(zp_float)),
+                *node, "zero_points");
   std::vector<ir::NamedArg> args;
   args.push_back({"weight", ir::Arg::value(packed)});
   args.push_back({"weight_scales", ir::Arg::value(scale_rows)});
