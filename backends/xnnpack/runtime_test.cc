@@ -175,6 +175,130 @@ TEST(XnnBoundary, OtherLayoutsAreRefused) {
   EXPECT_EQ(y, std::vector<float>(y.size(), -99));
 }
 
+// --- Rows: leading dims up to their upper bounds ----------------------------------------------
+
+// y [L..., 3] = x [L..., 4] (value 0) times fc_graph's filter [3, 4] plus its bias, leading dims
+// `lead` at their upper bounds: what ExecuTorch writes for an LLM's linear, [1, S, K] with S
+// dynamic.
+GraphSpec rows_fc_graph(std::vector<uint32_t> lead) {
+  GraphSpec g = fc_graph();
+  std::vector<uint32_t> in = lead, out = lead;
+  in.push_back(4);
+  out.push_back(3);
+  g.values[0] = input(0, 0, in);
+  g.values[3] = output(3, 1, out);
+  return g;
+}
+
+// x's rows by fc_graph's filter (floats 1..12, [3][4]) and bias (0.5, 1.5, 2.5), in double.
+std::vector<float> rows_fc_want(const std::vector<float>& x) {
+  std::vector<float> y;
+  for (size_t r = 0; r < x.size() / 4; ++r) {
+    for (int o = 0; o < 3; ++o) {
+      double s = 0.5 + o;
+      for (int c = 0; c < 4; ++c) s += double{x[r * 4 + c]} * (o * 4 + c + 1);
+      y.push_back(static_cast<float>(s));
+    }
+  }
+  return y;
+}
+
+Tensor dynamic(std::vector<int32_t> sizes, void* data) {
+  Result<Tensor> t = Tensor::make(ScalarType::Float, sizes, {}, data, ShapeDynamism::DynamicBound);
+  EXPECT_TRUE(t.ok()) << last_error_message();
+  return t.ok() ? *t : Tensor();
+}
+
+// A payload that computes row by row runs at any number of rows up to its bound: the call's
+// leading dims, the output resized to them, each call equal to the definition (a new size built
+// once, then reused).
+TEST(XnnRows, FewerRowsThanTheBound) {
+  Delegate d(rows_fc_graph({1, 4}));
+  ASSERT_TRUE(d.ok());
+  for (const int32_t s : {2, 4, 1, 2, 3}) {
+    std::vector<float> x(static_cast<size_t>(s) * 4), y(4 * 3, -99);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = static_cast<float>(i % 5) - 1.5f * static_cast<float>(s);
+    Tensor tx = dynamic({1, s, 4}, x.data());
+    Tensor ty = dynamic({1, 4, 3}, y.data());
+    ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << s << ": " << last_error_message();
+    ASSERT_EQ(ty.dim(), 3);
+    EXPECT_EQ(ty.size(1), s);
+    const std::vector<float> want = rows_fc_want(x);
+    EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + s * 3), want) << s;
+    EXPECT_EQ(std::vector<float>(y.begin() + s * 3, y.end()),
+              std::vector<float>(y.size() - static_cast<size_t>(s) * 3, -99))
+        << "past the call's rows";
+  }
+}
+
+// The rows are the product of the leading dims: [2, 3] at most 6 rows, so [1, 5] runs.
+TEST(XnnRows, LeadingDimsOfAnyShapeUpToTheRows) {
+  Delegate d(rows_fc_graph({2, 3}));
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x(5 * 4), y(6 * 3, -99);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) * 0.25f - 2;
+  Tensor tx = dynamic({1, 5, 4}, x.data());
+  Tensor ty = dynamic({2, 3, 3}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  EXPECT_EQ((std::vector<int32_t>(ty.sizes().begin(), ty.sizes().end())),
+            (std::vector<int32_t>{1, 5, 3}));
+  EXPECT_EQ(std::vector<float>(y.begin(), y.begin() + 15), rows_fc_want(x));
+}
+
+TEST(XnnRows, Refusals) {
+  Delegate d(rows_fc_graph({1, 4}));
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x(5 * 4, 1), y(5 * 3, -99);
+  Tensor ty = dynamic({1, 4, 3}, y.data());
+  auto refused = [&](Tensor& tx, Tensor& out, const char* why) {
+    EXPECT_EQ(d.run({&tx, &out}), Error::InvalidArgument) << why;
+    EXPECT_NE(std::string(last_error_message()).find(why), std::string::npos)
+        << last_error_message();
+  };
+  Tensor more = dynamic({1, 5, 4}, x.data());
+  refused(more, ty, "more rows than the program's upper bound");
+  Tensor wide = dynamic({1, 2, 5}, x.data());
+  refused(wide, ty, "another last dim");
+  Tensor flat = dynamic({2, 4}, x.data());
+  refused(flat, ty, "another rank");
+  // An output planned at static sizes cannot take other leading dims.
+  Tensor two = dynamic({1, 2, 4}, x.data());
+  Tensor fixed = make(ScalarType::Float, {1, 4, 3}, {}, y.data());
+  refused(two, fixed, "an output that cannot take the call's leading dims");
+  EXPECT_EQ(y, std::vector<float>(y.size(), -99));
+  // Two inputs must bring the same leading dims.
+  GraphSpec g = add_graph();  // x0 [2, 3] + x1 [2, 3]
+  Delegate add(g);
+  ASSERT_TRUE(add.ok());
+  std::vector<float> a(6, 1), b(6, 2), c(6, -99);
+  Tensor ta = dynamic({2, 3}, a.data()), tb = dynamic({1, 3}, b.data());
+  Tensor tc = dynamic({2, 3}, c.data());
+  EXPECT_EQ(add.run({&ta, &tb, &tc}), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("leading dims other than argument 0's"),
+            std::string::npos)
+      << last_error_message();
+  Tensor tb2 = dynamic({2, 3}, b.data());
+  ASSERT_EQ(add.run({&ta, &tb2, &tc}), Error::Ok) << last_error_message();
+  EXPECT_EQ(c, std::vector<float>(6, 3));
+}
+
+// A payload that does not compute row by row (a transpose) keeps its sizes: others are refused.
+TEST(XnnRows, OtherPayloadsKeepTheirSizes) {
+  GraphSpec g;
+  g.values = {input(0, 0, {2, 3}), output(1, 1, {3, 2})};
+  g.nodes = {transpose({1, 0}, 0, 1)};
+  g.input_ids = {0};
+  g.output_ids = {1};
+  Delegate d(g);
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x(6, 1), y(6, -99);
+  Tensor tx = dynamic({1, 3}, x.data()), ty = dynamic({3, 2}, y.data());
+  EXPECT_EQ(d.run({&tx, &ty}), Error::InvalidArgument);
+  EXPECT_NE(std::string(last_error_message()).find("other sizes"), std::string::npos)
+      << last_error_message();
+}
+
 // The exporter passes an fp16 graph's scalar constants as delegate inputs: a 0-dim tensor for a
 // payload value of dims [1] (XNNPACK's scalar), broadcast by the add.
 TEST(XnnBoundary, AZeroDimTensorIsAOneElementValue) {

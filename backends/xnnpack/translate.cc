@@ -300,6 +300,7 @@ Error Translator::node(const Node& n) {
 }  // namespace detail
 
 Result<Translation> translate(const Payload& p, const NamedDataMap* named) {
+  if (Result<Translation> rows = detail::translate_rows(p, named); rows.ok()) return rows;
   return detail::Translator(p, named).run();
 }
 

@@ -64,11 +64,18 @@ class WeightTable final : public NamedDataMap {
 struct Translation {
   cpu::CpuGraph graph;
   std::unique_ptr<WeightTable> weights;
+  // Where the payload computes row by row (translate_rows.cc): the leading dims (every dim but
+  // the last) all its values share, at their upper bounds. The graph then holds each value as
+  // [rows, last dim], rows the product of these, and its rows are the engine's dynamic batch
+  // (symbol 0): a call may bring any leading dims of at most that many rows. Empty: the graph is
+  // at the payload's sizes, the only ones a call may bring.
+  std::vector<int64_t> lead;
 };
 
 // The engine graph of `p` (read_payload's result; its blob must outlive the Translation, whose
-// weights view its constant data). Constants under a named key resolve through `named` (the
-// program's named data, or a .ptd's), which may be null when none are named.
+// weights view its constant data): over rows where `p` computes row by row (Translation::lead),
+// else at its sizes. Constants under a named key resolve through `named` (the program's named
+// data, or a .ptd's), which may be null when none are named.
 Result<Translation> translate(const Payload& p, const NamedDataMap* named);
 
 }  // namespace ember::xnn

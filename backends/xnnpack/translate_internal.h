@@ -43,6 +43,11 @@ struct Mapped {
 
 inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// translate_rows.cc: `p` translated over [rows, last dim] values with its rows the engine's
+// dynamic batch, where it computes row by row (Translation::lead); an error otherwise (then the
+// static translation applies).
+Result<Translation> translate_rows(const Payload& p, const NamedDataMap* named);
+
 class Translator {
  public:
   Translator(const Payload& p, const NamedDataMap* named)

@@ -1,5 +1,6 @@
 #include "backends/xnnpack/xnnpack_runtime.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -34,7 +35,7 @@ struct Arg {
   ScalarType scalar_type = ScalarType::Float;      // what ExecuTorch passes for dtype
   float scale = 1, inv_scale = 1, zero_point = 0;  // qint8: the value's grid
   std::vector<int32_t> dims;                       // the payload's dims: memory order
-  int64_t numel = 0;
+  int64_t numel = 0;         // at the payload's dims; in rows mode (XnnHandle::rows), this call's
   float* scratch = nullptr;  // dtype != Fp32: the engine's float32 values
   Tensor view;               // the engine's tensor: dims, contiguous, over scratch or the caller's
   EValue boxed;              // holds &view
@@ -45,6 +46,11 @@ struct Arg {
 struct XnnHandle {
   std::unique_ptr<WeightTable> weights;
   DelegateHandle* engine = nullptr;
+  // Rows mode (Translation::lead): the engine holds every argument as [rows, last dim], the rows
+  // its dynamic batch, at most `rows`; a call brings any leading dims with at most that many,
+  // the same for every argument (`call_lead`: this call's, the first input's).
+  int64_t rows = 0;  // 0: the payload's sizes only
+  std::vector<int32_t> call_lead;
   std::vector<Arg> args;
   std::vector<EValue*> engine_args;              // what the engine is given at a call
   std::vector<std::vector<float>> heap_scratch;  // scratch when the context has no allocator
@@ -95,11 +101,82 @@ Error refuse_arg(size_t index, const Arg& a, const Tensor& t, const char* why) {
               want.c_str());
 }
 
+// An input of another datatype than fp32 into the engine's float32 scratch.
+Result<EValue*> convert_input(Arg& a, size_t index, const Tensor& t) {
+  const int64_t n = a.numel;
+  float* out = a.scratch;
+  switch (a.dtype) {
+    case Datatype::QInt8: {
+      // The engine's dequantize: (q - zero point) * scale, each exactly the real value the
+      // engine's int8 nodes read.
+      const int8_t* q = t.data<const int8_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = (static_cast<float>(q[i]) - a.zero_point) * a.scale;
+      }
+      break;
+    }
+    case Datatype::Fp16: {
+      const Half* h = t.data<const Half>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+      break;
+    }
+    case Datatype::Bf16: {
+      const BFloat16* h = t.data<const BFloat16>();
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+      break;
+    }
+    default:
+      return fail(Error::Internal, "XNNPACK delegate: argument %zu: no conversion", index);
+  }
+  return &a.boxed;
+}
+
+// Rows mode: `t`'s leading dims, the call's (the first input's, which every other argument
+// shares; an output is resized to them), and the engine's view of it as [rows, last dim].
+Error bind_rows(XnnHandle& h, Arg& a, size_t index, Tensor& t) {
+  const size_t rank = a.dims.size();
+  if (!t.is_contiguous()) return refuse_arg(index, a, t, "a dim order Ember reads as rows");
+  if (t.dtype() != a.scalar_type) return refuse_arg(index, a, t, "another dtype");
+  if (t.dim() != static_cast<int>(rank)) return refuse_arg(index, a, t, "another rank");
+  if (t.size(static_cast<int>(rank) - 1) != a.dims.back()) {
+    return refuse_arg(index, a, t, "another last dim");
+  }
+  if (index == 0) {
+    h.call_lead.assign(t.sizes().begin(), t.sizes().end() - 1);
+  } else if (a.is_input) {
+    if (!std::equal(h.call_lead.begin(), h.call_lead.end(), t.sizes().begin())) {
+      return refuse_arg(index, a, t, "leading dims other than argument 0's");
+    }
+  } else {
+    int32_t want[kMaxRank];
+    std::copy(h.call_lead.begin(), h.call_lead.end(), want);
+    want[rank - 1] = a.dims.back();
+    if (t.resize(std::span<const int32_t>(want, rank)) != Error::Ok) {
+      return refuse_arg(index, a, t, "an output that cannot take the call's leading dims");
+    }
+  }
+  int64_t m = 1;
+  for (const int32_t d : h.call_lead) m *= d;
+  if (m > h.rows) return refuse_arg(index, a, t, "more rows than the program's upper bound");
+  const int32_t engine_dims[2] = {static_cast<int32_t>(m), a.dims.back()};
+  EMBER_TRY(a.view.resize(engine_dims));
+  a.numel = m * a.dims.back();
+  if (t.mutable_data() == nullptr && a.numel > 0) return refuse_arg(index, a, t, "no storage");
+  if (a.scratch == nullptr) a.view.set_data(t.mutable_data());
+  return Error::Ok;
+}
+
 // The engine's argument for args[i] (its storage checked against a), converting an input.
-Result<EValue*> bind(Arg& a, size_t index, EValue* arg) {
+Result<EValue*> bind(XnnHandle& h, size_t index, EValue* arg) {
+  Arg& a = h.args[index];
   if (arg == nullptr || !arg->is_tensor()) {
     return fail(Error::InvalidArgument, "XNNPACK delegate: argument %zu (value %u) is not a tensor",
                 index, a.value);
+  }
+  if (h.rows > 0) {
+    EMBER_TRY(bind_rows(h, a, index, arg->to_tensor()));
+    if (a.scratch == nullptr || !a.is_input) return &a.boxed;
+    return convert_input(a, index, arg->to_tensor());
   }
   const Tensor& t = arg->to_tensor();
   const bool channels_last = is_channels_last(t);
@@ -123,33 +200,7 @@ Result<EValue*> bind(Arg& a, size_t index, EValue* arg) {
     a.view.set_data(t.mutable_data());
     return &a.boxed;
   }
-  if (a.is_input) {
-    const int64_t n = a.numel;
-    float* out = a.scratch;
-    switch (a.dtype) {
-      case Datatype::QInt8: {
-        // The engine's dequantize: (q - zero point) * scale, each exactly the real value the
-        // engine's int8 nodes read.
-        const int8_t* q = t.data<const int8_t>();
-        for (int64_t i = 0; i < n; ++i) {
-          out[i] = (static_cast<float>(q[i]) - a.zero_point) * a.scale;
-        }
-        break;
-      }
-      case Datatype::Fp16: {
-        const Half* h = t.data<const Half>();
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
-        break;
-      }
-      case Datatype::Bf16: {
-        const BFloat16* h = t.data<const BFloat16>();
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
-        break;
-      }
-      default:
-        return fail(Error::Internal, "XNNPACK delegate: argument %zu: no conversion", index);
-    }
-  }
+  if (a.is_input) return convert_input(a, index, t);
   return &a.boxed;
 }
 
@@ -224,7 +275,13 @@ Error make_args(XnnHandle& h, const Payload& p, MemoryAllocator* allocator) {
         a.scratch = h.heap_scratch.emplace_back(static_cast<size_t>(a.numel)).data();
       }
     }
-    EMBER_TRY(Tensor::make_at(&a.view, ScalarType::Float, a.dims, {}, a.scratch));
+    if (h.rows > 0) {  // [rows, last dim], resized to each call's rows
+      const int32_t dims[2] = {static_cast<int32_t>(h.rows), a.dims.back()};
+      EMBER_TRY(Tensor::make_at(&a.view, ScalarType::Float, dims, {}, a.scratch,
+                                ShapeDynamism::DynamicBound));
+    } else {
+      EMBER_TRY(Tensor::make_at(&a.view, ScalarType::Float, a.dims, {}, a.scratch));
+    }
     a.boxed = EValue::from_tensor(&a.view);
   }
   return Error::Ok;
@@ -252,6 +309,11 @@ class XnnpackBackend final : public Backend {
     }
     auto h = std::make_unique<XnnHandle>();
     h->weights = std::move(t->weights);
+    if (!t->lead.empty()) {
+      h->rows = 1;
+      for (const int64_t d : t->lead) h->rows *= d;
+      h->call_lead.reserve(t->lead.size());  // a call allocates nothing (runtime rule 3)
+    }
     EMBER_TRY(make_args(*h, *p, context.allocator));
     Result<DelegateHandle*> engine =
         cpu::init_graph(std::move(*g), context, specs, h->weights.get());
@@ -269,7 +331,7 @@ class XnnpackBackend final : public Backend {
                   args.size(), h.args.size());
     }
     for (size_t i = 0; i < args.size(); ++i) {
-      EMBER_ASSIGN_OR_RETURN(h.engine_args[i], bind(h.args[i], i, args[i]));
+      EMBER_ASSIGN_OR_RETURN(h.engine_args[i], bind(h, i, args[i]));
     }
     EMBER_TRY(cpu::runtime_backend()->execute(context, h.engine, h.engine_args));
     for (size_t i = 0; i < args.size(); ++i) {
