@@ -215,7 +215,7 @@ def export(model_dir, path, ptd=None, max_context=None, precision="fp32", backen
     binary = _ember_binary(ember_bin)
     model, cfg = load_decoder(model_dir, max_context)
     compile_precision = PRECISIONS[precision][1]
-    model = quantize(model, precision, group_size)
+    model = quantize(model.fuse_projections(), precision, group_size)
     ctx = model.max_context
     example = (torch.zeros(1, min(4, ctx), dtype=torch.int64), torch.tensor([0]))
     dynamic = [{1: Dim("seq", 1, ctx)}, None]

@@ -160,6 +160,17 @@ def _custom_sdpa_fake(query, key, value, start_pos, attn_mask=None, drop_p=0.0, 
     return torch.empty_like(query)
 
 
+def _concatenated(linears):
+    """One float Linear computing `linears` (same input) side by side."""
+    out = torch.nn.Linear(linears[0].in_features, sum(m.out_features for m in linears),
+                          bias=linears[0].bias is not None)
+    with torch.no_grad():
+        out.weight.copy_(torch.cat([m.weight for m in linears]))
+        if out.bias is not None:
+            out.bias.copy_(torch.cat([m.bias for m in linears]))
+    return out
+
+
 class RMSNorm(torch.nn.Module):
     def __init__(self, dim, eps):
         super().__init__()
@@ -189,12 +200,26 @@ class Attention(torch.nn.Module):
         self.register_buffer("k_cache", torch.zeros(shape), persistent=False)
         self.register_buffer("v_cache", torch.zeros(shape), persistent=False)
 
+    def fuse(self):
+        """q, k and v projections as one linear of their rows side by side (qkv_proj): one matmul
+        and one quantization of x instead of three, the same products (each output row reads only
+        its own weight row, so torchao's per-row quantization of it is the same too)."""
+        parts = (self.q_proj, self.k_proj, self.v_proj)
+        self.qkv_proj = _concatenated(parts)
+        del self.q_proj, self.k_proj, self.v_proj
+
     def forward(self, x, cos, sin, pos, start):
         # x: [S, hidden]; the sequence is dim 0 wherever it can be (see Decoder.forward)
         s = x.shape[0]
-        q = self.q_proj(x).view(s, self.heads, self.head_dim)
-        k = self.k_proj(x).view(s, self.kv_heads, self.head_dim)
-        v = self.v_proj(x).view(s, self.kv_heads, self.head_dim)
+        if hasattr(self, "qkv_proj"):
+            q, k, v = self.qkv_proj(x).split(
+                [self.heads * self.head_dim, self.kv_heads * self.head_dim,
+                 self.kv_heads * self.head_dim], dim=-1)
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(s, self.heads, self.head_dim)
+        k = k.view(s, self.kv_heads, self.head_dim)
+        v = v.view(s, self.kv_heads, self.head_dim)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
         # index_put on the buffer itself (no view of it in between): the compiler writes the
@@ -217,8 +242,17 @@ class MLP(torch.nn.Module):
         self.up_proj = torch.nn.Linear(d, f, bias=b)
         self.down_proj = torch.nn.Linear(f, d, bias=b)
 
+    def fuse(self):
+        """gate and up projections as one linear (gate_up_proj), as Attention.fuse."""
+        self.gate_up_proj = _concatenated((self.gate_proj, self.up_proj))
+        del self.gate_proj, self.up_proj
+
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if hasattr(self, "gate_up_proj"):
+            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class Layer(torch.nn.Module):
@@ -298,6 +332,14 @@ class Decoder(torch.nn.Module):
                     raise ExportError(f"{k}: the checkpoint's shape {tuple(t.shape)} differs from "
                                       f"the config's {tuple(p.shape)}")
                 p.copy_(t.to(torch.float32))
+
+    def fuse_projections(self):
+        """Each layer's q/k/v and gate/up projections as one linear each (after loading the
+        checkpoint, before quantizing): fewer, larger matmuls computing the same values."""
+        for layer in self.layers:
+            layer.self_attn.fuse()
+            layer.mlp.fuse()
+        return self
 
     def reset_cache(self):
         for layer in self.layers:
