@@ -1,8 +1,10 @@
 """Text generation speed and memory: Ember (`ember generate` on `export-llm`'s programs) against
-llama.cpp (llama-bench) on the same weights, and PyTorch eager, same machine, same run.
+llama.cpp (llama-bench) on the same weights and ExecuTorch (its runner on its own export), same
+machine, same run.
 
     .venv/bin/python bench/llm_generate_bench.py --llama-cpp DIR [--threads 1,2]
         [--precisions fp32,8da4w] [--work /tmp/ember_llm_bench] [--rounds 3] [--markdown FILE]
+        [--no-executorch] [--tiny]
 
 The model is Qwen2.5-0.5B's shape (hidden 896, 24 layers, 14 heads, 2 KV heads, FFN 4864, vocab
 151936, tied embeddings) with random weights (transformers' init, seed 0), saved with
@@ -26,9 +28,55 @@ llama.cpp is built from the llama-cpp-python source package (PyPI), outside CI:
     ninja -C build llama-bench llama-quantize
 
 and --llama-cpp names that llama.cpp folder (its build/bin and convert_hf_to_gguf.py).
+
+ExecuTorch (on by default where pip executorch has its LLM runner; --no-executorch: off): the same
+shape exported by ExecuTorch's own LLM exporter (export_llama_lib's build_args_parser and
+export_llama, as python/tests/test_runtime_llm_programs.py calls them) from a params.json and a
+random-weight checkpoint of its Llama (construct_transformer, seed 0), with attention_qkv_bias and
+use_hf_rope as ExecuTorch's Qwen2.5 config sets them, and these flags (8da4w: ExecuTorch's XNNPACK
+4-bit LLM flow; dynamic shapes, the default, so the prompt is prefilled in one call):
+
+    fp32:  -kv --use_sdpa_with_kv_cache -X --max_seq_length 1024 --max_context_length 1024
+    8da4w: the same and -qmode 8da4w -G 32
+
+Its weights are its own random numbers, not the HF checkpoint's: speed does not depend on the
+values. Its ModelArgs has no tied embeddings: the program carries the output projection as a weight
+of its own (as ExecuTorch's Qwen2.5 checkpoint converter makes it, a copy of the embedding), so
+fp32 holds 519 MiB more than the tied Ember and llama.cpp models; Ember's 8da4w unties them too (a
+4-bit head, a float embedding). The full-size exports take about 5 (fp32) and 10 (8da4w) minutes
+and 8 and 6 GiB on two x86-64 cores; they are cached in --work.
+
+Rows `ExecuTorch <precision> (XNNPACK)`: each generation runs ExecuTorch's C++ text runner through
+its Python bindings (executorch.extension.llm.runner.TextLLMRunner, with --work's tokenizer.json,
+which ExecuTorch's HF tokenizer reads) in a process of its own under `/usr/bin/time` (this script's
+--executorch-worker mode), greedy (temperature 0), 128 new tokens. The runner cannot ignore EOS: a
+run that stops early (random weights choosing the tokenizer's EOS) fails the bench, as does a
+prompt not encoded as 512 tokens. No token callback: the bindings hand each piece to Python as str,
+and a byte-level piece that is part of a UTF-8 character raises UnicodeDecodeError; the runner
+still decodes (and prints, to /dev/null here) every token, as its own CLI does. Ids past the small
+tokenizer's vocabulary decode to nothing and do not stop it. Numbers from the runner's Stats
+(millisecond clock): prefill = prompt tokens / (prompt_eval_end - inference_start, which includes
+encoding the prompt, a fraction of a millisecond); decode = its generated tokens (127: the runner
+counts the first token, sampled from the prefill's logits, as the prompt's) / (inference_end -
+prompt_eval_end), the steps Ember's decode counts; time to first token = first_token -
+inference_start; load = constructing the runner (tokenizer, program, metadata methods; timed here)
++ its model_load (the forward method: XNNPACK packs the weights). Threads: the bindings' threadpool
+(portable_lib._unsafe_reset_threadpool; the pool that XNNPACK, the optimized kernels and
+custom_sdpa share, by default one thread per core) is reset to --threads before the runner is
+made, and the worker checks the count after the run; and OMP_NUM_THREADS=1: pip's custom_sdpa
+calls libtorch's MKL sgemm inside the pool's blocks, and an OpenMP team of its own beside the pool
+spins on the pool's cores (with one pool thread and OpenMP's default of two on a two-core machine
+the prefill ran 5-100x slower); ExecuTorch's C++ runner has no OpenMP. Peak RSS includes Python and
+libtorch, which the bindings load (about 750 MiB on x86-64 Linux with CUDA torch): the worker
+reports that baseline, and the table's note gives it.
+
+--tiny: the same flow on a 2-layer model (hidden 64, 4 heads over 2 KV heads, FFN 128, vocab 512)
+for every system, in --work's tiny/ folder, for a smoke run in seconds.
 """
 
 import argparse
+import glob
+import importlib.util
 import json
 import os
 import platform
@@ -45,10 +93,18 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 QWEN05 = dict(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
               num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
               tie_word_embeddings=True, rope_theta=1000000.0, rms_norm_eps=1e-6)
+TINY = dict(QWEN05, vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2)
 PROMPT_TOKENS, NEW_TOKENS, CONTEXT = 512, 128, 1024
+# ExecuTorch's export_llama flags per precision (after ET_COMMON).
+ET_COMMON = ["-kv", "--use_sdpa_with_kv_cache", "-X", "--max_seq_length", str(CONTEXT),
+             "--max_context_length", str(CONTEXT)]
+ET_FLAGS = {"8da4w": ["-qmode", "8da4w", "-G", "32"], "fp32": []}
+ET_STATS = ("model_load_start_ms", "model_load_end_ms", "inference_start_ms", "prompt_eval_end_ms",
+            "first_token_ms", "inference_end_ms", "num_prompt_tokens", "num_generated_tokens")
 
 
-def make_model(work):
+def make_model(work, shape):
     directory = os.path.join(work, "qwen05")
     if os.path.exists(os.path.join(directory, "model.safetensors")):
         return directory
@@ -59,7 +115,7 @@ def make_model(work):
     from test_runtime_llm import save_tokenizer
 
     tok = save_tokenizer(directory)
-    config = transformers.Qwen2Config(**QWEN05, bos_token_id=None,
+    config = transformers.Qwen2Config(**shape, bos_token_id=None,
                                       eos_token_id=tok.convert_tokens_to_ids("<|im_end|>"))
     torch.manual_seed(0)
     transformers.AutoModelForCausalLM.from_config(config).eval().save_pretrained(directory)
@@ -174,6 +230,144 @@ def llama_cpp_rows(args, directory, threads_list):
     return rows
 
 
+def executorch_params(shape):
+    """ExecuTorch's ModelArgs (params.json) for the HF shape."""
+    return {"dim": shape["hidden_size"], "n_layers": shape["num_hidden_layers"],
+            "n_heads": shape["num_attention_heads"], "n_kv_heads": shape["num_key_value_heads"],
+            "vocab_size": shape["vocab_size"], "hidden_dim": shape["intermediate_size"],
+            "norm_eps": shape["rms_norm_eps"], "rope_theta": shape["rope_theta"],
+            "attention_qkv_bias": True, "use_hf_rope": True}
+
+
+def executorch_export(work, shape, precision, pte):
+    """ExecuTorch's exporter on a random-weight checkpoint of its Llama (--executorch-export)."""
+    import logging
+    import warnings
+
+    import torch
+    from executorch.examples.models.llama.export_llama_lib import build_args_parser, export_llama
+    from executorch.examples.models.llama.llama_transformer import construct_transformer
+    from executorch.examples.models.llama.model_args import ModelArgs
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 4096))  # as export_llama.py's main
+    params = executorch_params(shape)
+    params_path = os.path.join(work, "executorch_params.json")
+    with open(params_path, "w") as f:
+        json.dump(params, f)
+    # Without a checkpoint (-c) the exporter leaves buffers and norm weights uninitialized. Its
+    # path must not name a precision: one with "8da4w" or "int8" in it is taken as pre-quantized.
+    checkpoint = os.path.join(work, "executorch_checkpoint.pth")
+    torch.manual_seed(0)
+    model = construct_transformer(ModelArgs(**params, max_seq_len=CONTEXT,
+                                            max_context_len=CONTEXT))
+    torch.save(model.state_dict(), checkpoint)
+    del model
+    logging.disable(logging.WARNING)  # the exporter logs every pass at INFO
+    argv = ["-p", params_path, "-c", checkpoint, "-o", work, "-n", pte]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            export_llama(build_args_parser().parse_args(argv + ET_COMMON + ET_FLAGS[precision]))
+    finally:
+        os.remove(checkpoint)  # as big as the fp32 model; seed 0 makes it again
+
+
+def executorch_worker(pte, tokenizer, prompt, threads):
+    """One generation by ExecuTorch's runner in this process (--executorch-worker): its Stats,
+    the load time, the thread count and the RSS after imports, as JSON on stdout."""
+    import resource
+
+    os.environ["OMP_NUM_THREADS"] = "1"  # before libgomp loads (the docstring says why)
+    out = os.fdopen(os.dup(1), "w")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # the runner prints the generated text and its stats on stdout
+    import torch
+    from executorch.extension.llm.custom_ops import custom_ops  # noqa: F401 (llama:: kernels)
+    from executorch.extension.llm.runner import GenerationConfig, TextLLMRunner
+    from executorch.extension.pybindings import portable_lib
+
+    rss_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    portable_lib._unsafe_reset_threadpool(threads)
+    start = time.perf_counter()
+    runner = TextLLMRunner(pte, tokenizer)
+    construct_ms = (time.perf_counter() - start) * 1e3
+    stats = []
+    config = GenerationConfig(echo=False, max_new_tokens=NEW_TOKENS, temperature=0.0)
+    runner.generate(prompt, config, None, lambda s: stats.append({k: getattr(s, k)
+                                                                 for k in ET_STATS}))
+    json.dump(dict(stats[-1], construct_ms=construct_ms, rss_imports=rss_imports,
+                   threads=portable_lib._threadpool_get_thread_count(),
+                   omp_threads=torch.get_num_threads()), out)
+    out.close()
+
+
+def have_executorch():
+    """Whether pip executorch with its LLM runner's bindings is installed (not imported here)."""
+    spec = importlib.util.find_spec("executorch")
+    return bool(spec and spec.submodule_search_locations and glob.glob(os.path.join(
+        spec.submodule_search_locations[0], "extension", "llm", "runner", "_llm_runner*")))
+
+
+def executorch_generate(pte, tokenizer, prompt, threads):
+    out, _, rss = timed([sys.executable, os.path.abspath(__file__), "--executorch-worker", pte,
+                         tokenizer, prompt, str(threads)])
+    s = json.loads(out)
+    if (s["threads"], s["omp_threads"]) != (threads, 1):
+        raise RuntimeError(f"ExecuTorch ran {s['threads']} threads and OpenMP "
+                           f"{s['omp_threads']}, not {threads} and 1")
+    if s["num_generated_tokens"] != NEW_TOKENS - 1:  # the first token is the prefill's
+        raise RuntimeError(f"ExecuTorch's runner stopped after {s['num_generated_tokens'] + 1} "
+                           f"new tokens (EOS?), not {NEW_TOKENS}")
+    rate = lambda n, ms: n * 1e3 / ms if ms > 0 else None  # noqa: E731 (a 1 ms clock)
+    return {"prompt_tokens": s["num_prompt_tokens"],
+            "prefill": rate(s["num_prompt_tokens"],
+                            s["prompt_eval_end_ms"] - s["inference_start_ms"]),
+            "decode": rate(s["num_generated_tokens"],
+                           s["inference_end_ms"] - s["prompt_eval_end_ms"]),
+            "ttft_ms": s["first_token_ms"] - s["inference_start_ms"],
+            "load_ms": s["construct_ms"] + s["model_load_end_ms"] - s["model_load_start_ms"],
+            "rss": rss, "rss_imports": s["rss_imports"]}
+
+
+def median_of(runs, key):
+    """The median of the runs' key; None where each is None (under the runner's 1 ms clock)."""
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def executorch_rows(args, directory, threads_list):
+    tokenizer = os.path.join(directory, "tokenizer.json")
+    prompt = long_prompt(directory, PROMPT_TOKENS)
+    rows = []
+    for precision in ("fp32", "8da4w"):
+        if precision not in args.precisions:
+            continue
+        pte = os.path.join(args.work, f"executorch_{precision}.pte")
+        if not os.path.exists(pte):
+            t = time.time()
+            subprocess.run([sys.executable, os.path.abspath(__file__), "--executorch-export",
+                            precision, pte, "--work", args.work] + ["--tiny"] * args.tiny,
+                           check=True)
+            print(f"exported ExecuTorch {precision} in {time.time() - t:.0f} s", flush=True)
+        for threads in threads_list:
+            short, long = [], []
+            for _ in range(args.rounds):
+                short.append(executorch_generate(pte, tokenizer, "Once upon a time", threads))
+                long.append(executorch_generate(pte, tokenizer, prompt, threads))
+            if long[0]["prompt_tokens"] != PROMPT_TOKENS:
+                raise RuntimeError(f"ExecuTorch's tokenizer made {long[0]['prompt_tokens']} "
+                                   f"prompt tokens, not {PROMPT_TOKENS}")
+            med = median_of
+            rows.append({"system": f"ExecuTorch {precision} (XNNPACK)", "threads": threads,
+                         "prefill": med(long, "prefill"), "decode": med(short, "decode"),
+                         "decode_512": med(long, "decode"), "ttft_ms": med(short, "ttft_ms"),
+                         "load_ms": med(short, "load_ms"),
+                         "rss": max(r["rss"] for r in short + long),
+                         "rss_imports": max(r["rss_imports"] for r in short + long)})
+            print(rows[-1], flush=True)
+    return rows
+
+
 def fmt(v, digits=1):
     return "-" if v is None else f"{v:.{digits}f}"
 
@@ -188,6 +382,10 @@ def markdown(rows, command):
         lines.append(f"| {r['system']} | {r['threads']} | {fmt(r['prefill'])} | "
                      f"{fmt(r['decode'])} | {fmt(r['decode_512'])} | {fmt(r['ttft_ms'], 0)} | "
                      f"{fmt(r['load_ms'], 0)} | {fmt(r['rss'], 0)} |")
+    imports = [r["rss_imports"] for r in rows if "rss_imports" in r]
+    if imports:
+        lines += ["", f"ExecuTorch's peak RSS includes the Python process and libtorch that its "
+                  f"runner's bindings load: {max(imports):.0f} MiB before the runner is made."]
     return "\n".join(lines) + "\n"
 
 
@@ -200,14 +398,32 @@ def main():
     p.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     p.add_argument("--llama-cpp", help="llama.cpp's folder (built: build/bin/llama-bench)")
     p.add_argument("--markdown")
+    p.add_argument("--executorch", action=argparse.BooleanOptionalAction, default=None,
+                   help="ExecuTorch's rows (default: on where executorch has its LLM runner)")
+    p.add_argument("--tiny", action="store_true",
+                   help="a 2-layer model for every system, in WORK/tiny: a smoke run")
+    p.add_argument("--executorch-worker", nargs=4, help=argparse.SUPPRESS,
+                   metavar=("PTE", "TOKENIZER", "PROMPT", "THREADS"))
+    p.add_argument("--executorch-export", nargs=2, help=argparse.SUPPRESS,
+                   metavar=("PRECISION", "PTE"))
     args = p.parse_args()
+    if args.executorch_worker:
+        pte, tokenizer, prompt, threads = args.executorch_worker
+        return executorch_worker(pte, tokenizer, prompt, int(threads))
+    shape = TINY if args.tiny else QWEN05
+    if args.executorch_export:
+        return executorch_export(args.work, shape, *args.executorch_export)
     args.precisions = args.precisions.split(",")
     threads = [int(t) for t in args.threads.split(",")]
+    if args.tiny:
+        args.work = os.path.join(args.work, "tiny")
     os.makedirs(args.work, exist_ok=True)
-    directory = make_model(args.work)
+    directory = make_model(args.work, shape)
     rows = ember_rows(args, directory, threads)
     if args.llama_cpp:
         rows += llama_cpp_rows(args, directory, threads)
+    if args.executorch if args.executorch is not None else have_executorch():
+        rows += executorch_rows(args, directory, threads)
     table = markdown(sorted(rows, key=lambda r: (r["threads"], r["system"])),
                      "python bench/llm_generate_bench.py " + " ".join(sys.argv[1:]))
     print(table)
