@@ -42,8 +42,9 @@ use_hf_rope as ExecuTorch's Qwen2.5 config sets them, and these flags (8da4w: Ex
 Its weights are its own random numbers, not the HF checkpoint's: speed does not depend on the
 values. Its ModelArgs has no tied embeddings: the program carries the output projection as a weight
 of its own (as ExecuTorch's Qwen2.5 checkpoint converter makes it, a copy of the embedding), so
-fp32 holds 519 MiB more than the tied Ember and llama.cpp models; Ember's 8da4w unties them too (a
-4-bit head, a float embedding). The full-size exports take about 5 (fp32) and 10 (8da4w) minutes
+fp32 holds 519 MiB more than the tied Ember and llama.cpp models. Ember's 8da4w holds both too, each
+in 4 bits (the embedding gathered by embedding_4bit); ExecuTorch's 8da4w keeps its embedding float
+(its flag -E would quantize it; not given here). The full-size exports take about 5 (fp32) and 10 (8da4w) minutes
 and 8 and 6 GiB on two x86-64 cores; they are cached in --work.
 
 Rows `ExecuTorch <precision> (XNNPACK)`: each generation runs ExecuTorch's C++ text runner through
