@@ -47,6 +47,10 @@ in 4 bits (the embedding gathered by embedding_4bit); ExecuTorch's 8da4w keeps i
 (its flag -E would quantize it; not given here). The full-size exports take about 5 (fp32) and 10 (8da4w) minutes
 and 8 and 6 GiB on two x86-64 cores; they are cached in --work.
 
+Rows `Ember on ExecuTorch's <precision> file`: that same .pte run by `ember generate --ignore-eos`
+(its XNNPACK partitions on Ember's XnnpackBackend, its llama:: ops on Ember's kernels), measured as
+Ember's own rows are.
+
 Rows `ExecuTorch <precision> (XNNPACK)`: each generation runs ExecuTorch's C++ text runner through
 its Python bindings (executorch.extension.llm.runner.TextLLMRunner, with --work's tokenizer.json,
 which ExecuTorch's HF tokenizer reads) in a process of its own under `/usr/bin/time` (this script's
@@ -151,7 +155,8 @@ def timed(cmd):
 
 
 def ember_generate(ember, pte, ptd, tokenizer, prompt, threads):
-    _, err, rss = timed([ember, "generate", pte, "--ptd", ptd, "--tokenizer", tokenizer,
+    data = ["--ptd", ptd] if ptd else []
+    _, err, rss = timed([ember, "generate", pte, *data, "--tokenizer", tokenizer,
                          "--prompt", prompt, "--max-new-tokens", str(NEW_TOKENS), "--ignore-eos",
                          "--threads", str(threads)])
     num = lambda pattern: float(re.search(pattern, err).group(1))  # noqa: E731
@@ -365,6 +370,19 @@ def executorch_rows(args, directory, threads_list):
                          "load_ms": med(short, "load_ms"),
                          "rss": max(r["rss"] for r in short + long),
                          "rss_imports": max(r["rss_imports"] for r in short + long)})
+            print(rows[-1], flush=True)
+            # The same file on Ember's runtime (its XnnpackBackend), the same prompts.
+            ember = os.path.join(args.build, "tools", "ember")
+            short, long = [], []
+            for _ in range(args.rounds):
+                short.append(ember_generate(ember, pte, None, tokenizer, "Once upon a time",
+                                            threads))
+                long.append(ember_generate(ember, pte, None, tokenizer, prompt, threads))
+            rows.append({"system": f"Ember on ExecuTorch's {precision} file", "threads": threads,
+                         "prefill": med(long, "prefill"), "decode": med(short, "decode"),
+                         "decode_512": med(long, "decode"), "ttft_ms": med(short, "ttft_ms"),
+                         "load_ms": med(short, "load_ms"),
+                         "rss": max(r["rss"] for r in short + long)})
             print(rows[-1], flush=True)
     return rows
 
