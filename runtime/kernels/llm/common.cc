@@ -128,25 +128,39 @@ Error plan_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
   return Error::Ok;
 }
 
+std::span<const AttentionVariant> attention_variants() {
+#if defined(EMBER_LLM_X86_VARIANTS)
+  static const AttentionVariant kAll[] = {kAttentionGeneric, kAttentionAvx2};
+  return {kAll, detected_cpu_isa() >= CpuIsa::Avx2 ? size_t{2} : size_t{1}};
+#else
+  static const AttentionVariant kAll[] = {kAttentionGeneric};
+  return kAll;
+#endif
+}
+
 void run_attention(KernelContext& ctx, const AttentionJob& job) {
+#if defined(EMBER_LLM_X86_VARIANTS)
+  if (cpu_isa() >= CpuIsa::Avx2) return run_attention(ctx, job, kAttentionAvx2);
+#endif
+  run_attention(ctx, job, kAttentionGeneric);
+}
+
+void run_attention(KernelContext& ctx, const AttentionJob& job, const AttentionVariant& variant) {
   const int64_t tasks = job.tasks();
   if (tasks == 0 || job.head_dim == 0) return;  // out is empty
-  void (*attend)(const AttentionJob&, int64_t, int64_t) = attend_rows_generic;
-#if defined(EMBER_LLM_X86_VARIANTS)
-  if (cpu_isa() >= CpuIsa::Avx2) attend = attend_rows_avx2;
-#endif
-  // About 32k multiply-adds a thread's range at the least: a decode step over a short cache stays
-  // on one thread, where waking the pool would cost more than the work.
+  // About 256k multiply-adds a thread's range at the least (some 10 us at AVX2's speed): a decode
+  // step over a short cache stays on one thread, where waking the pool would cost about as much
+  // as it saves.
   const int64_t keys = job.mask != nullptr ? job.kv_len : job.start_pos + job.q_len;
   const int64_t rows = job.tile_heads() * job.tile_positions();
   const int64_t per_task = std::max<int64_t>(1, 2 * keys * job.head_dim * rows);
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / per_task);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 18) / per_task);
   if (ctx.threads == nullptr || tasks <= grain) {
-    attend(job, 0, tasks);
+    variant.attend(job, 0, tasks);
     return;
   }
   ctx.threads->parallel_for(tasks, grain,
-                            [&](int64_t begin, int64_t end) { attend(job, begin, end); });
+                            [&](int64_t begin, int64_t end) { variant.attend(job, begin, end); });
 }
 
 }  // namespace ember::llm

@@ -11,19 +11,21 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 
 #include "runtime/core/evalue.h"
 #include "runtime/executor/kernel_registry.h"
 
 namespace ember::llm {
 
-// The largest head_dim the attention takes (its per-row scratch lives on the stack).
+// The largest head_dim the attention takes (its per-task scratch lives on the stack).
 inline constexpr int64_t kMaxHeadDim = 1024;
-// Keys scored at a time: the online softmax rescales its accumulator once a block.
-inline constexpr int64_t kKeyBlock = 64;
-// Query rows computed together, each cache row loaded once for them (their scratch is on the
-// stack).
-inline constexpr int64_t kTileRows = 8;
+// Floats in each of a task's scratch arrays (the tile's queries, its output accumulators, a block
+// of scores, a block of converted keys or values): 16 KiB each, on the stack of the thread that
+// runs the task. A tile's rows times head_dim fit one.
+inline constexpr int64_t kScratchFloats = 4096;
+// Query rows in a tile at the most (each cache row is loaded once for them).
+inline constexpr int64_t kTileRows = 64;
 
 // Writes value [B, S, H, D] into cache [B, MaxS, H, D] at rows [start_pos, start_pos + S), in
 // place. Any dtype (the two must match). InvalidArgument when the shapes disagree, start_pos is
@@ -45,17 +47,25 @@ struct AttentionJob {
   bool causal = false;
   float scale = 1.0f;
 
-  // A task is a tile of query rows that read the same key/value head: up to kTileRows rows, as
-  // heads of one group (grouped-query attention) times query positions (prefill), so that each
-  // cache row is loaded once for the tile.
-  int64_t tile_heads() const { return std::min(kTileRows, q_heads / kv_heads); }
+  // A task is a tile of query rows that read the same key/value head: heads of one group
+  // (grouped-query attention) times consecutive query positions (prefill), position-major, so
+  // that each cache row is loaded once for the tile. The kernel computes on whole vectors of
+  // rows: up to 64 rows where a multiple of 16 of them fits the scratch (head_dim up to 256),
+  // else what fits unpadded.
+  int64_t tile_rows_cap() const {
+    const int64_t fit = kScratchFloats / std::max<int64_t>(head_dim, 1);
+    return fit >= 16 ? std::min(kTileRows, fit / 16 * 16) : fit;
+  }
+  int64_t tile_heads() const { return std::min(tile_rows_cap(), q_heads / kv_heads); }
   int64_t tile_positions() const {
-    return std::max<int64_t>(1, std::min(q_len, kTileRows / tile_heads()));
+    return std::max<int64_t>(1, std::min(q_len, tile_rows_cap() / tile_heads()));
   }
   int64_t head_tiles() const { return (q_heads / kv_heads + tile_heads() - 1) / tile_heads(); }
   int64_t position_tiles() const { return (q_len + tile_positions() - 1) / tile_positions(); }
-  // Tasks of run_attention: (batch, key/value head, position tile, head tile).
-  int64_t tasks() const { return batch * kv_heads * position_tiles() * head_tiles(); }
+  // Tasks of run_attention: (position tile, batch, key/value head, head tile), the last position
+  // tile first: with is_causal, the costliest tasks go first, so that the threads, taking ranges
+  // of tasks in turn, end together.
+  int64_t tasks() const { return position_tiles() * batch * kv_heads * head_tiles(); }
 
   // Keys query row `s` attends to: [0, num_keys(s)).
   int64_t num_keys(int64_t s) const {
@@ -72,12 +82,27 @@ Error plan_attention(const char* op, const Tensor& q, const Tensor& k, const Ten
                      Tensor& out, AttentionJob* job);
 
 // Computes the planned attention, over (batch, key/value head, query row) on the context's
-// threads.
+// threads, with the widest kernel variant cpu_isa() allows.
 void run_attention(KernelContext& ctx, const AttentionJob& job);
 
-// The row kernels, one per instruction-set variant (attention_rows.inc): tasks [begin, end) of
-// AttentionJob::tasks().
-void attend_rows_generic(const AttentionJob& job, int64_t begin, int64_t end);
-void attend_rows_avx2(const AttentionJob& job, int64_t begin, int64_t end);
+// One instruction-set variant of the attention kernel (attention_rows.inc).
+struct AttentionVariant {
+  const char* name;  // "generic", "avx2"
+  // Tasks [begin, end) of AttentionJob::tasks().
+  void (*attend)(const AttentionJob& job, int64_t begin, int64_t end);
+  // y[i] = exp(x[i]) for x[i] <= 0 (also -inf, NaN), as the kernel computes it (for its tests).
+  void (*exp_nonpositive)(const float* x, float* y, int64_t n);
+};
+
+// The variants this build has and this CPU runs (whatever EMBER_CPU_ISA says), the baseline
+// first: tests run each.
+std::span<const AttentionVariant> attention_variants();
+
+// run_attention with a given variant.
+void run_attention(KernelContext& ctx, const AttentionJob& job, const AttentionVariant& variant);
+
+// The variants' entry points (attention_generic.cc, attention_avx2.cc).
+extern const AttentionVariant kAttentionGeneric;
+extern const AttentionVariant kAttentionAvx2;
 
 }  // namespace ember::llm

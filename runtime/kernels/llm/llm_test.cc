@@ -1,14 +1,22 @@
-// The llm kernels' error paths and a numeric check against a two-pass softmax written here; the
-// comparison with ExecuTorch's own kernels is python/tests/test_runtime_llm_ops.py.
+// The llm kernels' error paths, and numeric checks against a two-pass softmax written here: the
+// registered ops (the variant cpu_isa() picks), then every variant of the attention kernel this
+// CPU runs (generic, avx2: both of its paths, float and half types, masks, threads) and its exp
+// against std::exp. The comparison with ExecuTorch's own kernels is
+// python/tests/test_runtime_llm_ops.py.
 #include "runtime/kernels/llm/llm.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
+#include "runtime/core/half.h"
+#include "runtime/kernels/llm/common.h"
+#include "runtime/platform/thread_pool.h"
 #include "tests/support/kernel_call.h"
 
 namespace ember {
@@ -30,25 +38,28 @@ std::vector<float> random(size_t n, uint32_t seed) {
   return v;
 }
 
-// Two-pass softmax attention of q [B, S, Hq, D] over caches [B, M, Hkv, D].
+// Two-pass softmax attention of q [B, S, Hq, D] over caches [B, M, Hkv, D], in double; with a
+// mask [S, M], every position with the mask added, else the first start_pos + S (causal: + s + 1).
 std::vector<float> reference(const std::vector<float>& q, const std::vector<float>& k,
                              const std::vector<float>& v, int b_n, int s_n, int hq, int hkv, int d,
-                             int m, int start_pos, bool causal) {
+                             int m, int start_pos, bool causal,
+                             const std::vector<float>& mask = {}) {
   std::vector<float> out(q.size());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
   for (int b = 0; b < b_n; ++b) {
     for (int s = 0; s < s_n; ++s) {
       for (int h = 0; h < hq; ++h) {
         const int hk = h / (hq / hkv);
-        const int keys = causal ? start_pos + s + 1 : start_pos + s_n;
+        const int keys = !mask.empty() ? m : causal ? start_pos + s + 1 : start_pos + s_n;
         std::vector<double> w(keys);
         double mx = -INFINITY, sum = 0;
         for (int j = 0; j < keys; ++j) {
           double dot = 0;
           for (int i = 0; i < d; ++i) {
-            dot += q[((b * s_n + s) * hq + h) * d + i] * k[((b * m + j) * hkv + hk) * d + i];
+            dot +=
+                double{q[((b * s_n + s) * hq + h) * d + i]} * k[((b * m + j) * hkv + hk) * d + i];
           }
-          w[j] = dot * scale;
+          w[j] = dot * scale + (mask.empty() ? 0.0 : mask[s * m + j]);
           mx = std::max(mx, w[j]);
         }
         for (double& x : w) sum += (x = std::exp(x - mx));
@@ -178,6 +189,219 @@ TEST(LlmKernels, SdpaWithKvCacheLeavesCachesOnError) {
   for (int e = 0; e < 8; ++e) {
     EXPECT_EQ(kc[8 + e], k[e]);
     EXPECT_EQ(vc[8 + e], v[e]);
+  }
+}
+
+template <typename T>
+constexpr ScalarType dtype_of() {
+  if constexpr (std::is_same_v<T, Half>) return ScalarType::Half;
+  if constexpr (std::is_same_v<T, BFloat16>) return ScalarType::BFloat16;
+  return ScalarType::Float;
+}
+
+struct Shape {
+  int b, s, hq, hkv, d, m, start_pos;
+  bool causal, mask;
+};
+
+// The attention of `t` (random values; a random mask whose last positions are -inf where asked)
+// with one kernel variant on `threads` threads, against the reference of the values rounded to T.
+template <typename T>
+void check_variant(const llm::AttentionVariant& variant, const Shape& t, int threads, double tol) {
+  const size_t q_n = size_t(t.b) * t.s * t.hq * t.d, kv_n = size_t(t.b) * t.m * t.hkv * t.d;
+  std::vector<T> q(q_n), k(kv_n), v(kv_n), out(q_n);
+  std::vector<float> qf = random(q_n, 2), kf = random(kv_n, 3), vf = random(kv_n, 4), mask;
+  for (size_t i = 0; i < q_n; ++i) qf[i] = static_cast<float>(q[i] = static_cast<T>(qf[i]));
+  for (size_t i = 0; i < kv_n; ++i) kf[i] = static_cast<float>(k[i] = static_cast<T>(kf[i]));
+  for (size_t i = 0; i < kv_n; ++i) vf[i] = static_cast<float>(v[i] = static_cast<T>(vf[i]));
+  if (t.mask) {
+    mask = random(size_t(t.s) * t.m, 5);
+    for (int s = 0; s < t.s; ++s) {
+      for (int j = t.start_pos + s + 1; j < t.m; ++j) mask[s * t.m + j] = -INFINITY;
+    }
+  }
+  const ScalarType dtype = dtype_of<T>();
+  Tensor tq = *Tensor::make(dtype, std::vector<int32_t>{t.b, t.s, t.hq, t.d}, {}, q.data());
+  Tensor tk = *Tensor::make(dtype, std::vector<int32_t>{t.b, t.m, t.hkv, t.d}, {}, k.data());
+  Tensor tv = *Tensor::make(dtype, std::vector<int32_t>{t.b, t.m, t.hkv, t.d}, {}, v.data());
+  Tensor tout = *Tensor::make(dtype, std::vector<int32_t>{t.b, t.s, t.hq, t.d}, {}, out.data());
+  Tensor tmask;
+  EValue mask_value;  // None
+  if (t.mask) {
+    tmask = *Tensor::make(ScalarType::Float, std::vector<int32_t>{t.s, t.m}, {}, mask.data());
+    mask_value = EValue::from_tensor(&tmask);
+  }
+  llm::AttentionJob job;
+  ASSERT_EQ(llm::plan_attention("test", tq, tk, tv, t.start_pos, mask_value, t.causal, EValue(),
+                                tout, &job),
+            Error::Ok)
+      << last_error_message();
+  ThreadPool pool(threads);
+  KernelContext ctx{nullptr, &pool};
+  llm::run_attention(ctx, job, variant);
+  const std::vector<float> want =
+      reference(qf, kf, vf, t.b, t.s, t.hq, t.hkv, t.d, t.m, t.start_pos, t.causal, mask);
+  for (size_t i = 0; i < q_n; ++i) {
+    ASSERT_NEAR(static_cast<float>(out[i]), want[i], tol)
+        << variant.name << " threads " << threads << " element " << i << " of b" << t.b << " s"
+        << t.s << " hq" << t.hq << " hkv" << t.hkv << " d" << t.d << " m" << t.m << " start "
+        << t.start_pos << (t.causal ? " causal" : "") << (t.mask ? " mask" : "");
+  }
+}
+
+// Shapes that take each path of the kernel: the transposed one (a tile of 3 rows or more, padded
+// to whole vectors: groups of 3 to 16, query positions tiled by 64 rows, tiles cut by the causal
+// diagonal, several key blocks, partial register tiles, head_dim off the vector width), and the
+// row one (1 or 2 rows: decode without grouped-query attention, or a head_dim whose rows fill
+// the scratch unpadded).
+const Shape kShapes[] = {
+    {1, 1, 4, 4, 64, 300, 250, false, false},    // rows: decode, group 1
+    {1, 1, 4, 2, 20, 300, 250, true, false},     // rows: group 2
+    {1, 3, 2, 2, 33, 80, 40, true, false},       // rows: group 1, three positions a tile
+    {1, 1, 14, 2, 64, 1024, 1000, true, false},  // transposed: Qwen2.5-0.5B's decode
+    {1, 70, 14, 2, 64, 128, 0, true, false},     // its prefill: 9 positions a tile, diagonal
+    {1, 37, 6, 2, 48, 200, 100, true, false},    // group 3, 21 positions a tile, after 100
+    {2, 5, 4, 1, 37, 70, 3, false, false},       // group 4, not causal, batch 2
+    {2, 2, 12, 1, 24, 80, 70, true, false},      // group 12
+    {1, 3, 16, 1, 64, 50, 20, true, false},      // multi-query
+    {1, 2, 32, 1, 256, 40, 30, true, false},     // 16 rows a tile at head_dim 256: 2 head tiles
+    {1, 2, 8, 1, 300, 30, 20, true, false},      // head_dim 300: 13 rows, by the row path
+    {1, 1, 8, 2, 1024, 20, 10, false, false},    // the largest head_dim: 4 rows a tile
+    {2, 1, 8, 2, 5, 9, 3, true, false},          // head_dim 5
+    {1, 4, 8, 2, 32, 40, 3, false, true},        // a mask, transposed
+    {1, 3, 2, 2, 32, 40, 3, false, true},        // a mask, rows
+};
+
+TEST(LlmKernels, EveryVariantMatchesTwoPassSoftmax) {
+  for (const llm::AttentionVariant& variant : llm::attention_variants()) {
+    for (const Shape& t : kShapes) {
+      for (int threads : {1, 3}) check_variant<float>(variant, t, threads, 2e-5);
+    }
+  }
+}
+
+TEST(LlmKernels, EveryVariantMatchesTwoPassSoftmaxInHalfTypes) {
+  // Computed in float from the rounded values, rounded once at the output.
+  for (const llm::AttentionVariant& variant : llm::attention_variants()) {
+    for (const Shape& t : kShapes) {
+      check_variant<Half>(variant, t, 2, 2e-3);
+      check_variant<BFloat16>(variant, t, 2, 1.6e-2);
+    }
+  }
+}
+
+TEST(LlmKernels, EveryVariantGivesNaNForAMaskedOutRow) {
+  // Tiles of 1 row (the row path) and of 4 (transposed): the second query row has no key.
+  for (const llm::AttentionVariant& variant : llm::attention_variants()) {
+    for (int heads : {1, 4}) {
+      Call c;
+      std::vector<float> q = random(2 * heads * 8, 5), k = random(3 * 8, 6), v = random(3 * 8, 7);
+      std::vector<float> out(q.size()),
+          mask = {0.5f, -INFINITY, 1.0f, -INFINITY, -INFINITY, -INFINITY};
+      Tensor tq =
+          *Tensor::make(ScalarType::Float, std::vector<int32_t>{1, 2, heads, 8}, {}, q.data());
+      Tensor tk = *Tensor::make(ScalarType::Float, std::vector<int32_t>{1, 3, 1, 8}, {}, k.data());
+      Tensor tv = *Tensor::make(ScalarType::Float, std::vector<int32_t>{1, 3, 1, 8}, {}, v.data());
+      Tensor tout =
+          *Tensor::make(ScalarType::Float, std::vector<int32_t>{1, 2, heads, 8}, {}, out.data());
+      Tensor tmask = *Tensor::make(ScalarType::Float, std::vector<int32_t>{2, 3}, {}, mask.data());
+      llm::AttentionJob job;
+      ASSERT_EQ(llm::plan_attention("test", tq, tk, tv, 0, EValue::from_tensor(&tmask), false,
+                                    EValue(), tout, &job),
+                Error::Ok);
+      KernelContext ctx{nullptr, nullptr};
+      llm::run_attention(ctx, job, variant);
+      for (int i = 0; i < heads * 8; ++i) {
+        EXPECT_FALSE(std::isnan(out[i])) << variant.name << " " << heads << " " << i;
+        EXPECT_TRUE(std::isnan(out[heads * 8 + i])) << variant.name << " " << heads << " " << i;
+      }
+    }
+  }
+}
+
+// Distance of `got` from exp(x) in units in the last place of the float nearest exp(x).
+double ulps_from_exp(float got, float x) {
+  const double want = std::exp(static_cast<double>(x));
+  const float rounded = static_cast<float>(want);
+  const double ulp = std::nextafter(rounded, std::numeric_limits<float>::infinity()) - rounded;
+  return std::fabs(static_cast<double>(got) - want) / ulp;
+}
+
+TEST(LlmKernels, EveryVariantsExpMatchesStdExp) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kMinNormal = std::numeric_limits<float>::min();
+  // Every 61st float from -0 down to -87.33 (exp at or above 2^-126), then 100k steps to -104.
+  std::vector<float> normal, tiny;
+  for (uint32_t bits = 0x80000000u;; bits += 61) {
+    float x;
+    std::memcpy(&x, &bits, sizeof x);
+    if (x < -87.33f) break;
+    normal.push_back(x);
+  }
+  for (int i = 0; i <= 100000; ++i) tiny.push_back(-87.33f - 16.67f * static_cast<float>(i) / 1e5f);
+  const std::vector<float> special = {-kInf,
+                                      0.0f,
+                                      -0.0f,
+                                      -1e-40f,
+                                      -std::numeric_limits<float>::max(),
+                                      -1e10f,
+                                      -88.0f,
+                                      -88.7f,
+                                      std::numeric_limits<float>::quiet_NaN()};
+  ASSERT_GT(normal.size(), size_t{1} << 20);
+  for (const llm::AttentionVariant& variant : llm::attention_variants()) {
+    std::vector<float> y(normal.size());
+    variant.exp_nonpositive(normal.data(), y.data(), static_cast<int64_t>(normal.size()));
+    double worst = 0;
+    float worst_x = 0;
+    for (size_t i = 0; i < normal.size(); ++i) {
+      const double e = ulps_from_exp(y[i], normal[i]);
+      if (e > worst) worst = e, worst_x = normal[i];
+    }
+    EXPECT_LE(worst, 2.5) << variant.name << " at x = " << worst_x;
+    y.resize(tiny.size());
+    variant.exp_nonpositive(tiny.data(), y.data(), static_cast<int64_t>(tiny.size()));
+    for (size_t i = 0; i < tiny.size(); ++i) {
+      ASSERT_LE(std::fabs(y[i] - std::exp(static_cast<double>(tiny[i]))), kMinNormal)
+          << variant.name << " x = " << tiny[i];
+      ASSERT_GE(y[i], 0.0f) << variant.name << " x = " << tiny[i];
+    }
+    y.resize(special.size());
+    variant.exp_nonpositive(special.data(), y.data(), static_cast<int64_t>(special.size()));
+    EXPECT_EQ(y[0], 0.0f) << variant.name << ": exp(-inf)";
+    EXPECT_FALSE(std::signbit(y[0])) << variant.name << ": exp(-inf)";
+    EXPECT_EQ(y[1], 1.0f) << variant.name << ": exp(0)";
+    EXPECT_EQ(y[2], 1.0f) << variant.name << ": exp(-0)";
+    EXPECT_EQ(y[3], 1.0f) << variant.name << ": exp(-1e-40)";
+    EXPECT_EQ(y[4], 0.0f) << variant.name << ": exp(-FLT_MAX)";
+    EXPECT_EQ(y[5], 0.0f) << variant.name << ": exp(-1e10)";
+    EXPECT_EQ(y[6], 0.0f) << variant.name << ": exp(-88)";
+    EXPECT_EQ(y[7], 0.0f) << variant.name << ": exp(-88.7)";
+    EXPECT_TRUE(std::isnan(y[8])) << variant.name << ": exp(NaN)";
+  }
+}
+
+TEST(LlmKernels, TilesFitTheScratch) {
+  // Every tile's rows fit kTileRows, and its rows times head_dim one scratch array (the row
+  // path's layout; the transposed one pads them to a multiple of 16 where that fits too).
+  for (int64_t d : {1, 5, 16, 48, 64, 85, 96, 128, 200, 256, 257, 300, 512, 1000, 1024}) {
+    for (int64_t group : {1, 2, 3, 7, 8, 16, 17, 64, 100}) {
+      for (int64_t q_len : {1, 2, 9, 100, 512}) {
+        llm::AttentionJob job;
+        job.batch = 1;
+        job.q_len = q_len;
+        job.kv_heads = 2;
+        job.q_heads = 2 * group;
+        job.head_dim = d;
+        const int64_t rows = job.tile_heads() * job.tile_positions();
+        EXPECT_GE(rows, 1);
+        EXPECT_LE(rows, llm::kTileRows) << d << " " << group << " " << q_len;
+        EXPECT_LE(rows * d, llm::kScratchFloats) << d << " " << group << " " << q_len;
+        EXPECT_EQ(job.tasks(), 2 * job.position_tiles() * job.head_tiles());
+        EXPECT_GE(job.position_tiles() * job.tile_positions(), q_len);
+        EXPECT_GE(job.head_tiles() * job.tile_heads(), group);
+      }
+    }
   }
 }
 
