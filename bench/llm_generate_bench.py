@@ -44,8 +44,8 @@ values. Its ModelArgs has no tied embeddings: the program carries the output pro
 of its own (as ExecuTorch's Qwen2.5 checkpoint converter makes it, a copy of the embedding), so
 fp32 holds 519 MiB more than the tied Ember and llama.cpp models. Ember's 8da4w holds both too, each
 in 4 bits (the embedding gathered by embedding_4bit); ExecuTorch's 8da4w keeps its embedding float
-(its flag -E would quantize it; not given here). The full-size exports take about 5 (fp32) and 10 (8da4w) minutes
-and 8 and 6 GiB on two x86-64 cores; they are cached in --work.
+(its flag -E would quantize it; not given here). The full-size exports take about 5 (fp32) and 10
+(8da4w) minutes and 8 and 6 GiB on two x86-64 cores; they are cached in --work.
 
 Rows `Ember on ExecuTorch's <precision> file`: that same .pte run by `ember generate --ignore-eos`
 (its XNNPACK partitions on Ember's XnnpackBackend, its llama:: ops on Ember's kernels), measured as
@@ -55,11 +55,13 @@ Rows `ExecuTorch <precision> (XNNPACK)`: each generation runs ExecuTorch's C++ t
 its Python bindings (executorch.extension.llm.runner.TextLLMRunner, with --work's tokenizer.json,
 which ExecuTorch's HF tokenizer reads) in a process of its own under `/usr/bin/time` (this script's
 --executorch-worker mode), greedy (temperature 0), 128 new tokens. The runner cannot ignore EOS: a
-run that stops early (random weights choosing the tokenizer's EOS) fails the bench, as does a
-prompt not encoded as 512 tokens. No token callback: the bindings hand each piece to Python as str,
-and a byte-level piece that is part of a UTF-8 character raises UnicodeDecodeError; the runner
-still decodes (and prints, to /dev/null here) every token, as its own CLI does. Ids past the small
-tokenizer's vocabulary decode to nothing and do not stop it. Numbers from the runner's Stats
+run that stops early (random weights choosing the tokenizer's EOS) is run again with the next of a
+few other prompts (SHORT_PROMPTS, LONG_SENTENCES: the speed does not depend on the text), and the
+bench fails when every one stops early, or a prompt is not encoded as 512 tokens. No token
+callback: the bindings hand each piece to Python as str, and a byte-level piece that is part of
+a UTF-8 character raises UnicodeDecodeError; the runner still decodes (and prints, to /dev/null
+here) every token, as its own CLI does. Ids past the small tokenizer's vocabulary decode to
+nothing and do not stop it. Numbers from the runner's Stats
 (millisecond clock): prefill = prompt tokens / (prompt_eval_end - inference_start, which includes
 encoding the prompt, a fraction of a millisecond); decode = its generated tokens (127: the runner
 counts the first token, sampled from the prefill's logits, as the prompt's) / (inference_end -
@@ -127,12 +129,12 @@ def make_model(work, shape):
     return directory
 
 
-def long_prompt(directory, n):
+def long_prompt(directory, n, sentence="the quick brown fox jumps over the lazy dog and runs"):
     """Text whose encoding is exactly n tokens (with the tokenizer Ember and llama.cpp read)."""
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
-    words = ("the quick brown fox jumps over the lazy dog and runs " * 400).split()
+    words = ((sentence + " ") * 400).split()
     text = ""
     for w in words:
         candidate = (text + " " + w) if text else w
@@ -171,6 +173,7 @@ def ember_rows(args, directory, threads_list):
     ember = os.path.join(args.build, "tools", "ember")
     tokenizer = os.path.join(directory, "tokenizer.json")
     prompt = long_prompt(directory, PROMPT_TOKENS)
+    long_prompts = [long_prompt(directory, PROMPT_TOKENS, x) for x in LONG_SENTENCES]
     rows = []
     for precision in args.precisions:
         pte = os.path.join(args.work, f"ember_{precision}.pte")
@@ -314,6 +317,32 @@ def have_executorch():
         spec.submodule_search_locations[0], "extension", "llm", "runner", "_llm_runner*")))
 
 
+class EarlyStop(RuntimeError):
+    """ExecuTorch's runner, which cannot ignore EOS, met one before NEW_TOKENS tokens."""
+
+
+# Prompts tried in turn for ExecuTorch's runner, to the first whose greedy generation does not
+# reach EOS before NEW_TOKENS (its random weights may pick the EOS id early; the speed does not
+# depend on the text).
+SHORT_PROMPTS = ("Once upon a time", "The quick brown fox", "In the beginning", "A long time ago",
+                 "It was a dark and stormy night", "Hello")
+LONG_SENTENCES = ("the quick brown fox jumps over the lazy dog and runs",
+                  "once upon a time there was a small model that wrote stories",
+                  "ember runs programs in c plus plus on many kinds of devices",
+                  "a b c d e f g h i j k l m n o p")
+
+
+def executorch_first_full(pte, tokenizer, prompts, threads):
+    """executorch_generate of the first of `prompts` that generates NEW_TOKENS tokens."""
+    for prompt in prompts:
+        try:
+            return executorch_generate(pte, tokenizer, prompt, threads)
+        except EarlyStop:
+            continue
+    raise RuntimeError(f"ExecuTorch's runner met EOS before {NEW_TOKENS} tokens after every "
+                       "prompt tried")
+
+
 def executorch_generate(pte, tokenizer, prompt, threads):
     out, _, rss = timed([sys.executable, os.path.abspath(__file__), "--executorch-worker", pte,
                          tokenizer, prompt, str(threads)])
@@ -322,8 +351,8 @@ def executorch_generate(pte, tokenizer, prompt, threads):
         raise RuntimeError(f"ExecuTorch ran {s['threads']} threads and OpenMP "
                            f"{s['omp_threads']}, not {threads} and 1")
     if s["num_generated_tokens"] != NEW_TOKENS - 1:  # the first token is the prefill's
-        raise RuntimeError(f"ExecuTorch's runner stopped after {s['num_generated_tokens'] + 1} "
-                           f"new tokens (EOS?), not {NEW_TOKENS}")
+        raise EarlyStop(f"ExecuTorch's runner stopped after {s['num_generated_tokens'] + 1} "
+                        f"new tokens (EOS?), not {NEW_TOKENS}")
     rate = lambda n, ms: n * 1e3 / ms if ms > 0 else None  # noqa: E731 (a 1 ms clock)
     return {"prompt_tokens": s["num_prompt_tokens"],
             "prefill": rate(s["num_prompt_tokens"],
@@ -344,6 +373,7 @@ def median_of(runs, key):
 def executorch_rows(args, directory, threads_list):
     tokenizer = os.path.join(directory, "tokenizer.json")
     prompt = long_prompt(directory, PROMPT_TOKENS)
+    long_prompts = [long_prompt(directory, PROMPT_TOKENS, x) for x in LONG_SENTENCES]
     rows = []
     for precision in ("fp32", "8da4w"):
         if precision not in args.precisions:
@@ -358,8 +388,8 @@ def executorch_rows(args, directory, threads_list):
         for threads in threads_list:
             short, long = [], []
             for _ in range(args.rounds):
-                short.append(executorch_generate(pte, tokenizer, "Once upon a time", threads))
-                long.append(executorch_generate(pte, tokenizer, prompt, threads))
+                short.append(executorch_first_full(pte, tokenizer, SHORT_PROMPTS, threads))
+                long.append(executorch_first_full(pte, tokenizer, long_prompts, threads))
             if long[0]["prompt_tokens"] != PROMPT_TOKENS:
                 raise RuntimeError(f"ExecuTorch's tokenizer made {long[0]['prompt_tokens']} "
                                    f"prompt tokens, not {PROMPT_TOKENS}")
