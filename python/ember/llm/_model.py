@@ -212,9 +212,10 @@ class Attention(torch.nn.Module):
         # x: [S, hidden]; the sequence is dim 0 wherever it can be (see Decoder.forward)
         s = x.shape[0]
         if hasattr(self, "qkv_proj"):
-            q, k, v = self.qkv_proj(x).split(
-                [self.heads * self.head_dim, self.kv_heads * self.head_dim,
-                 self.kv_heads * self.head_dim], dim=-1)
+            # slices rather than split: ops the cpu engine takes, so the layer stays one delegate
+            qkv = self.qkv_proj(x)
+            nq, nkv = self.heads * self.head_dim, self.kv_heads * self.head_dim
+            q, k, v = qkv[:, :nq], qkv[:, nq:nq + nkv], qkv[:, nq + nkv:]
         else:
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         q = q.view(s, self.heads, self.head_dim)
@@ -249,7 +250,9 @@ class MLP(torch.nn.Module):
 
     def forward(self, x):
         if hasattr(self, "gate_up_proj"):
-            gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+            gate_up = self.gate_up_proj(x)
+            f = gate_up.shape[-1] // 2
+            gate, up = gate_up[:, :f], gate_up[:, f:]
         else:
             gate, up = self.gate_proj(x), self.up_proj(x)
         return self.down_proj(F.silu(gate) * up)
