@@ -92,6 +92,18 @@ class ExportLlm(unittest.TestCase):
         pte = directory + ".pte"
         ember.llm.export(directory, pte, max_context=96, backend=backend, precision=precision,
                          ember_bin=EMBER_BIN)
+        if backend == "cpu":
+            # The cpu engine takes each layer whole but its attention op (and the cache writes
+            # beside it): one delegate a layer, one before the first attention and the head's
+            # (after the last token's slice). An op it does
+            # not take between the projections splits layers (a split of the fused q/k/v did:
+            # three delegates a layer, and a slower step).
+            r = subprocess.run([EMBER_BIN, "inspect", pte, "--json"], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            method = next(m for m in json.loads(r.stdout)["methods"] if m["name"] == "forward")
+            self.assertLessEqual(len(method["delegates"]), config.num_hidden_layers + 2,
+                                 [o["name"] for o in method["operators"]])
         program = Program.load(pte)
         forward = program.method("forward")
         prompt = torch.randint(0, config.vocab_size, (1, 11), generator=torch.Generator().manual_seed(3))
