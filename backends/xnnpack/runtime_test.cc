@@ -283,6 +283,25 @@ TEST(XnnRows, Refusals) {
   EXPECT_EQ(c, std::vector<float>(6, 3));
 }
 
+// A row-wise payload over NHWC values (a lone activation between convolutions) still reads a
+// channels-last tensor in memory order, as at its fixed sizes.
+TEST(XnnRows, ChannelsLastInMemoryOrder) {
+  GraphSpec g;
+  g.values = {input(0, 0, {1, 2, 2, 3}), output(1, 1, {1, 2, 2, 3})};
+  g.nodes = {node1x1(fb::NodeUnion::XNNNegate, 0, 1)};
+  g.input_ids = {0};
+  g.output_ids = {1};
+  Delegate d(g);
+  ASSERT_TRUE(d.ok());
+  std::vector<float> x(12), y(12, -99);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i) - 5;
+  // Logical NCHW [1, 3, 2, 2] in channels-last memory: NHWC [1, 2, 2, 3].
+  Tensor tx = make(ScalarType::Float, {1, 3, 2, 2}, {0, 2, 3, 1}, x.data());
+  Tensor ty = make(ScalarType::Float, {1, 3, 2, 2}, {0, 2, 3, 1}, y.data());
+  ASSERT_EQ(d.run({&tx, &ty}), Error::Ok) << last_error_message();
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], -x[i]) << i;
+}
+
 // A payload that does not compute row by row (a transpose) keeps its sizes: others are refused.
 TEST(XnnRows, OtherPayloadsKeepTheirSizes) {
   GraphSpec g;

@@ -132,19 +132,26 @@ Result<EValue*> convert_input(Arg& a, size_t index, const Tensor& t) {
 }
 
 // Rows mode: `t`'s leading dims, the call's (the first input's, which every other argument
-// shares; an output is resized to them), and the engine's view of it as [rows, last dim].
+// shares; an output is resized to them), and the engine's view of it as [rows, last dim]. Sizes
+// are in memory order, as XNNPACK reads them: a 4-D channels-last tensor's are N, H, W, C (then
+// an output must already have the call's, as resizing keeps its logical sizes).
 Error bind_rows(XnnHandle& h, Arg& a, size_t index, Tensor& t) {
   const size_t rank = a.dims.size();
-  if (!t.is_contiguous()) return refuse_arg(index, a, t, "a dim order Ember reads as rows");
+  const bool channels_last = is_channels_last(t);
+  if (!t.is_contiguous() && !channels_last) {
+    return refuse_arg(index, a, t, "a dim order XNNPACK does not read");
+  }
   if (t.dtype() != a.scalar_type) return refuse_arg(index, a, t, "another dtype");
   if (t.dim() != static_cast<int>(rank)) return refuse_arg(index, a, t, "another rank");
-  if (t.size(static_cast<int>(rank) - 1) != a.dims.back()) {
-    return refuse_arg(index, a, t, "another last dim");
+  int32_t mem[kMaxRank];
+  for (size_t d = 0; d < rank; ++d) {
+    mem[d] = t.size(channels_last ? t.dim_order()[d] : static_cast<int>(d));
   }
+  if (mem[rank - 1] != a.dims.back()) return refuse_arg(index, a, t, "another last dim");
   if (index == 0) {
-    h.call_lead.assign(t.sizes().begin(), t.sizes().end() - 1);
-  } else if (a.is_input) {
-    if (!std::equal(h.call_lead.begin(), h.call_lead.end(), t.sizes().begin())) {
+    h.call_lead.assign(mem, mem + rank - 1);
+  } else if (a.is_input || channels_last) {
+    if (!std::equal(h.call_lead.begin(), h.call_lead.end(), mem)) {
       return refuse_arg(index, a, t, "leading dims other than argument 0's");
     }
   } else {
