@@ -169,11 +169,31 @@ def ember_generate(ember, pte, ptd, tokenizer, prompt, threads):
             "load_ms": num(r"load: ([0-9.]+) ms"), "rss": rss}
 
 
+def ember_runs(args, pte, ptd, tokenizer, prompt, threads):
+    """--rounds generations after a short prompt and after `prompt` (the long one), each timed."""
+    ember = os.path.join(args.build, "tools", "ember")
+    short, long = [], []
+    for _ in range(args.rounds):
+        short.append(ember_generate(ember, pte, ptd, tokenizer, "Once upon a time", threads))
+        long.append(ember_generate(ember, pte, ptd, tokenizer, prompt, threads))
+    return short, long
+
+
+def summary_row(system, threads, short, long):
+    """A table row of the runs' medians (prefill and decode after 512 from the long prompt's
+    runs, the rest from the short one's) and their largest peak RSS."""
+    row = {"system": system, "threads": threads, "prefill": median_of(long, "prefill"),
+           "decode": median_of(short, "decode"), "decode_512": median_of(long, "decode"),
+           "ttft_ms": median_of(short, "ttft_ms"), "load_ms": median_of(short, "load_ms"),
+           "rss": max(r["rss"] for r in short + long)}
+    print(row, flush=True)
+    return row
+
+
 def ember_rows(args, directory, threads_list):
     ember = os.path.join(args.build, "tools", "ember")
     tokenizer = os.path.join(directory, "tokenizer.json")
     prompt = long_prompt(directory, PROMPT_TOKENS)
-    long_prompts = [long_prompt(directory, PROMPT_TOKENS, x) for x in LONG_SENTENCES]
     rows = []
     for precision in args.precisions:
         pte = os.path.join(args.work, f"ember_{precision}.pte")
@@ -186,18 +206,8 @@ def ember_rows(args, directory, threads_list):
                            env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python")))
             print(f"exported Ember {precision} in {time.time() - t:.0f} s", flush=True)
         for threads in threads_list:
-            short, long = [], []
-            for _ in range(args.rounds):
-                short.append(ember_generate(ember, pte, ptd, tokenizer, "Once upon a time",
-                                            threads))
-                long.append(ember_generate(ember, pte, ptd, tokenizer, prompt, threads))
-            med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
-            rows.append({"system": f"Ember {precision}", "threads": threads,
-                         "prefill": med(long, "prefill"), "decode": med(short, "decode"),
-                         "decode_512": med(long, "decode"), "ttft_ms": med(short, "ttft_ms"),
-                         "load_ms": med(short, "load_ms"),
-                         "rss": max(r["rss"] for r in short + long)})
-            print(rows[-1], flush=True)
+            short, long = ember_runs(args, pte, ptd, tokenizer, prompt, threads)
+            rows.append(summary_row(f"Ember {precision}", threads, short, long))
     return rows
 
 
@@ -393,27 +403,13 @@ def executorch_rows(args, directory, threads_list):
             if long[0]["prompt_tokens"] != PROMPT_TOKENS:
                 raise RuntimeError(f"ExecuTorch's tokenizer made {long[0]['prompt_tokens']} "
                                    f"prompt tokens, not {PROMPT_TOKENS}")
-            med = median_of
-            rows.append({"system": f"ExecuTorch {precision} (XNNPACK)", "threads": threads,
-                         "prefill": med(long, "prefill"), "decode": med(short, "decode"),
-                         "decode_512": med(long, "decode"), "ttft_ms": med(short, "ttft_ms"),
-                         "load_ms": med(short, "load_ms"),
-                         "rss": max(r["rss"] for r in short + long),
-                         "rss_imports": max(r["rss_imports"] for r in short + long)})
-            print(rows[-1], flush=True)
-            # The same file on Ember's runtime (its XnnpackBackend), the same prompts.
-            ember = os.path.join(args.build, "tools", "ember")
-            short, long = [], []
-            for _ in range(args.rounds):
-                short.append(ember_generate(ember, pte, None, tokenizer, "Once upon a time",
-                                            threads))
-                long.append(ember_generate(ember, pte, None, tokenizer, prompt, threads))
-            rows.append({"system": f"Ember on ExecuTorch's {precision} file", "threads": threads,
-                         "prefill": med(long, "prefill"), "decode": med(short, "decode"),
-                         "decode_512": med(long, "decode"), "ttft_ms": med(short, "ttft_ms"),
-                         "load_ms": med(short, "load_ms"),
-                         "rss": max(r["rss"] for r in short + long)})
-            print(rows[-1], flush=True)
+            row = summary_row(f"ExecuTorch {precision} (XNNPACK)", threads, short, long)
+            row["rss_imports"] = max(r["rss_imports"] for r in short + long)
+            rows.append(row)
+            # The same file on Ember's runtime (its XnnpackBackend), with Ember's prompts.
+            short, long = ember_runs(args, pte, None, tokenizer, prompt, threads)
+            rows.append(summary_row(f"Ember on ExecuTorch's {precision} file", threads, short,
+                                    long))
     return rows
 
 
