@@ -6,6 +6,7 @@ ExecuTorch's runtime reading the same file; and the exporter's refusals."""
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -188,6 +189,35 @@ class ExportLlm(unittest.TestCase):
                 k2[:, start + s:], v2[:, start + s:] = 1e4, float("nan")
                 torch.testing.assert_close(_custom_sdpa(q, k2, v2, start, None, 0.0, True, None),
                                            want, rtol=1e-5, atol=1e-5)
+
+    def test_own_attention_definition_registers_and_exports(self):
+        # Where executorch is not installed, llama_ops() defines llama::custom_sdpa itself: its
+        # eager kernel is _custom_sdpa, and torch.export traces it (its fake kernel). In a
+        # process of its own, with ExecuTorch's definition unimportable (one definition a
+        # process).
+        script = """
+import sys
+sys.modules["executorch.extension.llm.custom_ops.custom_ops"] = None
+import torch
+from ember.llm._model import llama_ops, _custom_sdpa
+ops = llama_ops()
+q, k, v = torch.randn(1, 3, 4, 8), torch.randn(1, 16, 2, 8), torch.randn(1, 16, 2, 8)
+assert torch.equal(ops.custom_sdpa(q, k, v, 5, None, 0.0, True, None),
+                   _custom_sdpa(q, k, v, 5, None, 0.0, True, None))
+class Step(torch.nn.Module):
+    def forward(self, q, pos):
+        start = pos[0].item()
+        torch._check(start >= 0)
+        torch._check(start + 3 <= 16)
+        return ops.custom_sdpa(q, k, v, start, None, 0.0, True, None)
+ep = torch.export.export(Step(), (q, torch.tensor([5])))
+assert any("custom_sdpa" in str(n.target) for n in ep.graph.nodes), ep.graph
+print("defined and exported")
+"""
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        self.assertIn("defined and exported", r.stdout)
 
     def test_position_read_from_the_input(self):
         # The attention op takes the position as a number: input_pos[0].item(), bounded by
