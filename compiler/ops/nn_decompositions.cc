@@ -62,22 +62,7 @@ const ir::Weight* stored_weight(const ir::Program& program, const ir::Value* v) 
   return nullptr;
 }
 
-int64_t int_arg(const ir::Node& node, const char* name, int64_t otherwise) {
-  const ir::Arg* a = node.arg(name);
-  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : otherwise;
-}
-
-// A constant input over `w` (its name made unique), read by `node` as its argument `what`.
-ir::Value* add_constant(ir::Program& program, ir::Weight w, const ir::Node& node,
-                        const char* what) {
-  ir::Graph& g = program.graph();
-  w.name = g.unique_name(w.name);
-  program.weights.push_back(w);
-  return program.add_input(g.unique_name("c_" + node.name() + "_" + what),
-                           ir::ValueType::of_tensor(w.type),
-                           ir::InputSpec{ir::InputKind::Constant, w.name, {}, true});
-}
-
+// A weight of new bytes.
 ir::Weight new_weight(std::string name, ir::TensorType type, std::vector<uint8_t> bytes) {
   ir::Weight w;
   w.name = std::move(name);
@@ -172,7 +157,7 @@ ir::Node* quantized_embedding(ir::Program& program, ir::Node* node) {
         program,
         new_weight(q_name + "@packed4", with_shape(ir::DType::UInt8, {rows, dim / 2}).tensor,
                    std::move(bytes)),
-        *node, "weight");
+        "c_" + node->name() + "_weight");
   }
   // The scales as [rows, groups] (the kernels' layout), sharing the stored bytes.
   ir::Value* scale_rows = scales;
@@ -180,7 +165,7 @@ ir::Node* quantized_embedding(ir::Program& program, ir::Node* node) {
     scale_view.name += "@rows";
     scale_view.alias_of.clear();
     scale_view.type = with_shape(ir::DType::Float32, {rows, groups}).tensor;
-    scale_rows = add_constant(program, scale_view, *node, "scales");
+    scale_rows = add_constant(program, scale_view, "c_" + node->name() + "_scales");
   }
   ir::Value* zp_rows =
       zp_float.empty()
@@ -189,7 +174,7 @@ ir::Node* quantized_embedding(ir::Program& program, ir::Node* node) {
                 program,
                 new_weight(z_name + "@float", with_shape(ir::DType::Float32, {rows, groups}).tensor,
                            std::move(zp_float)),
-                *node, "zero_points");
+                "c_" + node->name() + "_zero_points");
   std::vector<ir::NamedArg> args;
   args.push_back({"weight", ir::Arg::value(packed)});
   args.push_back({"weight_scales", ir::Arg::value(scale_rows)});

@@ -6,6 +6,7 @@
 
 #include "compiler/ir/graph_util.h"
 #include "compiler/ops/op_table.h"
+#include "compiler/ops/rewrite_util.h"
 
 namespace ember::ops {
 
@@ -138,16 +139,12 @@ ir::Status lower_eye(ir::Program& program, ir::Node* node) {
   for (int64_t i = 0; i < std::min(shape[0], shape[1]); ++i) {
     put_one(dtype, bytes->data() + static_cast<size_t>(i * shape[1] + i) * size);
   }
-  const std::string fqn = program.graph().unique_name("_eye_" + node->name());
   ir::Weight w;
-  w.name = fqn;
+  w.name = "_eye_" + node->name();
   w.type = node->output(0)->tensor_type();
   w.storage = bytes;
   w.nbytes = bytes->size();
-  program.weights.push_back(w);
-  ir::Value* c = program.add_input(fqn, ir::ValueType::of_tensor(w.type),
-                                   ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
-  return replace_with(node, c);
+  return replace_with(node, add_constant(program, std::move(w)));
 }
 
 ir::Status lower_fill_tensor(ir::Program&, ir::Node* node) {

@@ -77,6 +77,21 @@ ir::Value* input_value(const ir::Node& node, const char* name) {
   return a != nullptr && a->kind() == ir::ArgKind::Value ? a->as_value() : nullptr;
 }
 
+int64_t int_arg(const ir::Node& node, const char* name, int64_t otherwise) {
+  const ir::Arg* a = node.arg(name);
+  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : otherwise;
+}
+
+ir::Value* add_constant(ir::Program& program, ir::Weight w, const std::string& value_name) {
+  ir::Graph& g = program.graph();
+  w.name = g.unique_name(w.name);
+  const std::string name = value_name.empty() ? w.name : g.unique_name(value_name);
+  const ir::ValueType type = ir::ValueType::of_tensor(w.type);
+  const std::string fqn = w.name;
+  program.weights.push_back(std::move(w));
+  return program.add_input(name, type, ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
+}
+
 ir::ValueType with_shape(ir::DType dtype, std::vector<ir::Dim> shape) {
   return ir::ValueType::of_tensor(ir::TensorType{dtype, std::move(shape), {}});
 }

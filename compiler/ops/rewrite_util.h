@@ -7,6 +7,7 @@
 //   return replace_node(node, {k->output()});
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -29,5 +30,10 @@ ir::Status replace_node(ir::Node* node, const std::vector<ir::Value*>& with);
 ir::Value* input_value(const ir::Node& node, const char* name);
 // A tensor type of `dtype` and `shape`, in the default dim order.
 ir::ValueType with_shape(ir::DType dtype, std::vector<ir::Dim> shape);
+// `node`'s argument `name` when it is an integer constant; `otherwise` when absent or not one.
+int64_t int_arg(const ir::Node& node, const char* name, int64_t otherwise);
+// A new constant input holding weight `w` (added to the program under a unique name made from
+// w.name), named `value_name` (made unique; empty: the weight's name).
+ir::Value* add_constant(ir::Program& program, ir::Weight w, const std::string& value_name = "");
 
 }  // namespace ember::ops

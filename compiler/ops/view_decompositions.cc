@@ -31,15 +31,12 @@ ir::Value* index_constant(ir::Program& program, const std::vector<int64_t>& shap
   }
   ir::TensorType type{ir::DType::Int64, {}, {}};
   for (int64_t s : shape) type.shape.emplace_back(s);
-  const std::string fqn = program.graph().unique_name("_scatter_index_" + base);
   ir::Weight w;
-  w.name = fqn;
+  w.name = "_scatter_index_" + base;
   w.type = type;
   w.storage = bytes;
   w.nbytes = bytes->size();
-  program.weights.push_back(w);
-  return program.add_input(fqn, ir::ValueType::of_tensor(type),
-                           ir::InputSpec{ir::InputKind::Constant, fqn, {}, true});
+  return add_constant(program, std::move(w));
 }
 
 ir::Status scatter_into(ir::Program& program, ir::Node* node, int64_t dim, int64_t start,
@@ -72,11 +69,6 @@ ir::Status scatter_into(ir::Program& program, ir::Node* node, int64_t dim, int64
                                  {"src", ir::Arg::value(values)}},
                                 output_types(*node), node->name(), node);
   return replace_node(node, {k->output()});
-}
-
-int64_t int_arg(const ir::Node& node, const char* name, int64_t fallback) {
-  const ir::Arg* a = node.arg(name);
-  return a != nullptr && a->kind() == ir::ArgKind::Int ? a->as_int() : fallback;
 }
 
 }  // namespace
