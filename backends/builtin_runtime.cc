@@ -44,7 +44,8 @@ DelegateMemory delegate_memory(std::string_view backend, const DelegateHandle* h
          s.weight_bytes,
          s.activation_bytes,
          s.scratchpad_bytes,
-         s.heap_bytes};
+         s.heap_bytes,
+         s.shared_scratch_bytes};
   }
 #else
   (void)backend;

@@ -34,6 +34,9 @@ struct DelegateMemory {
   bool known = false;
   bool from_method_allocator = false;
   size_t weights = 0, activations = 0, scratchpad = 0, heap = 0;
+  // Of activations and scratchpad, what the method's DelegateScratch holds (shared by its
+  // delegates; not the method allocator's).
+  size_t shared_scratch = 0;
 };
 DelegateMemory delegate_memory(std::string_view backend, const DelegateHandle* handle);
 

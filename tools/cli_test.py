@@ -655,7 +655,14 @@ class InspectTest(unittest.TestCase):
             self.assertEqual(m["method_allocator_bytes"],
                              m["method_bytes"] + d["method_allocator_bytes"])
             if backend == "cpu":
-                kept = d["weight_bytes"] + d["activation_bytes"] + d["scratchpad_bytes"]
+                # Activations and scratchpad come from the method's delegate scratch (shared by
+                # its delegates), the rest from the method allocator.
+                shared = d["shared_scratch_bytes"]
+                self.assertGreater(shared, 0, d)
+                self.assertLessEqual(shared, d["activation_bytes"] + d["scratchpad_bytes"] + 64 * 64)
+                self.assertEqual(m["delegate_scratch_bytes"], shared)  # the one delegate's
+                kept = (d["weight_bytes"] + d["activation_bytes"] + d["scratchpad_bytes"]
+                        - min(shared, d["activation_bytes"] + d["scratchpad_bytes"]))
                 self.assertGreater(d["weight_bytes"], 0, d)
                 self.assertGreaterEqual(d["method_allocator_bytes"], kept)
                 self.assertLess(d["method_allocator_bytes"], kept + 64 * 64)

@@ -36,11 +36,18 @@ Result<std::string> inspect_memory(Module& module, bool json) {
     if (json) {
       out << (m ? ", " : "") << "{\"name\": \"" << name
           << "\", \"method_allocator_bytes\": " << own + delegated << ", \"method_bytes\": " << own
-          << ", \"planned_bytes\": " << planned << ", \"delegates\": [";
+          << ", \"planned_bytes\": " << planned
+          << ", \"delegate_scratch_bytes\": " << (*method)->delegate_scratch_bytes()
+          << ", \"delegates\": [";
     } else {
       out << "method '" << name << "':\n  method allocator: " << own + delegated << " bytes ("
           << own << " for the method's values and instructions, " << delegated
           << " taken by delegates at init)\n  planned arenas: " << planned << " bytes\n";
+      if (const size_t shared = (*method)->delegate_scratch_bytes(); shared > 0) {
+        out << "  delegate scratch: " << shared
+            << " bytes, what the delegates compute in during a call, shared by them (they run "
+               "one at a time: the largest one's share)\n";
+      }
     }
     for (size_t d = 0; d < infos.size(); ++d) {
       const Method::DelegateInfo& info = infos[d];
@@ -51,7 +58,8 @@ Result<std::string> inspect_memory(Module& module, bool json) {
         if (dm.known) {
           out << ", \"weight_bytes\": " << dm.weights
               << ", \"activation_bytes\": " << dm.activations
-              << ", \"scratchpad_bytes\": " << dm.scratchpad << ", \"heap_bytes\": " << dm.heap;
+              << ", \"scratchpad_bytes\": " << dm.scratchpad << ", \"heap_bytes\": " << dm.heap
+              << ", \"shared_scratch_bytes\": " << dm.shared_scratch;
         }
         out << "}";
         continue;
@@ -60,7 +68,8 @@ Result<std::string> inspect_memory(Module& module, bool json) {
           << " bytes of the method allocator";
       if (dm.known) {
         out << ": weights " << dm.weights << ", activations " << dm.activations << ", scratchpad "
-            << dm.scratchpad << "; the heap grew by " << dm.heap
+            << dm.scratchpad << " (of these two, " << dm.shared_scratch
+            << " in the delegate scratch); the heap grew by " << dm.heap
             << " bytes during its init (weights read as stored, oneDNN's primitives and JIT "
                "code)";
       }

@@ -87,6 +87,9 @@ struct DelegateSummary {
   size_t activation_bytes = 0;
   size_t scratchpad_bytes = 0;
   bool from_method_allocator = false;
+  // Of the activations and scratchpad, the bytes taken from the method's DelegateScratch (shared
+  // with its other delegates; not from the method allocator), alignment included.
+  size_t shared_scratch_bytes = 0;
   // What the build left on the heap besides: weights read as stored (biases, norms' parameters),
   // oneDNN's primitives and JIT code. (Ember's kernels' weights count as weights, their working
   // memory as scratchpad.)

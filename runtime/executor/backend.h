@@ -35,6 +35,10 @@ struct BackendInitContext {
   // The caller's .ptd map, or the program's; may be null. It outlives the method, so a delegate
   // may keep it and read it again in execute (the cpu backend does, for a new batch size).
   const NamedDataMap* named_data;
+  // Memory the method's delegates share for what lives only within one of their calls (see
+  // DelegateScratch); may be null. A delegate may take it from its start at every call, in init
+  // and in execute (a build for a new size), and must keep nothing in it between calls.
+  DelegateScratch* scratch = nullptr;
 };
 
 struct BackendExecuteContext {

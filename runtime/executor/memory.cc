@@ -119,6 +119,64 @@ void HeapAllocator::reset() {
   MemoryAllocator::reset();
 }
 
+DelegateScratch::DelegateScratch() : unreserved_(true) {}
+
+void DelegateScratch::reserve_address_space() {
+  unreserved_ = false;
+#if defined(__linux__)
+  // Address space only (PROT_NONE, no commit charge), on a 2 MiB boundary for huge pages; a
+  // system that caps address space (ulimit -v) gets a smaller reservation, or none.
+  constexpr size_t huge = HeapAllocator::kHugePage;
+  for (size_t want = kReservation; want >= (size_t{256} << 20); want /= 2) {
+    void* raw =
+        ::mmap(nullptr, want + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) continue;
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (begin + huge - 1) & ~(huge - 1);
+    if (aligned > begin) ::munmap(raw, aligned - begin);
+    if (const size_t tail = begin + want + huge - (aligned + want); tail > 0) {
+      ::munmap(reinterpret_cast<void*>(aligned + want), tail);
+    }
+    base_ = reinterpret_cast<uint8_t*>(aligned);
+    capacity_ = mapped_ = want;
+    return;
+  }
+#endif
+}
+
+DelegateScratch::DelegateScratch(void* buffer, size_t size)
+    : base_(static_cast<uint8_t*>(buffer)),
+      capacity_(buffer != nullptr ? size : 0),
+      accessible_(capacity_) {}
+
+DelegateScratch::~DelegateScratch() {
+#if defined(__linux__)
+  if (mapped_ > 0) ::munmap(base_, mapped_);
+#endif
+}
+
+uint8_t* DelegateScratch::reserve(size_t bytes) {
+  if (unreserved_) reserve_address_space();
+  if (bytes > capacity_) return nullptr;
+  if (bytes > accessible_) {
+#if defined(__linux__)
+    // Whole huge pages at a time: a few calls to mprotect per load, and pages the kernel may
+    // back with huge ones.
+    constexpr size_t huge = HeapAllocator::kHugePage;
+    const size_t end = std::min(capacity_, (bytes + huge - 1) / huge * huge);
+    if (::mprotect(base_ + accessible_, end - accessible_, PROT_READ | PROT_WRITE) != 0) {
+      return nullptr;
+    }
+    ::madvise(base_ + accessible_, end - accessible_, MADV_HUGEPAGE);
+    accessible_ = end;
+#else
+    return nullptr;
+#endif
+  }
+  reserved_ = std::max(reserved_, bytes);
+  return base_;
+}
+
 Result<void*> HierarchicalAllocator::address(uint32_t memory_id, uint64_t offset,
                                              size_t nbytes) const {
   EMBER_CHECK(memory_id >= 1 && memory_id <= arenas_.size(), Error::InvalidProgram,

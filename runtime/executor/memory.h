@@ -124,10 +124,56 @@ class HierarchicalAllocator {
   std::span<const std::span<uint8_t>> arenas_;
 };
 
+// Memory a method's delegates share for what lives only within one of their calls (the cpu
+// backend's intermediates and scratchpad): a method runs one delegate at a time, so each uses
+// the region from its start and the method needs the largest delegate's share, not the sum of
+// them (an LLM's 25 delegates held 25 sets of activations: 1.3 GB, where one needs 70 MB). The
+// region's address never changes as it grows: it reserves address space at construction (no
+// memory; up to 64 GiB, less where the system refuses that) at the first request (a method
+// without delegates takes none) and makes what delegates ask for
+// accessible on demand; a page becomes memory when first written. Over a caller's buffer, it
+// holds that buffer's bytes at most.
+//
+//   DelegateScratch scratch;                 // Module's: address space only
+//   MemoryManager memory{&method_alloc, &planned, &temp, &scratch};
+//   uint8_t* base = scratch.reserve(bytes);  // a delegate's build; null: it cannot hold them
+//
+// One method's delegates only: two methods running at once each need their own. Not thread-safe
+// (a method loads and runs on one thread at a time).
+class DelegateScratch {
+ public:
+  static constexpr size_t kReservation = size_t{64} << 30;
+  DelegateScratch();
+  DelegateScratch(void* buffer, size_t size);
+  ~DelegateScratch();
+  DelegateScratch(const DelegateScratch&) = delete;
+  DelegateScratch& operator=(const DelegateScratch&) = delete;
+
+  // The region's start, with `bytes` from it usable; null when it cannot hold them (the caller
+  // then takes memory of its own).
+  uint8_t* reserve(size_t bytes);
+  // The most any caller of reserve asked for: what the method's delegates need of it.
+  size_t reserved() const { return reserved_; }
+  // The most it can hold (0: nothing; address space was refused).
+  size_t capacity() const { return capacity_; }
+
+ private:
+  void reserve_address_space();
+
+  bool unreserved_ = false;  // address space is reserved at the first reserve()
+  uint8_t* base_ = nullptr;
+  size_t capacity_ = 0;
+  size_t accessible_ = 0;  // bytes from base_ readable and writable
+  size_t reserved_ = 0;
+  size_t mapped_ = 0;  // the reservation's length (0 over a caller's buffer)
+};
+
 struct MemoryManager {
   MemoryAllocator* method_allocator = nullptr;
   HierarchicalAllocator* planned_memory = nullptr;  // may be null for a method with no arenas
   MemoryAllocator* temp_allocator = nullptr;        // may be null when no kernel needs scratch
+  // May be null: each delegate then keeps its own buffers for what a call computes.
+  DelegateScratch* delegate_scratch = nullptr;
 };
 
 }  // namespace ember

@@ -75,6 +75,9 @@ class Method {
     const DelegateHandle* handle = nullptr;
   };
   size_t num_delegates() const { return num_delegates_; }
+  // Bytes of MemoryManager::delegate_scratch the delegates asked for (the largest delegate's
+  // share; 0 without one): memory the method uses besides the method allocator's.
+  size_t delegate_scratch_bytes() const;
   // InvalidArgument for an index past num_delegates().
   Result<DelegateInfo> delegate_info(size_t index) const;
 

@@ -69,7 +69,8 @@ Error Method::init_delegates(const NamedDataMap* external_data) {
     }
     EMBER_ASSIGN_OR_RETURN(slot.named_data, allocate<MergedNamedDataMap>(1, "named data"));
     new (slot.named_data) MergedNamedDataMap(external_data, program_->named_data());
-    BackendInitContext context{memory_->method_allocator, name(), slot.named_data};
+    BackendInitContext context{memory_->method_allocator, name(), slot.named_data,
+                               memory_->delegate_scratch};
     const size_t before = memory_->method_allocator->handed_out();
     Result<DelegateHandle*> handle = backend->init(context, &slot.blob, {spec_array, num_specs});
     if (!handle.ok()) {
@@ -87,6 +88,12 @@ Result<Method::DelegateInfo> Method::delegate_info(size_t index) const {
               "delegate %zu of a method with %zu delegates", index, num_delegates_);
   const Delegate& d = delegates_[index];
   return DelegateInfo{d.backend_id, d.init_bytes, d.handle};
+}
+
+size_t Method::delegate_scratch_bytes() const {
+  return memory_ != nullptr && memory_->delegate_scratch != nullptr
+             ? memory_->delegate_scratch->reserved()
+             : 0;
 }
 
 Error Method::init_instructions() {

@@ -46,6 +46,7 @@ struct Module::LoadedMethod {
   std::unique_ptr<HierarchicalAllocator> planned;
   HeapAllocator method_allocator;
   HeapAllocator temp_allocator{/*huge_pages=*/false};
+  DelegateScratch delegate_scratch;  // outlives the method's delegates
   MemoryManager memory;
   std::unique_ptr<Method> method;
 };
@@ -163,7 +164,8 @@ Error Module::load_method(const std::string& name) {
     lm->arenas.emplace_back(static_cast<uint8_t*>(p), static_cast<size_t>(*size));
   }
   lm->planned = std::make_unique<HierarchicalAllocator>(lm->arenas);
-  lm->memory = MemoryManager{&lm->method_allocator, lm->planned.get(), &lm->temp_allocator};
+  lm->memory = MemoryManager{&lm->method_allocator, lm->planned.get(), &lm->temp_allocator,
+                             &lm->delegate_scratch};
   Result<Method> method = program_->load_method(name, &lm->memory, data_map_.get());
   if (!method.ok()) return method.error();
   lm->method = std::make_unique<Method>(std::move(*method));

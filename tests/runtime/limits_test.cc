@@ -126,6 +126,35 @@ TEST(Limits, HeapAllocatorHandsOutAlignedDisjointBlocks) {
   EXPECT_EQ(fixed.heap_bytes(), 0u);
 }
 
+// DelegateScratch (Module's): its start never moves as it grows, what reserve returned is
+// writable up to the bytes asked for, reserved() keeps the largest request, and a request past
+// what it can hold is null (the delegate takes its own memory). Over a caller's buffer it holds
+// that buffer's bytes and no more.
+TEST(Limits, DelegateScratchGrowsInPlace) {
+  DelegateScratch scratch;
+  EXPECT_EQ(scratch.reserved(), 0u);
+  uint8_t* base = scratch.reserve(100);
+  ASSERT_NE(base, nullptr);  // a Linux machine grants address space
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % HeapAllocator::kHugePage, 0u);
+  std::memset(base, 1, 100);
+  uint8_t* again = scratch.reserve(size_t{5} << 20);  // past the first huge page
+  EXPECT_EQ(again, base);
+  std::memset(base, 2, size_t{5} << 20);
+  EXPECT_EQ(base[(size_t{5} << 20) - 1], 2);
+  EXPECT_EQ(scratch.reserve(64), base);  // a smaller request: the same start
+  EXPECT_EQ(scratch.reserved(), size_t{5} << 20);
+  EXPECT_GE(scratch.capacity(), size_t{256} << 20);
+  EXPECT_EQ(scratch.reserve(scratch.capacity() + 1), nullptr);
+  EXPECT_EQ(scratch.reserved(), size_t{5} << 20);
+
+  alignas(64) uint8_t caller[256];
+  DelegateScratch fixed(caller, sizeof caller);
+  EXPECT_EQ(fixed.capacity(), sizeof caller);
+  EXPECT_EQ(fixed.reserve(200), caller);
+  EXPECT_EQ(fixed.reserve(257), nullptr);
+  EXPECT_EQ(fixed.reserved(), 200u);
+}
+
 // MmapDataLoader without mlock maps the file once: every load is a view of that one mapping,
 // right where the file puts its bytes, and stays readable after the loader is gone. A freed
 // buffer hands its pages back (MADV_DONTNEED); a view that shares them reads the same bytes

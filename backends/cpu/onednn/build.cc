@@ -39,7 +39,7 @@ Error Build::onednn_error(const dnnl::error& e) const {
 }
 
 Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllocator* allocator,
-             SharedWeights* shared)
+             SharedWeights* shared, DelegateScratch* scratch)
     : graph_(std::move(g)),
       threads_(threads),
       options_(options),
@@ -48,6 +48,7 @@ Build::Build(CpuGraph g, int threads, const DelegateOptions& options, MemoryAllo
       own_kernels_(options.own_kernels && graph_.precision == Precision::Fp32 &&
                    own_kernels_supported()),
       allocator_(allocator),
+      scratch_(scratch),
       shared_(shared),
       mem_(graph_.tensors.size()),
       md_(graph_.tensors.size()) {}
@@ -99,6 +100,7 @@ Result<std::unique_ptr<CpuDelegate>> Build::run(const NamedDataMap* named) && tr
   s.activation_bytes = held_bytes_[static_cast<int>(Held::Activations)];
   s.scratchpad_bytes = held_bytes_[static_cast<int>(Held::Scratchpad)];
   s.from_method_allocator = allocator_ != nullptr;
+  s.shared_scratch_bytes = scratch_used_;
   s.int8_convolutions = int8_convolutions_;
   s.int8_chained = static_cast<int>(quant_.u8_tensors.size());
   s.int8_matmuls = int8_matmuls_;
@@ -167,6 +169,15 @@ Result<memory> Build::buffer(const memory::desc& md, Held held) try {
   if (held == Held::Transient) return memory(md, engine_);
   const size_t taken = held_bytes_[0] + held_bytes_[1] + held_bytes_[2];
   held_bytes_[static_cast<int>(held)] += bytes;
+  // What a call writes and no later call reads: the method's shared scratch where it has room.
+  if (scratch_ != nullptr && (held == Held::Activations || held == Held::Scratchpad)) {
+    const size_t offset = (scratch_used_ + 63) / 64 * 64;
+    const size_t end = offset + std::max<size_t>(bytes, 1);
+    if (uint8_t* base = scratch_->reserve(end); base != nullptr) {
+      scratch_used_ = end;
+      return memory(md, engine_, base + offset);
+    }
+  }
   if (allocator_ == nullptr) return memory(md, engine_);
   // A cache line apart: oneDNN's kernels load whole lines (the heap's buffers are so aligned).
   void* p = allocator_->allocate(std::max<size_t>(bytes, 1), 64);

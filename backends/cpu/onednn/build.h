@@ -107,8 +107,11 @@ class Build {
   // weights in their final layout), the method allocator at init; null: the heap (a build made
   // during a call, for a new batch size, and tests). Transient buffers always use the heap.
   // `shared`: the weights the graph's builds at other batch sizes made (null: none shared).
+  // `scratch`: where activations and the scratchpad come from, from its start (the method's
+  // delegates share it: they run one at a time), before `allocator`; null: `allocator`.
   Build(CpuGraph g, int threads, const DelegateOptions& options,
-        MemoryAllocator* allocator = nullptr, SharedWeights* shared = nullptr);
+        MemoryAllocator* allocator = nullptr, SharedWeights* shared = nullptr,
+        DelegateScratch* scratch = nullptr);
   Build(const Build&) = delete;
   Build& operator=(const Build&) = delete;
 
@@ -315,6 +318,8 @@ class Build {
   dnnl::engine engine_;
   dnnl::stream stream_;
   MemoryAllocator* allocator_;
+  DelegateScratch* scratch_;
+  size_t scratch_used_ = 0;  // bytes of scratch_ this build's buffers take, from its start
   SharedWeights* shared_;
   std::vector<std::shared_ptr<void>> shared_held_;  // what shared() gave this build
   const NamedDataMap* named_ = nullptr;

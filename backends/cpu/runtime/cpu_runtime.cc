@@ -89,21 +89,20 @@ void disable_unrequested_jit_profiling() {
   (void)done;
 }
 
-// Builds a delegate for `g` with the thread count it will run with, its buffers from
-// `allocator` (null: the heap). The build returns its errors; the standard library's
-// std::bad_alloc is the one exception that can reach here.
-Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
-                                                   const DelegateOptions& options,
-                                                   const NamedDataMap* named,
-                                                   MemoryAllocator* allocator,
-                                                   SharedWeights* shared) {
+// Builds a delegate for `g` with the thread count it will run with, what a call computes in
+// `scratch` where there is one, its other buffers from `allocator` (null: the heap). The build
+// returns its errors; the standard library's std::bad_alloc is the one exception that can reach
+// here.
+Result<std::unique_ptr<CpuDelegate>> make_delegate(
+    CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named,
+    MemoryAllocator* allocator, SharedWeights* shared, DelegateScratch* scratch) {
   disable_unrequested_jit_profiling();
   const int previous = omp_get_max_threads();
   // Primitives are created for the thread count they will run with.
   omp_set_num_threads(threads);
   Result<std::unique_ptr<CpuDelegate>> d = Error::Internal;
   try {
-    d = Build(std::move(g), threads, options, allocator, shared).run(named);
+    d = Build(std::move(g), threads, options, allocator, shared, scratch).run(named);
   } catch (const std::bad_alloc&) {
     d = fail(Error::MemoryAllocationFailed, "out of memory");
   }
@@ -118,6 +117,8 @@ Result<std::unique_ptr<CpuDelegate>> make_delegate(CpuGraph g, int threads,
 // shape-specific) and kept, the kMaxBuilds most recently used at most besides the first.
 // The first build's buffers come from the method allocator; those made during a call come from
 // the heap (a call may not grow the caller's memory, which a fixed pool could not give back).
+// Every build's activations and scratchpad come from the method's DelegateScratch where it has
+// one: they share it with each other and with the method's other delegates.
 // The builds share what they make of the weights (SharedWeights): a build for a new size reorders
 // or packs no weight the first build did, so it costs what depends on the size alone (oneDNN's
 // primitives, Ember's kernels' plans, the activations).
@@ -125,17 +126,20 @@ class CpuHandle {
  public:
   static constexpr size_t kMaxBuilds = 4;
 
-  CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named)
+  CpuHandle(CpuGraph g, int threads, const DelegateOptions& options, const NamedDataMap* named,
+            DelegateScratch* scratch)
       : graph_(std::move(g)),
         bounds_(bounds_of(graph_)),
         sizes_(bounds_.size(), 0),
         threads_(threads),
         options_(options),
-        named_(named) {}
+        named_(named),
+        scratch_(scratch) {}
 
   Error init(MemoryAllocator* allocator) {
-    Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
-        graph_, threads_, options_, named_, allocator, graph_.num_symbols > 0 ? &shared_ : nullptr);
+    Result<std::unique_ptr<CpuDelegate>> d =
+        make_delegate(graph_, threads_, options_, named_, allocator,
+                      graph_.num_symbols > 0 ? &shared_ : nullptr, scratch_);
     if (!d.ok()) return d.error();
     first_ = std::move(*d);
     return Error::Ok;
@@ -166,7 +170,7 @@ class CpuHandle {
                            [&](const auto& b) { return b.first == sizes; });
     if (it == builds_.end()) {
       Result<std::unique_ptr<CpuDelegate>> d = make_delegate(
-          with_batch_sizes(graph_, sizes), threads_, options_, named_, nullptr, &shared_);
+          with_batch_sizes(graph_, sizes), threads_, options_, named_, nullptr, &shared_, scratch_);
       if (!d.ok()) return d.error();
       if (builds_.size() == kMaxBuilds) builds_.pop_back();
       builds_.insert(builds_.begin(), {sizes, std::move(*d)});
@@ -246,6 +250,7 @@ class CpuHandle {
   int threads_;
   DelegateOptions options_;
   const NamedDataMap* named_;  // outlives the method (docs/runtime.md), so every build reads it
+  DelegateScratch* scratch_;   // the method's, or null; outlives the method
   SharedWeights shared_;       // the weights as the builds' steps read them (a static graph: none)
   std::unique_ptr<CpuDelegate> first_;  // at the upper bounds, built at init
   // Builds for other batch sizes, most recently used first.
@@ -304,7 +309,7 @@ Result<DelegateHandle*> init_graph(CpuGraph&& g, BackendInitContext& context,
                                     DelegateOptions{switch_from(specs, "fp32_winograd", false),
                                                     switch_from(specs, "ember_kernels", true),
                                                     switch_from(specs, "int8", true)},
-                                    weights);
+                                    weights, context.scratch);
   } catch (const std::bad_alloc&) {
     return fail(Error::MemoryAllocationFailed, "cpu delegate: out of memory");
   }

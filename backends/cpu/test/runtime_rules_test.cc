@@ -124,6 +124,98 @@ TEST(CpuRuntimeRules, BuffersComeFromTheMethodAllocator) {
       << last_error_message();
 }
 
+// A method's delegates compute in one DelegateScratch (they run one at a time): each takes it
+// from its start, so the method holds the largest delegate's activations and scratchpad, not the
+// sum, and none of that comes from the method allocator. Two delegates of different graphs run
+// interleaved over it, each call overwriting what the other left: every result is the one a
+// delegate of its own memory computes, bit for bit. A scratch too small for a delegate leaves its
+// buffers to the method allocator.
+TEST(CpuRuntimeRules, DelegatesShareTheMethodScratch) {
+  at::manual_seed(7);
+  at::Tensor x = at::randn({1, 8, 12, 12}), w = at::randn({16, 8, 3, 3}), bias = at::randn({16});
+  at::Tensor fc = at::randn({10, 16 * 12 * 12});
+  at::Tensor want_a;
+  auto pa = parse_text(conv_relu_linear(x, w, bias, fc, &want_a).text());
+  at::Tensor y = at::randn({1, 8, 20, 20}), w2 = at::randn({16, 8, 3, 3}), b2 = at::randn({16});
+  at::Tensor fc2 = at::randn({4, 16 * 20 * 20});
+  at::Tensor want_b;
+  auto pb = parse_text(conv_relu_linear(y, w2, b2, fc2, &want_b).text());
+  ASSERT_TRUE(pa && pb);
+  const Compiled ca = compile(*pa), cb = compile(*pb);
+  DelegateSummary own_a, own_b;
+  const auto alone_a = run(ca, {x}, {want_a}, {}, &own_a);
+  const auto alone_b = run(cb, {y}, {want_b}, {}, &own_b);
+  ASSERT_EQ(alone_a.size(), 1u);
+  ASSERT_EQ(alone_b.size(), 1u);
+  EXPECT_EQ(own_a.shared_scratch_bytes, 0u);  // no scratch given: its own buffers
+
+  HeapAllocator allocator;
+  DelegateScratch scratch;
+  BlobMap map_a(&ca.result.named_data), map_b(&cb.result.named_data);
+  const Backend* backend = runtime_backend();
+  struct Delegate {
+    DelegateHandle* handle = nullptr;
+    std::vector<at::Tensor> tensors;  // the input, then the output
+    std::vector<Tensor> views;
+    std::vector<EValue> values;
+    std::vector<EValue*> args;
+  };
+  auto init = [&](const Compiled& c, const NamedDataMap* map, const at::Tensor& in,
+                  const at::Tensor& like, Delegate* d) {
+    BackendInitContext ctx{&allocator, "forward", map, &scratch};
+    std::vector<uint8_t> blob = c.result.processed;
+    FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+    Result<DelegateHandle*> h = backend->init(ctx, &buf, {});
+    ASSERT_TRUE(h.ok()) << last_error_message();
+    d->handle = *h;
+    d->tensors = {in.contiguous(), at::full_like(like, NAN)};
+    for (auto& t : d->tensors) {
+      std::vector<int32_t> sizes(t.sizes().begin(), t.sizes().end());
+      d->views.push_back(*Tensor::make(ScalarType::Float, sizes, {}, t.data_ptr()));
+    }
+    for (auto& v : d->views) d->values.push_back(EValue::from_tensor(&v));
+    for (auto& v : d->values) d->args.push_back(&v);
+  };
+  Delegate a, b;
+  init(ca, &map_a, x, want_a, &a);
+  init(cb, &map_b, y, want_b, &b);
+  ASSERT_TRUE(a.handle != nullptr && b.handle != nullptr);
+  const DelegateSummary sa = summarize(a.handle), sb = summarize(b.handle);
+  EXPECT_GT(sa.shared_scratch_bytes, 0u);
+  EXPECT_GT(sb.shared_scratch_bytes, sa.shared_scratch_bytes);  // the larger image
+  EXPECT_GE(sa.shared_scratch_bytes, sa.activation_bytes + sa.scratchpad_bytes);
+  EXPECT_EQ(scratch.reserved(), std::max(sa.shared_scratch_bytes, sb.shared_scratch_bytes));
+  // The method allocator kept the weights alone.
+  EXPECT_LT(allocator.handed_out(),
+            sa.weight_bytes + sb.weight_bytes + sa.activation_bytes + sb.activation_bytes);
+  BackendExecuteContext ectx{nullptr};
+  for (Delegate* d : {&a, &b, &a, &b, &a}) {
+    ASSERT_EQ(backend->execute(ectx, d->handle, d->args), Error::Ok) << last_error_message();
+    const at::Tensor& got = d->tensors[1];
+    EXPECT_TRUE(at::equal(got, d == &a ? alone_a[0] : alone_b[0]));
+  }
+  backend->destroy(a.handle);
+  backend->destroy(b.handle);
+
+  // Room for neither: the method allocator holds everything, as without a scratch.
+  alignas(64) uint8_t little[256];
+  DelegateScratch small(little, sizeof little);
+  HeapAllocator other;
+  Delegate c;
+  {
+    BackendInitContext ctx{&other, "forward", &map_a, &small};
+    std::vector<uint8_t> blob = ca.result.processed;
+    FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
+    Result<DelegateHandle*> h = backend->init(ctx, &buf, {});
+    ASSERT_TRUE(h.ok()) << last_error_message();
+    c.handle = *h;
+  }
+  const DelegateSummary sc = summarize(c.handle);
+  EXPECT_LE(sc.shared_scratch_bytes, sizeof little);
+  EXPECT_GE(other.handed_out(), sc.weight_bytes + sc.activation_bytes - sc.shared_scratch_bytes);
+  backend->destroy(c.handle);
+}
+
 // Ember's own kernels pack their weights into the method allocator too (PackedMatrix::pack's
 // storage): a one-row linear layer, a matrix-vector step.
 TEST(CpuRuntimeRules, OwnKernelsPackIntoTheMethodAllocator) {
