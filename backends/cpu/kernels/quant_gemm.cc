@@ -148,7 +148,8 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   to_panels(bias, n, 1, storage, &out.bias);
   if (out.data.empty() || out.scales.empty() || out.bias.empty()) return DotPackedMatrix{};
   out.symmetric = std::none_of(q, q + n * k, [](int8_t v) { return v == -128; });
-  std::vector<int32_t> sums(static_cast<size_t>(n * groups), 0);  // of each group's q
+  // Of each group's q, for 8 bits (the 4-bit kernel sums the nibbles it loads).
+  std::vector<int32_t> sums(bits == 8 ? static_cast<size_t>(n * groups) : 0, 0);
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
     uint8_t* panel = out.data.data() + p * out.panel_bytes();
@@ -161,9 +162,10 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
       } else {
         panel[((i / 4) * kGroup + col) * 4 + i % 4] = static_cast<uint8_t>(v);
       }
-      sums[static_cast<size_t>(j * groups + i / group)] += v;
+      if (bits == 8) sums[static_cast<size_t>(j * groups + i / group)] += v;
     }
   }
+  if (bits == 4) return out;
   to_panels(sums.data(), n, groups, storage, &out.sums);
   if (out.sums.empty()) return DotPackedMatrix{};
   return out;

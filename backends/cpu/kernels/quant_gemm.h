@@ -99,7 +99,8 @@ struct DotPackedMatrix {
   // 2 * 15 * 128). k * kGroup bytes a panel.
   Stored<uint8_t> data;
   bool symmetric = false;  // bits 8: no q is -128
-  Stored<int32_t> sums;    // [panels][groups][kGroup]: sum of q
+  Stored<int32_t> sums;    // bits 8: [panels][groups][kGroup], sum of q (bits 4: none; the
+                           // kernel sums the nibbles it loads)
   Stored<float> scales;    // [panels][groups][kGroup]
   Stored<float> bias;      // [panels * kGroup]
 

@@ -383,8 +383,9 @@ TEST(CpuQuant, PackersTakeTheirStorage) {
       DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.data_ptr<float>(), bias.data_ptr<float>(),
                             k, n, group, 4, storage);
   EXPECT_GT(used, before);
-  EXPECT_TRUE(in_arena(dot.data.data()) && in_arena(dot.sums.data()) &&
-              in_arena(dot.scales.data()) && in_arena(dot.bias.data()));
+  EXPECT_TRUE(in_arena(dot.data.data()) && in_arena(dot.scales.data()) &&
+              in_arena(dot.bias.data()));
+  EXPECT_TRUE(dot.sums.empty());  // 4 bits: the kernel sums the nibbles it loads
   const PackedMatrix f = PackedMatrix::pack(x.data_ptr<float>(), nullptr, k, m, storage);
   EXPECT_TRUE(in_arena(f.data) && in_arena(f.bias));
   // A storage that gives nothing: empty results, nothing written.
@@ -447,6 +448,45 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
                   (w8.to(at::kFloat) * scales.repeat_interleave(group, 1)).t());
     const at::Tensor got8 = at::from_blob(out8.data(), {m, n});
     EXPECT_TRUE(at::allclose(got8, want8, 1e-5, 1e-4)) << (got8 - want8).abs().max().item<float>();
+  }
+}
+
+// 4-bit weights in long groups: the kernel sums each column's nibbles as it loads them, bytes
+// added in place for 8 loads before they fold into 32 bits; groups of 32 to 256 (1 to 4 folds),
+// columns of the largest nibbles (q = 7: 15 + 15 a load, 240 a byte after 8) and the smallest,
+// and a zero point far from 0 (its term is what the sums serve), against ATen on every variant.
+TEST(CpuQuant, IntegerLinearSumsNibblesOfLongGroups) {
+  const std::vector<const simd::Kernels*> variants = simd_variants();
+  if (variants.empty()) GTEST_SKIP() << "no AVX2";
+  at::manual_seed(15);
+  const int64_t n = 35, k = 512, m = 5;
+  for (const int64_t group : {32, 64, 128, 256}) {
+    SCOPED_TRACE("group " + std::to_string(group));
+    at::Tensor wq = at::randint(-8, 8, {n, k}).to(at::kChar);
+    wq[0].fill_(7);
+    wq[1].fill_(-8);
+    wq[2].slice(0, 0, k / 2).fill_(7);
+    const at::Tensor scales = at::rand({n, k / group}) * 0.02 + 0.001;
+    const at::Tensor bias = at::randn({n});
+    const at::Tensor x = at::rand({m, k}) * 2 + 1;  // all positive: zero point -128
+    const DotPackedMatrix b =
+        DotPackedMatrix::pack(wq.data_ptr<int8_t>(), scales.contiguous().data_ptr<float>(),
+                              bias.data_ptr<float>(), k, n, group, 4);
+    ASSERT_FALSE(b.data.empty());
+    AlignedFloats memory(DotRows::bytes(m, k, group, true) / sizeof(float), NAN);
+    DotRows rows(memory.data(), m, k, group, true);
+    rows.quantize(x.contiguous().data_ptr<float>(), 1.1754943508222875e-38f);
+    std::vector<float> xd(static_cast<size_t>(m * k));
+    rows.dequantize(xd.data());
+    const at::Tensor w = wq.to(at::kFloat) * scales.repeat_interleave(group, 1);
+    const at::Tensor want = at::addmm(bias, at::from_blob(xd.data(), {m, k}), w.t());
+    for (const simd::Kernels* v : variants) {
+      std::vector<float> out(static_cast<size_t>(m * n));
+      v->dot_gemm(m, b, rows, out.data(), n, 0, b.panels);
+      const at::Tensor got = at::from_blob(out.data(), {m, n});
+      EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-4))
+          << v->name << ": " << (got - want).abs().max().item<float>();
+    }
   }
 }
 
