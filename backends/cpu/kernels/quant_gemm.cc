@@ -131,9 +131,12 @@ int DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_
   return nibbles ? 4 : 8;
 }
 
-DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
-                                      int64_t k, int64_t n, int64_t group, int bits,
-                                      const Storage& storage) {
+namespace {
+
+// DotPackedMatrix::pack of the weight whose integer (j, i) is q(j, i).
+template <typename Q>
+DotPackedMatrix pack_dot(Q q, const float* scales, const float* bias, int64_t k, int64_t n,
+                         int64_t group, int bits, bool symmetric, const Storage& storage) {
   DotPackedMatrix out;
   out.k = k;
   out.n = n;
@@ -147,14 +150,14 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   to_panels(scales, n, groups, storage, &out.scales);
   to_panels(bias, n, 1, storage, &out.bias);
   if (out.data.empty() || out.scales.empty() || out.bias.empty()) return DotPackedMatrix{};
-  out.symmetric = std::none_of(q, q + n * k, [](int8_t v) { return v == -128; });
+  out.symmetric = symmetric;
   // Of each group's q, for 8 bits (the 4-bit kernel sums the nibbles it loads).
   std::vector<int32_t> sums(bits == 8 ? static_cast<size_t>(n * groups) : 0, 0);
   for (int64_t j = 0; j < n; ++j) {
     const int64_t p = j / kGroup, col = j % kGroup;
     uint8_t* panel = out.data.data() + p * out.panel_bytes();
     for (int64_t i = 0; i < k; ++i) {
-      const int8_t v = q[j * k + i];
+      const int8_t v = q(j, i);
       if (bits == 4) {
         const auto u = static_cast<uint8_t>(v + 8);
         uint8_t& byte = panel[((i / 8) * kGroup + col) * 4 + i % 4];
@@ -169,6 +172,32 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
   to_panels(sums.data(), n, groups, storage, &out.sums);
   if (out.sums.empty()) return DotPackedMatrix{};
   return out;
+}
+
+}  // namespace
+
+DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, const float* bias,
+                                      int64_t k, int64_t n, int64_t group, int bits,
+                                      const Storage& storage) {
+  const bool symmetric = std::none_of(q, q + n * k, [](int8_t v) { return v == -128; });
+  return pack_dot([q, k](int64_t j, int64_t i) { return q[j * k + i]; }, scales, bias, k, n, group,
+                  bits, symmetric, storage);
+}
+
+DotPackedMatrix DotPackedMatrix::pack_nibbles(const uint8_t* nibbles, const float* zeros,
+                                              const float* scales, const float* bias, int64_t k,
+                                              int64_t n, int64_t group, const Storage& storage) {
+  if (k % group != 0 || group % 8 != 0) return DotPackedMatrix{};
+  for (int64_t i = 0; zeros != nullptr && i < n * (k / group); ++i) {
+    if (zeros[i] != 0.f) return DotPackedMatrix{};
+  }
+  return pack_dot(
+      [nibbles, k](int64_t j, int64_t i) {
+        const int64_t at = j * k + i;
+        const auto nibble = static_cast<uint8_t>((nibbles[at / 2] >> (at % 2 ? 4 : 0)) & 0xF);
+        return static_cast<int8_t>(nibble >= 8 ? nibble - 16 : nibble);
+      },
+      scales, bias, k, n, group, 4, /*symmetric=*/true, storage);
 }
 
 int8_t DotPackedMatrix::weight(int64_t j, int64_t i) const {

@@ -113,6 +113,13 @@ struct DotPackedMatrix {
   // from `storage` (where it gives none, the result is empty: data.empty()).
   static DotPackedMatrix pack(const int8_t* q, const float* scales, const float* bias, int64_t k,
                               int64_t n, int64_t group, int bits, const Storage& storage = {});
+  // pack(q, ..., 4, ...) of 4-bit weights as a program stores them, two a byte in two's
+  // complement, the low nibble first (q[j][i] is nibble j * k + i): no int8 copy of the whole
+  // weight on the way (an LLM's output layer: 136 MB). Where its zero points are 0 and the group
+  // a multiple of 8 (fits() of any such weight is 4); else empty.
+  static DotPackedMatrix pack_nibbles(const uint8_t* nibbles, const float* zeros,
+                                      const float* scales, const float* bias, int64_t k, int64_t n,
+                                      int64_t group, const Storage& storage = {});
   // Weight (j, i)'s integer, read back from the panels.
   int8_t weight(int64_t j, int64_t i) const;
 };

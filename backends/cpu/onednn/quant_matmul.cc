@@ -137,11 +137,21 @@ Error build_group_quant_matmul(Build& b, const OpDesc& op) {
   EMBER_ASSIGN_OR_RETURN(
       const std::shared_ptr<GroupPacked> packed,
       b.shared<GroupPacked>("group_quant", [&]() -> Result<std::shared_ptr<GroupPacked>> {
-        EMBER_ASSIGN_OR_RETURN(const int8_t* qd, ints());
         auto g = std::make_shared<GroupPacked>();
-        if (const int dot_bits = dynamic && own_kernels_supported()
-                                     ? DotPackedMatrix::fits(qd, zeros, k, n, group)
-                                     : 0) {
+        const bool dot = dynamic && own_kernels_supported();
+        if (dot && bits == 4 && group % 8 == 0) {
+          // Straight from the stored nibbles: no int8 copy of the whole weight.
+          EMBER_ASSIGN_OR_RETURN(const memory stored_m, b.src_memory(op.inputs[1]));
+          auto packed_dot = std::make_shared<DotPackedMatrix>(DotPackedMatrix::pack_nibbles(
+              data_as<uint8_t>(stored_m), zeros, scales, bias, k, n, group, b.weight_storage()));
+          EMBER_TRY(b.storage_error());
+          if (!packed_dot->data.empty()) {
+            g->dot = std::move(packed_dot);
+            return g;
+          }
+        }
+        EMBER_ASSIGN_OR_RETURN(const int8_t* qd, ints());
+        if (const int dot_bits = dot ? DotPackedMatrix::fits(qd, zeros, k, n, group) : 0) {
           g->dot = std::make_shared<DotPackedMatrix>(
               DotPackedMatrix::pack(qd, scales, bias, k, n, group, dot_bits, b.weight_storage()));
         } else {

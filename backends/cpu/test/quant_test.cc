@@ -451,6 +451,50 @@ TEST(CpuQuant, IntegerLinearVariantsAgree) {
   }
 }
 
+// A program's 4-bit weight as stored (two's complement nibbles, the low one first) packs to the
+// same panels as its integers do, with no int8 copy; zero points other than 0, or groups not a
+// multiple of 8, are refused (empty), for pack's route.
+TEST(CpuQuant, NibblesPackAsTheirIntegers) {
+  at::manual_seed(16);
+  const int64_t n = 37, k = 64, group = 16;
+  const at::Tensor wq = at::randint(-8, 8, {n, k}).to(at::kChar);
+  const at::Tensor scales = at::rand({n, k / group}) + 0.1;
+  const at::Tensor bias = at::randn({n});
+  std::vector<uint8_t> stored(static_cast<size_t>(n * k / 2));
+  const int8_t* q = wq.data_ptr<int8_t>();
+  for (int64_t i = 0; i < n * k; ++i) {
+    const auto nibble = static_cast<uint8_t>(q[i] & 0xF);
+    stored[static_cast<size_t>(i / 2)] |= static_cast<uint8_t>(i % 2 ? nibble << 4 : nibble);
+  }
+  const DotPackedMatrix want =
+      DotPackedMatrix::pack(q, scales.data_ptr<float>(), bias.data_ptr<float>(), k, n, group, 4);
+  const DotPackedMatrix got = DotPackedMatrix::pack_nibbles(
+      stored.data(), nullptr, scales.data_ptr<float>(), bias.data_ptr<float>(), k, n, group);
+  ASSERT_FALSE(got.data.empty());
+  EXPECT_EQ(got.bits, 4);
+  EXPECT_EQ(got.panels, want.panels);
+  EXPECT_TRUE(std::equal(got.data.data(), got.data.data() + got.data.size(), want.data.data(),
+                         want.data.data() + want.data.size()));
+  EXPECT_TRUE(std::equal(got.scales.data(), got.scales.data() + got.scales.size(),
+                         want.scales.data(), want.scales.data() + want.scales.size()));
+  EXPECT_TRUE(std::equal(got.bias.data(), got.bias.data() + got.bias.size(), want.bias.data(),
+                         want.bias.data() + want.bias.size()));
+  for (int64_t j = 0; j < n; j += 5) {
+    for (int64_t i = 0; i < k; i += 3) EXPECT_EQ(got.weight(j, i), q[j * k + i]);
+  }
+  std::vector<float> zeros(static_cast<size_t>(n * k / group), 0.f);
+  EXPECT_FALSE(DotPackedMatrix::pack_nibbles(stored.data(), zeros.data(), scales.data_ptr<float>(),
+                                             nullptr, k, n, group)
+                   .data.empty());
+  zeros[3] = 1.f;
+  EXPECT_TRUE(DotPackedMatrix::pack_nibbles(stored.data(), zeros.data(), scales.data_ptr<float>(),
+                                            nullptr, k, n, group)
+                  .data.empty());
+  EXPECT_TRUE(DotPackedMatrix::pack_nibbles(stored.data(), nullptr, scales.data_ptr<float>(),
+                                            nullptr, k, n, 4)
+                  .data.empty());
+}
+
 // 4-bit weights in long groups: the kernel sums each column's nibbles as it loads them, bytes
 // added in place for 8 loads before they fold into 32 bits; groups of 32 to 256 (1 to 4 folds),
 // columns of the largest nibbles (q = 7: 15 + 15 a load, 240 a byte after 8) and the smallest,
