@@ -160,10 +160,12 @@ std::pair<std::string, std::string> split_name(std::string_view qualified) {
   return {std::string(qualified.substr(0, dot)), std::string(qualified.substr(dot + 1))};
 }
 
-// `x * 2` is traced as mul.Tensor with a number for `other`; its kernel is the Scalar overload.
+// `x * 2` is traced as mul.Tensor with a number for `other`, `x * t.item()` with a symbolic
+// scalar (a value that is not a tensor); the kernel of either is the Scalar overload.
 std::string effective_overload(const ir::Node& node) {
   const ir::Arg* other = node.arg("other");
-  if (node.overload() == "Tensor" && other != nullptr && other->kind() != ir::ArgKind::Value) {
+  if (node.overload() == "Tensor" && other != nullptr &&
+      (other->kind() != ir::ArgKind::Value || !other->as_value()->is_tensor())) {
     return "Scalar";
   }
   return node.overload();

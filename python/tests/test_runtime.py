@@ -190,6 +190,28 @@ class RuntimeTest(unittest.TestCase):
         with self.assertRaisesRegex(EmberRuntimeError, "input 0"):
             p.forward(torch.randn(9, 4))
 
+    def test_arithmetic_with_a_number_read_from_an_input(self):
+        # x * t.item() exports mul.Tensor whose `other` is a symbolic int, not a tensor: its
+        # kernel is the Scalar overload (it compiled to mul.out and failed at load before).
+        # (Bounded by torch._check: Ember's symbols are sizes, 0 or more; unbounded numbers read
+        # from tensors are issue 43's.)
+        class ByItem(torch.nn.Module):
+            def forward(self, x, t):
+                a, b = t[0].item(), t[1].item()
+                torch._check(a >= 0)
+                torch._check(a <= 100)
+                torch._check(b >= 0)
+                torch._check(b <= 100)
+                return x * a + b, x - a
+
+        x, t = torch.randn(2, 3), torch.tensor([3, 2])
+        pte, _ = self.compile(ByItem(), (x, t), "by_item")
+        p = Program.load(pte)
+        for t in (torch.tensor([3, 2]), torch.tensor([0, 7]), torch.tensor([100, 100])):
+            got = p.forward(x, t)
+            for g, w in zip(got, ByItem()(x, t)):
+                self.assert_close(g, w)
+
     def test_state_persists_across_calls(self):
         pte, _ = self.compile(Stateful(), (torch.ones(3),), "state")
         p = Program.load(pte)
