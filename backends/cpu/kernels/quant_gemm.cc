@@ -120,12 +120,18 @@ void quant_gemm_threads(int threads, int64_t m, const QuantPackedMatrix& b, cons
   }
 }
 
+namespace {
+
+// Whether the `count` zero points are all 0 (null: none, so yes).
+bool zero_points_zero(const float* zeros, int64_t count) {
+  return zeros == nullptr || std::all_of(zeros, zeros + count, [](float z) { return z == 0.f; });
+}
+
+}  // namespace
+
 int DotPackedMatrix::fits(const int8_t* q, const float* zeros, int64_t k, int64_t n,
                           int64_t group) {
-  if (k % group != 0 || group % 4 != 0) return 0;
-  for (int64_t i = 0; zeros != nullptr && i < n * (k / group); ++i) {
-    if (zeros[i] != 0.f) return 0;
-  }
+  if (k % group != 0 || group % 4 != 0 || !zero_points_zero(zeros, n * (k / group))) return 0;
   bool nibbles = group % 8 == 0;
   for (int64_t i = 0; i < n * k && nibbles; ++i) nibbles = q[i] >= -8 && q[i] <= 7;
   return nibbles ? 4 : 8;
@@ -187,9 +193,8 @@ DotPackedMatrix DotPackedMatrix::pack(const int8_t* q, const float* scales, cons
 DotPackedMatrix DotPackedMatrix::pack_nibbles(const uint8_t* nibbles, const float* zeros,
                                               const float* scales, const float* bias, int64_t k,
                                               int64_t n, int64_t group, const Storage& storage) {
-  if (k % group != 0 || group % 8 != 0) return DotPackedMatrix{};
-  for (int64_t i = 0; zeros != nullptr && i < n * (k / group); ++i) {
-    if (zeros[i] != 0.f) return DotPackedMatrix{};
+  if (k % group != 0 || group % 8 != 0 || !zero_points_zero(zeros, n * (k / group))) {
+    return DotPackedMatrix{};
   }
   return pack_dot(
       [nibbles, k](int64_t j, int64_t i) {

@@ -147,6 +147,8 @@ TEST(CpuRuntimeRules, DelegatesShareTheMethodScratch) {
   const auto alone_b = run(cb, {y}, {want_b}, {}, &own_b);
   ASSERT_EQ(alone_a.size(), 1u);
   ASSERT_EQ(alone_b.size(), 1u);
+  expect_close(alone_a[0], want_a, 1e-4, 1e-4);  // ATen's
+  expect_close(alone_b[0], want_b, 1e-4, 1e-4);
   EXPECT_EQ(own_a.shared_scratch_bytes, 0u);  // no scratch given: its own buffers
 
   HeapAllocator allocator;
@@ -161,8 +163,9 @@ TEST(CpuRuntimeRules, DelegatesShareTheMethodScratch) {
     std::vector<EValue*> args;
   };
   auto init = [&](const Compiled& c, const NamedDataMap* map, const at::Tensor& in,
-                  const at::Tensor& like, Delegate* d) {
-    BackendInitContext ctx{&allocator, "forward", map, &scratch};
+                  const at::Tensor& like, MemoryAllocator* method_allocator,
+                  DelegateScratch* delegate_scratch, Delegate* d) {
+    BackendInitContext ctx{method_allocator, "forward", map, delegate_scratch};
     std::vector<uint8_t> blob = c.result.processed;
     FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
     Result<DelegateHandle*> h = backend->init(ctx, &buf, {});
@@ -177,8 +180,8 @@ TEST(CpuRuntimeRules, DelegatesShareTheMethodScratch) {
     for (auto& v : d->values) d->args.push_back(&v);
   };
   Delegate a, b;
-  init(ca, &map_a, x, want_a, &a);
-  init(cb, &map_b, y, want_b, &b);
+  init(ca, &map_a, x, want_a, &allocator, &scratch, &a);
+  init(cb, &map_b, y, want_b, &allocator, &scratch, &b);
   ASSERT_TRUE(a.handle != nullptr && b.handle != nullptr);
   const DelegateSummary sa = summarize(a.handle), sb = summarize(b.handle);
   EXPECT_GT(sa.shared_scratch_bytes, 0u);
@@ -202,17 +205,13 @@ TEST(CpuRuntimeRules, DelegatesShareTheMethodScratch) {
   DelegateScratch small(little, sizeof little);
   HeapAllocator other;
   Delegate c;
-  {
-    BackendInitContext ctx{&other, "forward", &map_a, &small};
-    std::vector<uint8_t> blob = ca.result.processed;
-    FreeableBuffer buf(blob.data(), blob.size(), nullptr, nullptr);
-    Result<DelegateHandle*> h = backend->init(ctx, &buf, {});
-    ASSERT_TRUE(h.ok()) << last_error_message();
-    c.handle = *h;
-  }
+  init(ca, &map_a, x, want_a, &other, &small, &c);
+  ASSERT_TRUE(c.handle != nullptr);
   const DelegateSummary sc = summarize(c.handle);
   EXPECT_LE(sc.shared_scratch_bytes, sizeof little);
   EXPECT_GE(other.handed_out(), sc.weight_bytes + sc.activation_bytes - sc.shared_scratch_bytes);
+  ASSERT_EQ(backend->execute(ectx, c.handle, c.args), Error::Ok) << last_error_message();
+  EXPECT_TRUE(at::equal(c.tensors[1], alone_a[0]));
   backend->destroy(c.handle);
 }
 
